@@ -1,0 +1,333 @@
+/**
+ * @file `dml eval`: scores ONNX embedders on a dataset, or embeddings computed elsewhere (.npy).
+ *
+ *   dml eval model.onnx [more.onnx ...] --data <layout:path> [options]
+ *   dml eval --query-embeddings q.npy --query-labels ql.npy [--gallery-embeddings g.npy --gallery-labels gl.npy]
+ *
+ * Prints a Markdown table on stdout and progress on stderr; writes report.json, report.md and
+ * report.html into --out, and/or report.json to --json. Nothing is written before the evaluation has
+ * succeeded, and every file is written atomically.
+ */
+import { access, constants, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { applyClassSplit, parseClassList } from '../data/class-split.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { DmlError, invalidParameterError } from '../errors.js';
+import { OnnxEmbedder } from '../embed/embedder.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { normalizeRowsInPlace } from '../embed/normalize.js';
+import { readNpy } from '../embed/npy.js';
+import type { Preprocessing } from '../image/preprocessing.js';
+import { DEFAULT_CLUSTER_COUNT_SPECS, parseClusterCountSpecs } from '../eval/cluster-counts.js';
+import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
+import { evaluateModel } from '../eval/evaluate-model.js';
+import type { IndexParameters } from '../eval/evaluation.js';
+import { reportHtml } from '../report/html.js';
+import { reportMarkdown } from '../report/markdown.js';
+import { buildReport, type Report, type RunReport } from '../report/report.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { createProgress } from '../util/progress.js';
+import {
+  parseChoice,
+  parseNumberList,
+  parsePositiveInt,
+  parsePositiveIntList,
+  parseSeed,
+  parseSize,
+} from './parse-options.js';
+
+/** Raw option values as commander hands them over (strings until parsed). */
+interface EvalFlags {
+  data?: string;
+  trainClasses?: string;
+  hotelsTestSet?: string;
+  queryEmbeddings?: string;
+  queryLabels?: string;
+  galleryEmbeddings?: string;
+  galleryLabels?: string;
+  k?: string;
+  nmiK: string;
+  clusterSet: string;
+  kmeansIterations: string;
+  kmeansRestarts: string;
+  index: string;
+  hnswM: string;
+  hnswEfConstruction: string;
+  hnswEf: string;
+  chunkSize: string;
+  seed: string;
+  out?: string;
+  json?: string;
+  cacheDir?: string;
+  cache: boolean;
+  device: string;
+  threads?: string;
+  batchSize: string;
+  size?: string;
+  resize?: string;
+  channels?: string;
+  layout?: string;
+  mean?: string;
+  std?: string;
+  outputName?: string;
+  skipBadImages?: boolean;
+  limitInputPixels?: string;
+}
+
+/** Registers `eval` on the program. */
+export function registerEvalCommand(program: Command, commandLine: string[]): void {
+  program
+    .command('eval')
+    .description('Evaluate ONNX embedders (or precomputed embeddings): Recall@K, R-Precision, MAP@R, NMI, NMI+, F1')
+    .argument('[models...]', 'ONNX embedders to evaluate side by side')
+    .option('--data <layout:path>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
+    .option('--train-classes <labels>', 'class-disjoint split: these labels (e.g. 0-4) are training classes, the rest is evaluated')
+    .option('--hotels-test-set <name>', 'Hotels-50K query set: unoccluded, low_occlusions, medium_occlusions, high_occlusions')
+    .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D')
+    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings')
+    .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
+    .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
+    .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
+    .option('--nmi-k <list>', 'cluster counts for NMI+: integers or multiples of the label count', DEFAULT_CLUSTER_COUNT_SPECS.join(','))
+    .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery) or query', 'union')
+    .option('--kmeans-iterations <n>', 'Lloyd iterations per k-means run', '20')
+    .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
+    .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
+    .option('--hnsw-m <n>', 'HNSW M', '16')
+    .option('--hnsw-ef-construction <n>', 'HNSW efConstruction', '200')
+    .option('--hnsw-ef <n>', 'HNSW ef at query time (raised to the neighbours needed)', '64')
+    .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')
+    .option('--seed <n>', 'seed of k-means and HNSW', '0')
+    .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
+    .option('--json <file>', 'write report.json to this file')
+    .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
+    .option('--no-cache', 'do not read or write the embedding cache')
+    .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
+    .option('--threads <n>', 'onnxruntime intra-op threads')
+    .option('--batch-size <n>', 'images per inference call', '32')
+    .option('--size <HxW>', 'input size override, e.g. 224 or 224x224')
+    .option('--resize <n>', 'shorter side before the centre crop')
+    .option('--channels <n>', '1 or 3')
+    .option('--layout <layout>', 'NCHW or NHWC')
+    .option('--mean <list>', 'per-channel mean on [0,1] pixels, e.g. 0.485,0.456,0.406')
+    .option('--std <list>', 'per-channel std, e.g. 0.229,0.224,0.225')
+    .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
+    .option('--skip-bad-images', 'skip and count undecodable images instead of failing')
+    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs')
+    .action(async (models: string[], flags: EvalFlags) => {
+      await runEval(models, flags, commandLine);
+    });
+}
+
+function preprocessingOverrides(flags: EvalFlags): Partial<Preprocessing> {
+  const o: Partial<Preprocessing> = {};
+  if (flags.size !== undefined) [o.height, o.width] = parseSize(flags.size, '--size');
+  if (flags.resize !== undefined) o.resizeShorter = parsePositiveInt(flags.resize, '--resize');
+  if (flags.channels !== undefined) o.channels = Number(parseChoice(flags.channels, ['1', '3'], '--channels')) as 1 | 3;
+  if (flags.layout !== undefined) o.layout = parseChoice(flags.layout.toUpperCase(), ['NCHW', 'NHWC'] as const, '--layout');
+  if (flags.mean !== undefined) o.mean = parseNumberList(flags.mean, '--mean');
+  if (flags.std !== undefined) o.std = parseNumberList(flags.std, '--std');
+  return o;
+}
+
+/**
+ * Checks that folder `dir` exists or can be created, before any work starts: its nearest existing
+ * ancestor must be a writable folder. `what` names the flag and value in the error.
+ */
+async function checkWritableFolder(dir: string, what: string): Promise<void> {
+  let current = path.resolve(dir);
+  for (;;) {
+    const info = await stat(current).catch(() => undefined);
+    if (info) {
+      if (!info.isDirectory()) throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not a folder`);
+      break;
+    }
+    const parent = path.dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  try {
+    await access(current, constants.W_OK);
+  } catch {
+    throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not writable`);
+  }
+}
+
+async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
+  const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
+  if (usingNpy && (models.length > 0 || flags.data !== undefined)) {
+    throw invalidParameterError('dml eval', 'either models with --data, or --query-embeddings with --query-labels, not both', argv.join(' '));
+  }
+  if (!usingNpy && models.length === 0) {
+    throw invalidParameterError('dml eval', 'at least one model.onnx (or --query-embeddings)', 'none');
+  }
+  if (!usingNpy && flags.data === undefined) throw invalidParameterError('--data', 'a dataset such as folder:path/to/images', 'nothing');
+
+  const index: IndexParameters =
+    parseChoice(flags.index, ['exact', 'hnsw'] as const, '--index') === 'exact'
+      ? { kind: 'exact', chunkSize: parsePositiveInt(flags.chunkSize, '--chunk-size') }
+      : {
+          kind: 'hnsw',
+          m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
+          efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
+          ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
+          seed: parseSeed(flags.seed, '--seed'),
+        };
+  const seed = parseSeed(flags.seed, '--seed');
+  const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
+    clusterCountSpecs: parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k'),
+    clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
+    index,
+    kmeans: {
+      iterations: parsePositiveInt(flags.kmeansIterations, '--kmeans-iterations'),
+      restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
+      seed,
+    },
+    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+  };
+  const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
+  if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
+  if (flags.json !== undefined) await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
+
+  const progress = new Map<string, ReturnType<typeof createProgress>>();
+  const onProgress = (stage: string, done: number, total: number): void => {
+    let bar = progress.get(stage);
+    if (!bar) {
+      bar = createProgress(stage);
+      progress.set(stage, bar);
+    }
+    bar.update(done, total);
+    if (done >= total) {
+      bar.stop();
+      progress.delete(stage);
+    }
+  };
+
+  const runs: RunReport[] = [];
+  if (usingNpy) {
+    runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
+  } else {
+    const spec = flags.data as string;
+    let manifest = await openDataset(spec, {
+      warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
+      ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
+    });
+    let trainClasses: string[] | undefined;
+    if (flags.trainClasses !== undefined) {
+      trainClasses = parseClassList(flags.trainClasses, '--train-classes');
+      manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
+    }
+    const hash = await manifestHash(manifest);
+    const ks = explicitKs ?? manifest.defaultK;
+    const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
+    const names = models.map((m) => path.basename(m));
+    const overrides = preprocessingOverrides(flags);
+    for (const [i, model] of models.entries()) {
+      const embedder = await OnnxEmbedder.open(model, {
+        device: parseChoice(flags.device, ['auto', 'cuda', 'cpu'] as const, '--device'),
+        batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
+        preprocessing: overrides,
+        ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+        ...(common.threads !== undefined ? { threads: common.threads } : {}),
+      });
+      try {
+        runs.push(
+          await evaluateModel(embedder, manifest, {
+            ...common,
+            ks,
+            onProgress,
+            datasetSpec: spec,
+            manifestHash: hash,
+            ...(trainClasses !== undefined ? { trainClasses } : {}),
+            ...(cacheDir !== undefined ? { cacheDir } : {}),
+            skipBadImages: flags.skipBadImages === true,
+            ...(flags.limitInputPixels !== undefined
+              ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') }
+              : {}),
+            name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
+          }),
+        );
+      } finally {
+        await embedder.release();
+      }
+    }
+  }
+
+  const report = buildReport(runs, ['dml', ...argv]);
+  const table = reportMarkdown(report);
+  await writeOutputs(report, table, flags);
+  process.stdout.write(`${table}\n`);
+}
+
+async function writeOutputs(report: Report, table: string, flags: EvalFlags): Promise<void> {
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  if (flags.out !== undefined) {
+    await writeFileAtomic(path.join(flags.out, 'report.json'), json);
+    await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n`);
+    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, table));
+  }
+  if (flags.json !== undefined) await writeFileAtomic(flags.json, json);
+}
+
+/** Reads an N x D float .npy as L2-normalised float32 rows. */
+async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array; count: number; dim: number }> {
+  const npy = await readNpy(file);
+  if (npy.shape.length !== 2 || !(npy.data instanceof Float32Array || npy.data instanceof Float64Array)) {
+    throw new DmlError('E_EMBEDDING', `${file}: expected a float32 or float64 array of shape (N, D) but found ${npy.dtype} of shape (${npy.shape.join(', ')})`);
+  }
+  const [count, dim] = npy.shape as [number, number];
+  const vectors = npy.data instanceof Float32Array ? npy.data : Float32Array.from(npy.data);
+  normalizeRowsInPlace(vectors, count, dim, file);
+  return { vectors, count, dim };
+}
+
+/** Reads N labels (integers or strings) as strings. */
+async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<string[]> {
+  const npy = await readNpy(file);
+  if (npy.shape.length !== 1 && !(npy.shape.length === 2 && npy.shape[1] === 1)) {
+    throw new DmlError('E_DATASET', `${file}: expected a 1-D label array but found shape (${npy.shape.join(', ')})`);
+  }
+  if (npy.data instanceof Float32Array || npy.data instanceof Float64Array) {
+    throw new DmlError('E_DATASET', `${file}: labels must be integers or strings, found ${npy.dtype}`);
+  }
+  const labels = Array.from(npy.data as ArrayLike<number | bigint | string>, (v) => String(v));
+  if (labels.length !== expected) {
+    throw new DmlError('E_DATASET', `${file} holds ${labels.length} labels but ${embeddingsFile} holds ${expected} embeddings`);
+  }
+  return labels;
+}
+
+async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions): Promise<RunReport> {
+  if (flags.queryEmbeddings === undefined || flags.queryLabels === undefined) {
+    throw invalidParameterError('--query-embeddings/--query-labels', 'both files', 'only one');
+  }
+  if ((flags.galleryEmbeddings === undefined) !== (flags.galleryLabels === undefined)) {
+    throw invalidParameterError('--gallery-embeddings/--gallery-labels', 'both files or neither', 'only one');
+  }
+  const load = async (emb: string, lab: string, prefix: string): Promise<EmbeddingSet> => {
+    const e = await readEmbeddingsNpy(emb);
+    const labels = await readLabelsNpy(lab, e.count, emb);
+    return { ...e, labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
+  };
+  const query = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
+  const gallery =
+    flags.galleryEmbeddings !== undefined ? await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g') : null;
+  const evaluation = await evaluateEmbeddings(query, gallery, options);
+  const spec = gallery ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
+  return {
+    name: path.basename(flags.queryEmbeddings),
+    dataset: {
+      spec,
+      layout: 'npy',
+      protocol: gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
+      queryCount: query.count,
+      galleryCount: gallery?.count ?? query.count,
+      sameSet: evaluation.sameSet,
+      skippedImages: [],
+    },
+    metrics: evaluation.metrics,
+    parameters: evaluation.parameters,
+    timings: evaluation.timings,
+  };
+}

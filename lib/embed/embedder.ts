@@ -1,0 +1,234 @@
+/**
+ * @file The image embedder: an ONNX model run with onnxruntime on batches of preprocessed images,
+ * producing L2-normalised embeddings.
+ *
+ * One {@link OnnxEmbedder} holds one inference session. Image decoding for batch i+1 (sharp, on the
+ * libuv pool) overlaps with inference on batch i. Models with a fixed batch size get their last batch
+ * padded with zeros, and the padded rows are discarded.
+ */
+import { readFile } from 'node:fs/promises';
+import * as ort from 'onnxruntime-node';
+import type { ImageSource, ManifestItem } from '../data/manifest.js';
+import { DmlError, invalidParameterError } from '../errors.js';
+import { loadImageBatch } from '../image/batch-loader.js';
+import type { Preprocessing } from '../image/preprocessing.js';
+import { parseDmlMetadata } from '../onnx/dml-metadata.js';
+import { readModelMetadata } from '../onnx/metadata.js';
+import { createSession, describeIo, type DeviceChoice } from '../onnx/session.js';
+import { sha256 } from '../util/hash.js';
+import type { EmbeddingSet } from './embedding-set.js';
+import { resolveModelSignature, type ModelSignature } from './model-signature.js';
+import { normalizeRowsInPlace } from './normalize.js';
+
+/** Options of {@link OnnxEmbedder.open}. */
+export interface EmbedderOptions {
+  /** Execution provider choice: `auto` = CUDA if it loads, else CPU. Default `auto`. */
+  device?: DeviceChoice;
+  /** onnxruntime intra-op threads (default: onnxruntime's own choice). */
+  threads?: number;
+  /** Images per inference call for dynamic-batch models (default 32). Fixed-batch models use their own. */
+  batchSize?: number;
+  /** Preprocessing fields that override the model's metadata and declared shape. */
+  preprocessing?: Partial<Preprocessing>;
+  /** Name of the output holding the embeddings (default: the first output). */
+  outputName?: string;
+}
+
+/** Options of {@link OnnxEmbedder.embedItems}. */
+export interface EmbedItemsOptions {
+  /** Skip images that cannot be decoded, and report them, instead of failing. Default false. */
+  skipBadImages?: boolean;
+  /** Decodes in flight (default 4). */
+  concurrency?: number;
+  /** Pixel limit per image (decompression-bomb guard); the image loader's default when absent. */
+  limitInputPixels?: number;
+  /** Called after each batch with (items done, items total). */
+  onProgress?: (done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** A skipped image. */
+export interface ImageFailure {
+  id: string;
+  message: string;
+}
+
+/** An embedder bound to one ONNX model. Call {@link release} when done. */
+export class OnnxEmbedder {
+  /** Model path as given. */
+  readonly modelPath: string;
+  /** SHA-256 of the model file. */
+  readonly modelSha256: string;
+  /** Execution provider that actually runs the model. */
+  readonly provider: string;
+  /** Providers tried before, with their errors (empty when the first choice loaded). */
+  readonly providerAttempts: Array<{ provider: string; error?: string }>;
+  readonly signature: ModelSignature;
+  /** The model's metadata_props. */
+  readonly metadataProps: Record<string, string>;
+  readonly batchSize: number;
+  private readonly session: ort.InferenceSession;
+  private dim: number | null;
+
+  private constructor(init: {
+    modelPath: string;
+    modelSha256: string;
+    provider: string;
+    providerAttempts: Array<{ provider: string; error?: string }>;
+    signature: ModelSignature;
+    metadataProps: Record<string, string>;
+    batchSize: number;
+    session: ort.InferenceSession;
+  }) {
+    this.modelPath = init.modelPath;
+    this.modelSha256 = init.modelSha256;
+    this.provider = init.provider;
+    this.providerAttempts = init.providerAttempts;
+    this.signature = init.signature;
+    this.metadataProps = init.metadataProps;
+    this.batchSize = init.batchSize;
+    this.session = init.session;
+    this.dim = init.signature.outputDim;
+  }
+
+  /** Loads the model, reads its metadata and signature, and creates the session. */
+  static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
+    const batchSize = options.batchSize ?? 32;
+    if (!Number.isInteger(batchSize) || batchSize < 1) throw invalidParameterError('batchSize', 'a positive integer', batchSize);
+    let bytes: Uint8Array;
+    try {
+      bytes = await readFile(modelPath);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read model ${modelPath}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
+        cause: err,
+      });
+    }
+    const meta = readModelMetadata(bytes);
+    const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
+    const created = await createSession(bytes, {
+      device: options.device ?? 'auto',
+      name: modelPath,
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    });
+    const io = describeIo(created.session);
+    const overrides = { ...(options.preprocessing ?? {}), ...(options.outputName !== undefined ? { outputName: options.outputName } : {}) };
+    let signature: ModelSignature;
+    try {
+      signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
+    } catch (err) {
+      await created.session.release();
+      throw err;
+    }
+    return new OnnxEmbedder({
+      modelPath,
+      modelSha256: sha256(bytes),
+      provider: created.provider,
+      providerAttempts: created.attempts,
+      signature,
+      metadataProps: meta.metadataProps,
+      batchSize: signature.fixedBatch ?? batchSize,
+      session: created.session,
+    });
+  }
+
+  /** Preprocessing this embedder applies. */
+  get preprocessing(): Preprocessing {
+    return this.signature.preprocessing;
+  }
+
+  /**
+   * Runs the model on `count` preprocessed images in `batch` (layout and size per {@link preprocessing})
+   * and returns their L2-normalised embeddings (count x dim). `firstRow` numbers rows in error messages.
+   */
+  async embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
+    const p = this.signature.preprocessing;
+    const per = p.channels * p.height * p.width;
+    if (batch.length < count * per) throw invalidParameterError('batch', `at least ${count * per} values`, batch.length);
+    const runCount = this.signature.fixedBatch ?? count;
+    if (count > runCount) throw invalidParameterError('count', `at most the model's fixed batch ${runCount}`, count);
+    let data = batch.subarray(0, count * per);
+    if (runCount > count) {
+      data = new Float32Array(runCount * per);
+      data.set(batch.subarray(0, count * per));
+    }
+    const dims = p.layout === 'NCHW' ? [runCount, p.channels, p.height, p.width] : [runCount, p.height, p.width, p.channels];
+    const feeds = { [this.signature.inputName]: new ort.Tensor('float32', data, dims) };
+    let out: ort.Tensor | undefined;
+    try {
+      const result = await this.session.run(feeds, [this.signature.outputName]);
+      out = result[this.signature.outputName];
+    } catch (err) {
+      throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    }
+    if (!out || out.dims.length !== 2 || out.dims[0] !== runCount || !(out.data instanceof Float32Array)) {
+      throw new DmlError(
+        'E_MODEL',
+        `${this.modelPath}: output "${this.signature.outputName}" came back as ${out?.type ?? 'nothing'} [${out?.dims.join(', ') ?? ''}]; expected float32 [${runCount}, D]`,
+      );
+    }
+    const dim = out.dims[1] as number;
+    if (this.dim !== null && dim !== this.dim) {
+      throw new DmlError('E_MODEL', `${this.modelPath}: output dimension changed from ${this.dim} to ${dim}`);
+    }
+    this.dim = dim;
+    const vectors = out.data.slice(0, count * dim);
+    normalizeRowsInPlace(vectors, count, dim, this.modelPath, firstRow);
+    return vectors;
+  }
+
+  /** Embeds manifest items in order. Skipped images (with `skipBadImages`) are left out of the set and reported. */
+  async embedItems(items: ManifestItem[], options: EmbedItemsOptions = {}): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
+    const p = this.signature.preprocessing;
+    const chunks: Float32Array[] = [];
+    const ids: string[] = [];
+    const labels: string[] = [];
+    const failures: ImageFailure[] = [];
+    const load = (start: number): ReturnType<typeof loadImageBatch> => {
+      const sources: ImageSource[] = items.slice(start, start + this.batchSize).map((it) => it.source);
+      return loadImageBatch(sources, p, {
+        skipBadImages: options.skipBadImages ?? false,
+        ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+        ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      });
+    };
+    let pending = items.length > 0 ? load(0) : undefined;
+    for (let start = 0; start < items.length; start += this.batchSize) {
+      if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Embedding cancelled');
+      const batch = await (pending as ReturnType<typeof loadImageBatch>);
+      const next = start + this.batchSize;
+      pending = next < items.length ? load(next) : undefined;
+      // Keep a rejected prefetch from becoming an unhandled rejection while this batch runs.
+      pending?.catch(() => undefined);
+      for (const f of batch.failures) failures.push({ id: (items[start + f.index] as ManifestItem).id, message: f.message });
+      if (batch.loaded.length > 0) {
+        chunks.push(await this.embedTensor(batch.data, batch.loaded.length, ids.length));
+        for (const i of batch.loaded) {
+          const item = items[start + i] as ManifestItem;
+          ids.push(item.id);
+          labels.push(item.label);
+        }
+      }
+      options.onProgress?.(Math.min(next, items.length), items.length);
+    }
+    const dim = this.dim ?? 0;
+    const vectors = new Float32Array(ids.length * dim);
+    let offset = 0;
+    for (const c of chunks) {
+      vectors.set(c, offset);
+      offset += c.length;
+    }
+    return { set: { vectors, count: ids.length, dim, ids, labels }, failures };
+  }
+
+  /** Embedding dimension, once known (from the output's declared shape or the first run). */
+  get embeddingDim(): number | null {
+    return this.dim;
+  }
+
+  /** Frees the inference session. */
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}

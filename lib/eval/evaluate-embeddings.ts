@@ -1,0 +1,260 @@
+/**
+ * @file Embeddings -> metrics. Given a query set and a gallery set (or one set used as both), it runs
+ * the search (exact chunked GEMM + top-k, or HNSW plus an exact reference), streams the neighbour
+ * blocks into the retrieval metrics, clusters the embeddings with k-means over the requested cluster
+ * counts, and returns metrics, parameters and timings. Memory stays bounded: no query x gallery matrix.
+ */
+import { DmlError, invalidParameterError } from '../errors.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { normalizedMutualInformation, pairwiseClusteringF1 } from '../metrics/clustering.js';
+import { kmeans } from '../metrics/kmeans.js';
+import { encodeLabels } from '../metrics/labels.js';
+import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
+import { exactSearch } from '../search/exact.js';
+import { HnswIndex } from '../search/hnsw.js';
+import type { NeighbourBlock } from '../search/neighbours.js';
+import { resolveClusterCounts } from './cluster-counts.js';
+import type {
+  ClusterSet,
+  EvaluationMetrics,
+  EvaluationParameters,
+  EvaluationTimings,
+  IndexParameters,
+  NmiCurvePoint,
+} from './evaluation.js';
+
+/** Options of {@link evaluateEmbeddings}. */
+export interface EvaluateEmbeddingsOptions {
+  ks: number[];
+  clusterCountSpecs: string[];
+  clusterSet: ClusterSet;
+  index: IndexParameters;
+  kmeans: { iterations: number; restarts: number; seed: number };
+  /** onnxruntime threads for the search and k-means kernels. */
+  threads?: number;
+  /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means k=<n>`. */
+  onProgress?: (stage: string, done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+/** Result of {@link evaluateEmbeddings}. */
+export interface EmbeddingEvaluation {
+  metrics: EvaluationMetrics;
+  parameters: EvaluationParameters;
+  timings: EvaluationTimings;
+  /** True when every query is also a gallery item (same id). */
+  sameSet: boolean;
+}
+
+const seconds = (start: number): number => (performance.now() - start) / 1000;
+
+/**
+ * For each query, the gallery row with the same id, or -1. This is the by-id self-exclusion of the
+ * canonical definitions: it works for query set = gallery set and for partial overlaps.
+ */
+export function selfIndexById(queryIds: readonly string[], galleryIds: readonly string[]): Int32Array {
+  const rowOfId = new Map<string, number>();
+  galleryIds.forEach((id, row) => rowOfId.set(id, row));
+  return Int32Array.from(queryIds, (id) => rowOfId.get(id) ?? -1);
+}
+
+function checkSet(set: EmbeddingSet, name: string): void {
+  if (set.count === 0) throw new DmlError('E_EMPTY', `The ${name} set is empty; nothing to evaluate`);
+  if (set.vectors.length !== set.count * set.dim || set.ids.length !== set.count || set.labels.length !== set.count) {
+    throw new DmlError(
+      'E_EMBEDDING',
+      `The ${name} set is inconsistent: ${set.vectors.length} values, ${set.ids.length} ids, ${set.labels.length} labels for ${set.count} x ${set.dim}`,
+    );
+  }
+}
+
+/**
+ * Evaluates `query` against `gallery` (pass the same object, or null, for the query set = gallery set
+ * protocol). Vectors must already be L2-normalised.
+ */
+export async function evaluateEmbeddings(
+  query: EmbeddingSet,
+  gallery: EmbeddingSet | null,
+  options: EvaluateEmbeddingsOptions,
+): Promise<EmbeddingEvaluation> {
+  const g = gallery ?? query;
+  checkSet(query, 'query');
+  checkSet(g, 'gallery');
+  if (query.dim !== g.dim) {
+    throw new DmlError('E_EMBEDDING', `Query embeddings have dimension ${query.dim} but gallery embeddings have ${g.dim}`);
+  }
+  if (options.ks.length === 0) throw invalidParameterError('ks', 'at least one K', options.ks);
+  const selfIndex = selfIndexById(query.ids, g.ids);
+  const sameSet = g === query || (query.count === g.count && selfIndex.every((row) => row >= 0));
+  const anySelf = selfIndex.some((row) => row >= 0);
+  const maxK = Math.max(...options.ks);
+  const reachable = g.count - (anySelf ? 1 : 0);
+  if (maxK > reachable) {
+    throw new DmlError(
+      'E_EMPTY',
+      `K = ${maxK} is larger than the gallery: ${g.count} items${anySelf ? ', minus the query itself' : ''}, so at most K = ${reachable}`,
+    );
+  }
+
+  const labels = encodeLabels(query.labels, g.labels);
+  const accumulator = new RetrievalMetricsAccumulator({
+    queryLabelCodes: labels.queryCodes,
+    galleryLabelCodes: labels.galleryCodes,
+    recallK: options.ks,
+    querySelfIndex: selfIndex,
+  });
+  // Rows of queries that are in the gallery come back padded where fewer than k others exist.
+  const k = Math.min(accumulator.requiredNeighbours, g.count);
+  const threads = options.threads !== undefined ? { threads: options.threads } : {};
+  const signal = options.signal !== undefined ? { signal: options.signal } : {};
+  const timings: EvaluationTimings = { searchSeconds: 0, clusteringSeconds: 0 };
+  let annRecall: Record<string, number> | undefined;
+  let effectiveIndex = options.index;
+
+  if (options.index.kind === 'exact') {
+    const start = performance.now();
+    for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
+      k,
+      selfIndex,
+      chunkSize: options.index.chunkSize,
+      onProgress: (done, total) => options.onProgress?.('search', done, total),
+      ...threads,
+      ...signal,
+    })) {
+      accumulator.add(block);
+    }
+    timings.searchSeconds = seconds(start);
+  } else {
+    const p = options.index;
+    let start = performance.now();
+    const index = await HnswIndex.build(g.vectors, g.count, g.dim, { m: p.m, efConstruction: p.efConstruction, ef: p.ef, seed: p.seed });
+    timings.indexBuildSeconds = seconds(start);
+    // Keep the HNSW top-maxK of every query to compare with the exact top-maxK afterwards.
+    const approxTop = new Int32Array(query.count * maxK);
+    start = performance.now();
+    for await (const block of index.search(query.vectors, query.count, { k, selfIndex })) {
+      accumulator.add(block);
+      copyTopColumns(block, maxK, approxTop);
+      options.onProgress?.('hnsw', block.queryOffset + block.queryCount, query.count);
+    }
+    timings.searchSeconds = seconds(start);
+    effectiveIndex = { ...p, ef: index.params.ef };
+    start = performance.now();
+    const hits = new Float64Array(options.ks.length);
+    for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
+      k: maxK,
+      selfIndex,
+      onProgress: (done, total) => options.onProgress?.('exact reference', done, total),
+      ...threads,
+      ...signal,
+    })) {
+      countOverlap(block, approxTop, maxK, options.ks, hits);
+    }
+    timings.exactReferenceSeconds = seconds(start);
+    annRecall = {};
+    options.ks.forEach((kk, i) => {
+      (annRecall as Record<string, number>)[String(kk)] = (hits[i] as number) / (kk * query.count);
+    });
+  }
+  const retrieval = accumulator.result();
+
+  // Clustering: the union of query and gallery items (by id), or the queries alone.
+  const start = performance.now();
+  const clustered = options.clusterSet === 'query' || sameSet ? query : unionById(query, g);
+  const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
+  const labelCount = new Set(clustered.labels).size;
+  const clusterCounts = resolveClusterCounts(options.clusterCountSpecs, labelCount, clustered.count);
+  const nmiCurve: NmiCurvePoint[] = [];
+  for (const clusters of clusterCounts) {
+    const result = await kmeans(clustered.vectors, clustered.count, clustered.dim, {
+      k: clusters,
+      iterations: options.kmeans.iterations,
+      restarts: options.kmeans.restarts,
+      seed: options.kmeans.seed,
+    });
+    const f1 = pairwiseClusteringF1(clusterLabels, result.assignments);
+    nmiCurve.push({
+      k: clusters,
+      nmi: normalizedMutualInformation(clusterLabels, result.assignments),
+      f1: f1.f1,
+      inertia: result.inertia,
+    });
+    options.onProgress?.('k-means', nmiCurve.length, clusterCounts.length);
+  }
+  timings.clusteringSeconds = seconds(start);
+  const atLabelCount = nmiCurve.find((p) => p.k === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
+
+  const recall: Record<string, number> = {};
+  for (const kk of options.ks) recall[String(kk)] = retrieval.recall[kk] as number;
+  const metrics: EvaluationMetrics = {
+    recall,
+    precisionAt1: retrieval.precisionAt1,
+    rPrecision: retrieval.rPrecision,
+    mapAtR: retrieval.mapAtR,
+    nmi: atLabelCount.nmi,
+    nmiCurve,
+    f1: atLabelCount.f1,
+    loneQueries: retrieval.loneQueries,
+    queryCount: query.count,
+    galleryCount: g.count,
+    labelCount,
+    ...(annRecall !== undefined ? { annRecall } : {}),
+  };
+  const parameters: EvaluationParameters = {
+    ks: [...options.ks],
+    clusterCountSpecs: [...options.clusterCountSpecs],
+    clusterCounts,
+    clusterSet: options.clusterSet,
+    index: effectiveIndex,
+    kmeans: { init: 'k-means++', ...options.kmeans },
+    selfExclusion: 'by-id',
+    neighboursRetrieved: k,
+  };
+  return { metrics, parameters, timings, sameSet };
+}
+
+/** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */
+function copyTopColumns(block: NeighbourBlock, width: number, into: Int32Array): void {
+  for (let q = 0; q < block.queryCount; q++) {
+    const src = q * block.k;
+    into.set(block.indices.subarray(src, src + width), (block.queryOffset + q) * width);
+  }
+}
+
+/** Adds |approx top-K ∩ exact top-K| for each K of `ks` over the queries of `exact` into `hits`. */
+function countOverlap(exact: NeighbourBlock, approxTop: Int32Array, width: number, ks: number[], hits: Float64Array): void {
+  for (let q = 0; q < exact.queryCount; q++) {
+    const approxRow = approxTop.subarray((exact.queryOffset + q) * width, (exact.queryOffset + q + 1) * width);
+    ks.forEach((kk, i) => {
+      const truth = new Set<number>();
+      for (let j = 0; j < kk; j++) {
+        const idx = exact.indices[q * exact.k + j] as number;
+        if (idx >= 0) truth.add(idx);
+      }
+      let found = 0;
+      for (let j = 0; j < kk; j++) if (truth.has(approxRow[j] as number)) found++;
+      hits[i] = (hits[i] as number) + found;
+    });
+  }
+}
+
+/** The gallery plus the queries whose id is not in the gallery. */
+function unionById(query: EmbeddingSet, gallery: EmbeddingSet): EmbeddingSet {
+  const galleryIds = new Set(gallery.ids);
+  const extra: number[] = [];
+  query.ids.forEach((id, row) => {
+    if (!galleryIds.has(id)) extra.push(row);
+  });
+  if (extra.length === 0) return gallery;
+  const dim = gallery.dim;
+  const vectors = new Float32Array((gallery.count + extra.length) * dim);
+  vectors.set(gallery.vectors);
+  extra.forEach((row, i) => vectors.set(query.vectors.subarray(row * dim, (row + 1) * dim), (gallery.count + i) * dim));
+  return {
+    vectors,
+    count: gallery.count + extra.length,
+    dim,
+    ids: [...gallery.ids, ...extra.map((r) => query.ids[r] as string)],
+    labels: [...gallery.labels, ...extra.map((r) => query.labels[r] as string)],
+  };
+}

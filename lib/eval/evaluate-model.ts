@@ -1,0 +1,112 @@
+/**
+ * @file Model + dataset -> metrics: embeds the evaluation items of a manifest (queries and gallery,
+ * each item once, through the embedding cache), splits them into the query and gallery sets and hands
+ * them to {@link evaluateEmbeddings}.
+ */
+import type { Manifest, ManifestItem } from '../data/manifest.js';
+import { DmlError } from '../errors.js';
+import { embedItemsCached } from '../embed/cache.js';
+import type { OnnxEmbedder } from '../embed/embedder.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import type { DatasetInfo, ModelInfo, RunReport } from '../report/report.js';
+import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './evaluate-embeddings.js';
+
+/** Options of {@link evaluateModel}. */
+export interface EvaluateModelOptions extends EvaluateEmbeddingsOptions {
+  /** Dataset spec as the user gave it, for the report. */
+  datasetSpec: string;
+  manifestHash: string;
+  trainClasses?: string[];
+  /** Folder of the embedding cache; no caching when absent. */
+  cacheDir?: string;
+  skipBadImages?: boolean;
+  limitInputPixels?: number;
+  concurrency?: number;
+  /** Run name in tables (default: the model file name). */
+  name: string;
+}
+
+/** Items that take part in the evaluation: queries and gallery items, in manifest order. */
+export function evaluationItems(manifest: Manifest): ManifestItem[] {
+  const items = manifest.items.filter((it) => it.isQuery || it.isGallery);
+  if (items.length === 0) {
+    throw new DmlError('E_EMPTY', `${manifest.root}: the ${manifest.layout} dataset has no query or gallery items to evaluate`);
+  }
+  return items;
+}
+
+/** The rows of `set` whose ids satisfy `keep`, as a new set. */
+function subset(set: EmbeddingSet, keep: (row: number) => boolean): EmbeddingSet {
+  const rows: number[] = [];
+  for (let r = 0; r < set.count; r++) if (keep(r)) rows.push(r);
+  if (rows.length === set.count) return set;
+  const vectors = new Float32Array(rows.length * set.dim);
+  rows.forEach((r, i) => vectors.set(set.vectors.subarray(r * set.dim, (r + 1) * set.dim), i * set.dim));
+  return {
+    vectors,
+    count: rows.length,
+    dim: set.dim,
+    ids: rows.map((r) => set.ids[r] as string),
+    labels: rows.map((r) => set.labels[r] as string),
+  };
+}
+
+/** Describes an embedder for the report. */
+export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
+  return {
+    path: embedder.modelPath,
+    sha256: embedder.modelSha256,
+    executionProvider: embedder.provider,
+    providerAttempts: embedder.providerAttempts,
+    inputName: embedder.signature.inputName,
+    outputName: embedder.signature.outputName,
+    embeddingDim: embedder.embeddingDim ?? 0,
+    fixedBatch: embedder.signature.fixedBatch,
+    preprocessing: embedder.preprocessing,
+    preprocessingSources: embedder.signature.preprocessingSources,
+    metadataProps: embedder.metadataProps,
+  };
+}
+
+/** Embeds and evaluates one model on one manifest. */
+export async function evaluateModel(
+  embedder: OnnxEmbedder,
+  manifest: Manifest,
+  options: EvaluateModelOptions,
+): Promise<RunReport> {
+  const items = evaluationItems(manifest);
+  const start = performance.now();
+  const embedded = await embedItemsCached(embedder, items, options.manifestHash, options.cacheDir, {
+    skipBadImages: options.skipBadImages ?? false,
+    ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
+    ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+    onProgress: (done, total) => options.onProgress?.('embed', done, total),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
+  const embedSeconds = (performance.now() - start) / 1000;
+  const roles = new Map(items.map((it) => [it.id, it]));
+  const all = embedded.set;
+  const queries = subset(all, (r) => roles.get(all.ids[r] as string)?.isQuery === true);
+  const gallery = subset(all, (r) => roles.get(all.ids[r] as string)?.isGallery === true);
+  const evaluation = await evaluateEmbeddings(queries, gallery === queries ? null : gallery, options);
+  const dataset: DatasetInfo = {
+    spec: options.datasetSpec,
+    layout: manifest.layout,
+    protocol: manifest.protocol,
+    manifestHash: options.manifestHash,
+    ...(options.trainClasses !== undefined ? { trainClasses: options.trainClasses } : {}),
+    queryCount: queries.count,
+    galleryCount: gallery.count,
+    sameSet: evaluation.sameSet,
+    skippedImages: embedded.failures,
+    embeddingCache: { key: embedded.key, hit: embedded.fromCache },
+  };
+  return {
+    name: options.name,
+    model: modelInfo(embedder),
+    dataset,
+    metrics: evaluation.metrics,
+    parameters: evaluation.parameters,
+    timings: { embedSeconds, ...evaluation.timings },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * @file Public types of an evaluation: its parameters, its metrics and the definitions written into
+ * every report. The implementation is in evaluate-embeddings.ts (embeddings -> metrics) and
+ * evaluate-model.ts (model + dataset -> embeddings -> metrics).
+ */
+import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
+import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
+
+/** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */
+export type IndexParameters =
+  | { kind: 'exact'; chunkSize: number }
+  | { kind: 'hnsw'; m: number; efConstruction: number; ef: number; seed: number };
+
+/** k-means settings used for NMI, NMI+ and F1. */
+export interface KMeansParameters {
+  init: 'k-means++';
+  iterations: number;
+  restarts: number;
+  seed: number;
+}
+
+/** Which embeddings are clustered for NMI/F1. */
+export type ClusterSet = 'union' | 'query';
+
+/** Everything that determines the metrics (recorded in every report). */
+export interface EvaluationParameters {
+  /** K values of Recall@K. */
+  ks: number[];
+  /** Cluster counts as requested (`10`, `5x`, ...). */
+  clusterCountSpecs: string[];
+  /** Cluster counts after resolving multiples of the label count and capping at the point count. */
+  clusterCounts: number[];
+  clusterSet: ClusterSet;
+  index: IndexParameters;
+  kmeans: KMeansParameters;
+  /** Self-exclusion rule: a query is removed from its own ranking by id. */
+  selfExclusion: 'by-id';
+  /** Number of neighbours retrieved per query (max K and max R). */
+  neighboursRetrieved: number;
+}
+
+/** One point of the NMI+ curve. */
+export interface NmiCurvePoint {
+  /** Number of k-means clusters. */
+  k: number;
+  nmi: number;
+  /** Pairwise clustering F1 at this cluster count. */
+  f1: number;
+  /** k-means objective (sum of squared distances) of the kept restart. */
+  inertia: number;
+}
+
+/** The metrics of one evaluation. */
+export interface EvaluationMetrics {
+  /** Recall@K keyed by K, in [0, 1]. Lone queries count as misses. */
+  recall: Record<string, number>;
+  /** = Recall@1. */
+  precisionAt1: number;
+  /** Over non-lone queries; null when every query is lone. */
+  rPrecision: number | null;
+  /** Over non-lone queries; null when every query is lone. */
+  mapAtR: number | null;
+  /** NMI with K = number of distinct labels in the clustered set. */
+  nmi: number;
+  /** NMI (and F1) over the requested cluster counts. */
+  nmiCurve: NmiCurvePoint[];
+  /** Pairwise clustering F1 with K = number of distinct labels. */
+  f1: number;
+  /** Queries without any same-label gallery item (other than themselves). */
+  loneQueries: number;
+  queryCount: number;
+  galleryCount: number;
+  /** Distinct labels in the clustered set. */
+  labelCount: number;
+  /** With an HNSW index: recall@K of its neighbours against exact search (|HNSW top-K ∩ exact top-K| / K). */
+  annRecall?: Record<string, number>;
+}
+
+/** Seconds spent per stage. */
+export interface EvaluationTimings {
+  embedSeconds?: number;
+  searchSeconds: number;
+  exactReferenceSeconds?: number;
+  indexBuildSeconds?: number;
+  clusteringSeconds: number;
+}
+
+/**
+ * The definitions written into every report, so numbers are never read with another toolkit's meaning:
+ * the retrieval and clustering metrics' own definitions plus what the evaluation adds.
+ */
+export const METRIC_DEFINITIONS = {
+  ...RETRIEVAL_METRIC_DEFINITIONS,
+  ...CLUSTERING_METRIC_DEFINITIONS,
+  nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once, unless --cluster-set query).',
+  nmiCurve: 'NMI+ = the same NMI with more clusters than labels, over the listed cluster counts (Levi et al., class collapse).',
+  kmeans: 'Euclidean k-means on the L2-normalised embeddings: k-means++ initialisation, Lloyd iterations, restarts keep the lowest inertia; seeded.',
+  annRecall: 'ANN recall@K = mean over queries of |HNSW top-K ∩ exact top-K| / K on the same embeddings.',
+} as const;

@@ -1,0 +1,55 @@
+/**
+ * @file HWC uint8 pixels -> normalised Float32 model input, written in place into a caller's array (a
+ * batch is one allocation, each image at its own offset).
+ *
+ * Each value is `(x / 255 - mean[c]) / std[c]` computed in float64 and stored as float32 (so tests can
+ * reproduce it exactly with `Math.fround`). The 256 possible values per channel are computed once per
+ * call and looked up per pixel.
+ */
+import type { Preprocessing } from './preprocessing.js';
+import { invalidParameterError } from '../errors.js';
+import type { RawImage } from './raw-image.js';
+import { validateNormalisation } from './validate.js';
+
+/**
+ * Writes `image` normalised into `out` starting at `offset`, as one CHW block (`layout` NCHW) or one
+ * HWC block (NHWC) of `width * height * channels` values.
+ */
+export function toTensor(
+  image: RawImage,
+  normalisation: Pick<Preprocessing, 'mean' | 'std' | 'layout'>,
+  out: Float32Array,
+  offset = 0,
+): void {
+  const { data, width, height, channels } = image;
+  const plane = width * height;
+  const size = plane * channels;
+  if (data.length !== size) {
+    throw invalidParameterError('image.data', `${size} bytes (${width}x${height}x${channels})`, data);
+  }
+  validateNormalisation(normalisation.mean, normalisation.std, channels, 'normalisation');
+  if (normalisation.layout !== 'NCHW' && normalisation.layout !== 'NHWC') {
+    throw invalidParameterError('normalisation.layout', "'NCHW' or 'NHWC'", normalisation.layout);
+  }
+  if (!Number.isInteger(offset) || offset < 0 || offset + size > out.length) {
+    const expected = `a non-negative integer with offset + ${size} <= out.length = ${out.length}`;
+    throw invalidParameterError('offset', expected, offset);
+  }
+  const table = new Float32Array(channels * 256);
+  for (let c = 0; c < channels; c++) {
+    const mean = normalisation.mean[c] as number;
+    const std = normalisation.std[c] as number;
+    for (let v = 0; v < 256; v++) table[c * 256 + v] = (v / 255 - mean) / std;
+  }
+  if (normalisation.layout === 'NHWC') {
+    for (let i = 0, p = 0; p < plane; p++) {
+      for (let c = 0; c < channels; c++, i++) out[offset + i] = table[c * 256 + data[i]!]!;
+    }
+    return;
+  }
+  for (let c = 0; c < channels; c++) {
+    const base = offset + c * plane;
+    const row = c * 256;
+    for (let p = 0, i = c; p < plane; p++, i += channels) out[base + p] = table[row + data[i]!]!;
+  }
+}

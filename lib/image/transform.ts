@@ -1,0 +1,59 @@
+/**
+ * @file The pixel work of the eval and train transforms, on decoded raw images (sharp, raw in, raw out).
+ *
+ * Resampling kernel: `linear`, the counterpart of torchvision's default (bilinear with antialias, PIL's
+ * `BILINEAR`). Measured against PIL 12 on a 500x375 noise image: downsampling to 341x256 differs by
+ * 0.20 levels (of 255) on average, max 9; sharp's default `lanczos3` differs by 3.3, max 61. Upsampling
+ * is not PIL-exact: libvips samples output pixel x at input x/s - 0.5 where PIL uses (x + 0.5)/s - 0.5,
+ * a shift of half an output pixel (measured on ramps; 8.2 levels on average on the noise image at
+ * 800x600). Training is unaffected in expectation (crops are
+ * random); evaluation only upsamples images whose shorter side is below `resizeShorter`.
+ */
+import type { Preprocessing, TrainAugmentation } from './preprocessing.js';
+import type { Rng } from '../util/rng.js';
+import { centreCrop, drawAugmentation, resizeShorterSize } from './geometry.js';
+import { padRaw, rawInput, renderRaw } from './raw-image.js';
+import type { RawImage } from './raw-image.js';
+
+/** sharp's resampling kernel for every resize of the pipeline (see the file comment). */
+export const RESIZE_KERNEL = 'linear';
+
+/**
+ * torchvision's `Resize(resizeShorter)` + `CenterCrop((height, width))`: the shorter side becomes
+ * `resizeShorter` (see {@link resizeShorterSize}), then the centred `height x width` box is cut out,
+ * zero-padded along an axis where the resized image is shorter than the crop (see {@link centreCrop}).
+ * A same-size resize is skipped by sharp, so pixels pass unchanged when no resizing is needed.
+ */
+export async function evalTransform(
+  image: RawImage,
+  size: Pick<Preprocessing, 'height' | 'width' | 'resizeShorter'>,
+): Promise<RawImage> {
+  const resized = resizeShorterSize(image.width, image.height, size.resizeShorter);
+  const { box, padding } = centreCrop(resized, size);
+  const cropped = await renderRaw(
+    rawInput(image)
+      .resize(resized.width, resized.height, { kernel: RESIZE_KERNEL, fit: 'fill' })
+      .extract(box),
+    image.channels,
+  );
+  return padRaw(cropped, padding);
+}
+
+/**
+ * torchvision's `RandomResizedCrop((height, width), scale, ratio)` + `RandomHorizontalFlip(p)`: draws
+ * the crop box and the flip from `rng` (see {@link drawAugmentation}), cuts the box out, resizes it to
+ * `height x width` and mirrors the result if the flip was drawn (the output is then the exact mirror of
+ * the unflipped output).
+ */
+export async function trainTransform(
+  image: RawImage,
+  size: Pick<Preprocessing, 'height' | 'width'>,
+  augmentation: TrainAugmentation,
+  rng: Rng,
+): Promise<RawImage> {
+  const { crop, flip } = drawAugmentation(image, augmentation, rng);
+  const pipeline = rawInput(image)
+    .extract(crop)
+    .resize(size.width, size.height, { kernel: RESIZE_KERNEL, fit: 'fill' });
+  return renderRaw(flip ? pipeline.flop() : pipeline, image.channels);
+}

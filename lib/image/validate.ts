@@ -1,0 +1,88 @@
+/**
+ * @file Argument checks for the image pipeline's settings. Each failure is an `E_ARG` DmlError that
+ * names the parameter, what was expected and what was received.
+ */
+import type { Preprocessing, TrainAugmentation } from './preprocessing.js';
+import { invalidParameterError } from '../errors.js';
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}
+
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}
+
+/** A `[min, max]` pair of finite numbers with `min <= max`. */
+function isRange(value: unknown): value is [number, number] {
+  return (
+    Array.isArray(value) && value.length === 2 && isFiniteNumber(value[0]) && isFiniteNumber(value[1]) && value[0] <= value[1]
+  );
+}
+
+function describeRange(value: unknown): unknown {
+  return Array.isArray(value) ? `[${value.join(', ')}]` : value;
+}
+
+/**
+ * Checks per-channel normalisation values: `mean` and `std` hold `channels` finite numbers each and
+ * every std is positive. `name` prefixes the parameter names in errors.
+ */
+export function validateNormalisation(mean: unknown, std: unknown, channels: number, name: string): void {
+  for (const [key, values] of [['mean', mean], ['std', std]] as const) {
+    if (!Array.isArray(values) || values.length !== channels) {
+      throw invalidParameterError(`${name}.${key}`, `an array of ${channels} numbers (one per channel)`, values);
+    }
+    values.forEach((v: unknown, c) => {
+      if (!isFiniteNumber(v) || (key === 'std' && v <= 0)) {
+        const expected = key === 'std' ? 'a positive finite number' : 'a finite number';
+        throw invalidParameterError(`${name}.${key}[${c}]`, expected, v);
+      }
+    });
+  }
+}
+
+/**
+ * Checks a {@link Preprocessing}: positive integer sizes, `resizeShorter >= min(height, width)` (at
+ * least one axis of the resized image covers the crop; `>= max(height, width)` means the crop always
+ * fits and is never zero-padded), 1 or 3 channels, a known layout, and mean/std as
+ * {@link validateNormalisation}.
+ */
+export function validatePreprocessing(preprocessing: Preprocessing, name = 'preprocessing'): void {
+  if (typeof preprocessing !== 'object' || preprocessing === null) {
+    throw invalidParameterError(name, 'an object', preprocessing);
+  }
+  const { height, width, resizeShorter, channels, layout } = preprocessing;
+  if (!isPositiveInteger(height)) throw invalidParameterError(`${name}.height`, 'a positive integer', height);
+  if (!isPositiveInteger(width)) throw invalidParameterError(`${name}.width`, 'a positive integer', width);
+  if (!isPositiveInteger(resizeShorter) || resizeShorter < Math.min(height, width)) {
+    throw invalidParameterError(
+      `${name}.resizeShorter`,
+      `an integer of at least min(height, width) = ${Math.min(height, width)}`,
+      resizeShorter,
+    );
+  }
+  if (channels !== 1 && channels !== 3) throw invalidParameterError(`${name}.channels`, '1 or 3', channels);
+  if (layout !== 'NCHW' && layout !== 'NHWC') throw invalidParameterError(`${name}.layout`, "'NCHW' or 'NHWC'", layout);
+  validateNormalisation(preprocessing.mean, preprocessing.std, channels, name);
+}
+
+/**
+ * Checks a {@link TrainAugmentation}: `0 < scale[0] <= scale[1] <= 1`, `0 < ratio[0] <= ratio[1]`
+ * (finite) and `flipProbability` in [0, 1].
+ */
+export function validateAugmentation(augmentation: TrainAugmentation, name = 'augmentation'): void {
+  if (typeof augmentation !== 'object' || augmentation === null) {
+    throw invalidParameterError(name, 'an object', augmentation);
+  }
+  const { scale, ratio, flipProbability } = augmentation;
+  if (!isRange(scale) || !(scale[0] > 0 && scale[1] <= 1)) {
+    throw invalidParameterError(`${name}.scale`, '[min, max] with 0 < min <= max <= 1', describeRange(scale));
+  }
+  if (!isRange(ratio) || !(ratio[0] > 0)) {
+    throw invalidParameterError(`${name}.ratio`, '[min, max] with 0 < min <= max (finite)', describeRange(ratio));
+  }
+  if (!isFiniteNumber(flipProbability) || flipProbability < 0 || flipProbability > 1) {
+    throw invalidParameterError(`${name}.flipProbability`, 'a number in [0, 1]', flipProbability);
+  }
+}

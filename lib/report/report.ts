@@ -1,0 +1,100 @@
+/**
+ * @file The evaluation report: one JSON document holding values, definitions, every parameter,
+ * versions and timings. Markdown and HTML renderings are made from it.
+ */
+import { createRequire } from 'node:module';
+import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from '../eval/evaluation.js';
+import { METRIC_DEFINITIONS } from '../eval/evaluation.js';
+
+/** Format tag of report.json. */
+export const REPORT_FORMAT = 'dmlkit.report/1';
+
+/** The model side of a run (absent when embeddings came from .npy files). */
+export interface ModelInfo {
+  path: string;
+  sha256: string;
+  executionProvider: string;
+  providerAttempts: Array<{ provider: string; error?: string }>;
+  inputName: string;
+  outputName: string;
+  embeddingDim: number;
+  fixedBatch: number | null;
+  preprocessing: unknown;
+  preprocessingSources: Record<string, string>;
+  metadataProps: Record<string, string>;
+}
+
+/** The data side of a run. */
+export interface DatasetInfo {
+  /** `layout:path` as given, or the .npy files. */
+  spec: string;
+  layout: string;
+  protocol: string;
+  manifestHash?: string;
+  /** Labels held out as training classes (class-disjoint split), if any. */
+  trainClasses?: string[];
+  queryCount: number;
+  galleryCount: number;
+  /** True when every query is also a gallery item (CUB/Cars/SOP protocol). */
+  sameSet: boolean;
+  /** Images skipped with --skip-bad-images, with the reason. */
+  skippedImages: Array<{ id: string; message: string }>;
+  embeddingCache?: { key: string; hit: boolean };
+}
+
+/** One model (or one embeddings pair) evaluated on one dataset. */
+export interface RunReport {
+  name: string;
+  model?: ModelInfo;
+  dataset: DatasetInfo;
+  metrics: EvaluationMetrics;
+  parameters: EvaluationParameters;
+  timings: EvaluationTimings;
+}
+
+/** report.json. The top-level run fields repeat `runs[0]`, so a single-model reader finds `metrics.recall` directly. */
+export interface Report extends RunReport {
+  format: typeof REPORT_FORMAT;
+  createdAt: string;
+  command: string[];
+  versions: Record<string, string>;
+  definitions: typeof METRIC_DEFINITIONS;
+  runs: RunReport[];
+}
+
+const require = createRequire(import.meta.url);
+
+function packageVersion(name: string): string {
+  try {
+    return (require(`${name}/package.json`) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Versions of dmlkit, Node and the native packages that produced the numbers. */
+export function collectVersions(): Record<string, string> {
+  const own = require('dmlkit/package.json') as { version: string };
+  return {
+    dmlkit: own.version,
+    node: process.version,
+    'onnxruntime-node': packageVersion('onnxruntime-node'),
+    sharp: packageVersion('sharp'),
+    'hnswlib-node': packageVersion('hnswlib-node'),
+  };
+}
+
+/** Assembles report.json from runs (at least one). */
+export function buildReport(runs: RunReport[], command: string[]): Report {
+  const first = runs[0];
+  if (!first) throw new RangeError('buildReport needs at least one run');
+  return {
+    format: REPORT_FORMAT,
+    createdAt: new Date().toISOString(),
+    command,
+    versions: collectVersions(),
+    definitions: METRIC_DEFINITIONS,
+    ...first,
+    runs,
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * @file A small SVG line chart (axes, ticks, polylines with markers, legend) built as a string, so
+ * reports need no browser, canvas or network. Used for the Recall@K and NMI+ plots.
+ */
+
+/** One line of a chart. */
+export interface ChartSeries {
+  name: string;
+  points: Array<{ x: number; y: number }>;
+}
+
+/** Chart settings. */
+export interface LineChartOptions {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  /** Logarithmic x axis (base 10 ticks at the data's x values). */
+  logX?: boolean;
+  /** y range; default [0, 1]. */
+  yRange?: [number, number];
+  width?: number;
+  height?: number;
+}
+
+const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+
+/** Escapes text for SVG/HTML content and attribute values. */
+export function escapeXml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+const fmt = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+
+/** Renders the series as a standalone `<svg>` element. */
+export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): string {
+  const width = options.width ?? 640;
+  const height = options.height ?? 400;
+  const margin = { left: 64, right: 24, top: 40, bottom: 56 };
+  const plotW = width - margin.left - margin.right;
+  const plotH = height - margin.top - margin.bottom;
+  const xs = [...new Set(series.flatMap((s) => s.points.map((p) => p.x)))].sort((a, b) => a - b);
+  const tx = (x: number): number => (options.logX ? Math.log10(x) : x);
+  const xMin = xs.length > 0 ? tx(xs[0] as number) : 0;
+  const xMax = xs.length > 0 ? tx(xs[xs.length - 1] as number) : 1;
+  const xSpan = xMax - xMin || 1;
+  const [yMin, yMax] = options.yRange ?? [0, 1];
+  const ySpan = yMax - yMin || 1;
+  const px = (x: number): number => margin.left + (xs.length === 1 ? plotW / 2 : ((tx(x) - xMin) / xSpan) * plotW);
+  const py = (y: number): number => margin.top + plotH - ((y - yMin) / ySpan) * plotH;
+
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="white"/>`,
+    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(options.title)}</text>`,
+  );
+  for (let i = 0; i <= 5; i++) {
+    const y = yMin + (ySpan * i) / 5;
+    const yy = py(y).toFixed(1);
+    parts.push(
+      `<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${yy}" y2="${yy}" stroke="#ddd"/>`,
+      `<text x="${margin.left - 8}" y="${yy}" text-anchor="end" dominant-baseline="middle">${fmt(y)}</text>`,
+    );
+  }
+  for (const x of xs) {
+    const xx = px(x).toFixed(1);
+    parts.push(
+      `<line x1="${xx}" x2="${xx}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="#eee"/>`,
+      `<text x="${xx}" y="${margin.top + plotH + 18}" text-anchor="middle">${fmt(x)}</text>`,
+    );
+  }
+  parts.push(
+    `<rect x="${margin.left}" y="${margin.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`,
+    `<text x="${margin.left + plotW / 2}" y="${height - 14}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
+    `<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
+  );
+  series.forEach((s, i) => {
+    const colour = COLOURS[i % COLOURS.length] as string;
+    const pts = s.points.filter((p) => Number.isFinite(p.y)).map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`);
+    if (pts.length > 1) parts.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.join(' ')}"/>`);
+    for (const pt of pts) {
+      const [cx, cy] = pt.split(',');
+      parts.push(`<circle cx="${cx}" cy="${cy}" r="3.5" fill="${colour}"/>`);
+    }
+    const ly = margin.top + 14 + i * 16;
+    parts.push(
+      `<rect x="${margin.left + 10}" y="${ly - 9}" width="12" height="12" fill="${colour}"/>`,
+      `<text x="${margin.left + 28}" y="${ly}" dominant-baseline="middle">${escapeXml(s.name)}</text>`,
+    );
+  });
+  parts.push('</svg>');
+  return parts.join('\n');
+}

@@ -1,0 +1,211 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import sharp from 'sharp';
+import { writeNpy } from '../../lib/embed/npy.js';
+import type { Report } from '../../lib/report/report.js';
+import { runCliCaptured } from '../helpers/run-cli.js';
+
+const MODEL = path.resolve('models/default.onnx');
+
+describe('dml eval', function () {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'dml-eval-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** A small ImageFolder: `perClass` images of each of the first `classes` default classes. */
+  function smallFolder(classes = 4, perClass = 6): string {
+    const root = path.join(dir, 'images');
+    for (const cls of readdirSync('data/default').sort().slice(0, classes)) {
+      mkdirSync(path.join(root, cls), { recursive: true });
+      for (const f of readdirSync(path.join('data/default', cls)).sort().slice(0, perClass)) {
+        copyFileSync(path.join('data/default', cls, f), path.join(root, cls, f));
+      }
+    }
+    return root;
+  }
+
+  it('evaluates the default model on the default data: table on stdout, report.json/md/html, then a cache hit', async () => {
+    const out = path.join(dir, 'run');
+    const args = ['eval', MODEL, '--data', 'folder:data/default', '--out', out, '--nmi-k', '1x,5x'];
+    const first = await runCliCaptured(args);
+    expect(first.stderr).to.equal('');
+    expect(first.code).to.equal(0);
+    expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
+    const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
+    expect(Object.keys(report.metrics.recall)).to.deep.equal(['1', '2', '4', '8']);
+    const recall = Object.values(report.metrics.recall);
+    for (const v of recall) expect(v).to.be.within(0, 1);
+    expect(recall).to.deep.equal([...recall].sort((a, b) => a - b)); // Recall@K never decreases with K
+    // PCA on pixels separates Fashion-MNIST classes far above chance (0.1).
+    expect(report.metrics.precisionAt1).to.equal(report.metrics.recall['1']);
+    expect(report.metrics.recall['1']).to.be.above(0.6);
+    expect(report.metrics.mapAtR).to.be.within(0.2, 1);
+    expect(report.metrics.nmiCurve.map((p) => p.k)).to.deep.equal([10, 50]);
+    expect(report.metrics.nmi).to.equal(report.metrics.nmiCurve[0]!.nmi);
+    expect(report.metrics.loneQueries).to.equal(0);
+    expect(report.dataset).to.deep.include({ queryCount: 600, galleryCount: 600, sameSet: true });
+    expect(report.model?.executionProvider).to.equal('cpu');
+    expect(report.parameters.kmeans).to.deep.include({ init: 'k-means++', iterations: 20, seed: 0 });
+    expect(report.definitions.recall).to.contain('hit@K');
+    expect(report.versions['onnxruntime-node']).to.equal('1.30.0');
+    expect(report.runs).to.have.length(1);
+    expect(readFileSync(path.join(out, 'report.html'), 'utf8')).to.contain('<svg');
+    expect(readFileSync(path.join(out, 'report.md'), 'utf8')).to.equal(first.stdout);
+    expect(report.dataset.embeddingCache?.hit).to.equal(false);
+
+    const second = await runCliCaptured(args);
+    expect(second.code).to.equal(0);
+    const again = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
+    expect(again.dataset.embeddingCache?.hit).to.equal(true);
+    expect(again.metrics.recall).to.deep.equal(report.metrics.recall);
+    expect(again.metrics.nmiCurve).to.deep.equal(report.metrics.nmiCurve);
+  });
+
+  it('puts several models side by side and reports HNSW recall against exact search', async () => {
+    const json = path.join(dir, 'r.json');
+    const other = path.join(dir, 'copy.onnx');
+    copyFileSync(MODEL, other);
+    const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--index', 'hnsw', '--json', json, '--nmi-k', '1x', '--k', '1,4']);
+    expect(res.stderr).to.equal('');
+    expect(res.code).to.equal(0);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    expect(report.runs.map((r) => r.name)).to.deep.equal(['default.onnx', 'copy.onnx']);
+    expect(report.runs[1]!.metrics.recall).to.deep.equal(report.runs[0]!.metrics.recall);
+    expect(report.metrics.annRecall?.['4']).to.be.within(0.9, 1);
+    expect(report.parameters.index).to.deep.include({ kind: 'hnsw', m: 16, efConstruction: 200 });
+    expect(res.stdout.split('\n').filter((l) => l.startsWith('| default.onnx') || l.startsWith('| copy.onnx'))).to.have.length(2);
+    expect(res.stdout).to.contain('ANN R@4');
+  });
+
+  it('scores .npy embeddings with hand-computed values (separate gallery)', async () => {
+    // Queries: q0 = (1,0) label 0, q1 = (0,1) label 1. Gallery: g0 = (1,0.1) label 1, g1 = (1,0.2) label 0, g2 = (0,1) label 1.
+    // q0 ranks g0 (0.995), g1 (0.981), g2 (0): first hit at rank 2 -> R@1 = 0, R@2 = 1; R = 1 -> R-Prec 0, MAP@R 0.
+    // q1 ranks g2 (1), g1 (0.196), g0 (0.0995): hit at rank 1; R = 2, top 2 = g2 (hit), g1 (miss) -> R-Prec 1/2, MAP@R (1/2)(1/1) = 1/2.
+    await writeNpy(path.join(dir, 'q.npy'), new Float32Array([1, 0, 0, 1]), [2, 2]);
+    await writeNpy(path.join(dir, 'ql.npy'), new Int32Array([0, 1]), [2]);
+    await writeNpy(path.join(dir, 'g.npy'), new Float64Array([1, 0.1, 1, 0.2, 0, 1]), [3, 2]);
+    await writeNpy(path.join(dir, 'gl.npy'), new BigInt64Array([1n, 0n, 1n]), [3]);
+    const json = path.join(dir, 'r.json');
+    const res = await runCliCaptured([
+      'eval',
+      '--query-embeddings', path.join(dir, 'q.npy'),
+      '--query-labels', path.join(dir, 'ql.npy'),
+      '--gallery-embeddings', path.join(dir, 'g.npy'),
+      '--gallery-labels', path.join(dir, 'gl.npy'),
+      '--k', '1,2', '--nmi-k', '1x', '--json', json,
+    ]);
+    expect(res.stderr).to.equal('');
+    expect(res.code).to.equal(0);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    expect(report.metrics.recall).to.deep.equal({ '1': 0.5, '2': 1 });
+    expect(report.metrics.rPrecision).to.equal(0.25);
+    expect(report.metrics.mapAtR).to.equal(0.25);
+    expect(report.dataset).to.deep.include({ layout: 'npy', queryCount: 2, galleryCount: 3, sameSet: false });
+  });
+
+  describe('bad input: one clear line, the right exit code, and no output written', () => {
+    const expectFailure = async (argv: string[], code: number, pattern: RegExp, out = path.join(dir, 'out')): Promise<void> => {
+      const res = await runCliCaptured([...argv, '--out', out]);
+      expect(res.code, res.stderr).to.equal(code);
+      expect(res.stderr).to.match(pattern);
+      expect(res.stderr.trim().split('\n')).to.have.length(1);
+      expect(res.stdout).to.equal('');
+      expect(existsSync(path.join(out, 'report.json'))).to.equal(false);
+    };
+
+    it('unknown layout', async () => {
+      await expectFailure(['eval', MODEL, '--data', 'imagenet:/x'], 2, /^dml: .*imagenet.*folder/);
+    });
+
+    it('missing dataset path', async () => {
+      await expectFailure(['eval', MODEL, '--data', `folder:${path.join(dir, 'nowhere')}`], 1, /^dml: .*nowhere/);
+    });
+
+    it('missing model', async () => {
+      await expectFailure(['eval', path.join(dir, 'none.onnx'), '--data', smallFolder()], 1, /^dml: Cannot read model .*none\.onnx: no such file/);
+    });
+
+    it('labels that do not match the embeddings', async () => {
+      await writeNpy(path.join(dir, 'q.npy'), new Float32Array(6).fill(1), [3, 2]);
+      await writeNpy(path.join(dir, 'ql.npy'), new Int32Array([0, 1]), [2]);
+      await expectFailure(
+        ['eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy')],
+        1,
+        /ql\.npy holds 2 labels but .*q\.npy holds 3 embeddings/,
+      );
+    });
+
+    it('NaN embeddings', async () => {
+      await writeNpy(path.join(dir, 'q.npy'), new Float32Array([1, 0, Number.NaN, 1]), [2, 2]);
+      await writeNpy(path.join(dir, 'ql.npy'), new Int32Array([0, 1]), [2]);
+      await expectFailure(
+        ['eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy')],
+        1,
+        /q\.npy: embedding row 1 contains NaN/,
+      );
+    });
+
+    it('K larger than the gallery', async () => {
+      await expectFailure(['eval', MODEL, '--data', smallFolder(2, 3), '--k', '1,8'], 1, /K = 8 is larger than the gallery: 6 items, minus the query itself, so at most K = 5/);
+    });
+
+    it('a bad flag value', async () => {
+      await expectFailure(['eval', MODEL, '--data', smallFolder(), '--k', '1,two'], 2, /--k/);
+      await expectFailure(['eval', MODEL, '--data', smallFolder(), '--index', 'faiss'], 2, /Expected one of exact, hnsw for --index but received "faiss"/);
+    });
+
+    it('a corrupt image fails naming the file; --skip-bad-images skips and counts it', async () => {
+      const root = smallFolder(3, 4);
+      const cls = readdirSync(root).sort()[0] as string;
+      writeFileSync(path.join(root, cls, 'broken.png'), Buffer.from('this is not a png'));
+      await expectFailure(['eval', MODEL, '--data', root], 1, /broken\.png/);
+      const json = path.join(dir, 'r.json');
+      const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--nmi-k', '1x']);
+      expect(res.code, res.stderr).to.equal(0);
+      const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+      expect(report.dataset.skippedImages).to.have.length(1);
+      expect(report.dataset.skippedImages[0]!.id).to.contain('broken.png');
+      expect(report.dataset.queryCount).to.equal(12);
+      expect(res.stdout).to.contain('Skipped images (--skip-bad-images): 1');
+    });
+
+    it('a truncated image and a decompression bomb fail naming the file', async () => {
+      const root = smallFolder(2, 3);
+      const cls = readdirSync(root).sort()[0] as string;
+      const jpeg = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#808080' } }).jpeg().toBuffer();
+      writeFileSync(path.join(root, cls, 'cut.jpg'), jpeg.subarray(0, jpeg.length >> 1));
+      await expectFailure(['eval', MODEL, '--data', root], 1, /cut\.jpg/);
+      rmSync(path.join(root, cls, 'cut.jpg'));
+      const bomb = await sharp({ create: { width: 7000, height: 7000, channels: 3, background: '#000000' } }).png({ compressionLevel: 9 }).toBuffer();
+      writeFileSync(path.join(root, cls, 'bomb.png'), bomb);
+      await expectFailure(['eval', MODEL, '--data', root], 1, /bomb\.png/);
+    });
+
+    it('an unwritable --out fails before any work', async function () {
+      if (process.getuid?.() === 0) {
+        // root ignores directory permissions; a path under a regular file is unwritable for everyone
+        writeFileSync(path.join(dir, 'file'), 'x');
+        await expectFailure(['eval', MODEL, '--data', smallFolder()], 1, /Cannot write --out/, path.join(dir, 'file', 'sub'));
+        return;
+      }
+      const locked = path.join(dir, 'locked');
+      mkdirSync(locked);
+      chmodSync(locked, 0o500);
+      await expectFailure(['eval', MODEL, '--data', smallFolder()], 1, /Cannot write --out/, path.join(locked, 'out'));
+    });
+  });
+
+  it('the installed entry point exits 2 on a usage error and prints help', () => {
+    const entry = ['--import', 'tsx', 'scripts/dml.ts'];
+    const bad = spawnSync(process.execPath, [...entry, 'eval', '--k'], { encoding: 'utf8' });
+    expect(bad.status).to.equal(2);
+    expect(bad.stderr).to.match(/--k/);
+    const help = execFileSync(process.execPath, [...entry, 'eval', '--help'], { encoding: 'utf8' });
+    expect(help).to.contain('--query-embeddings');
+  });
+});

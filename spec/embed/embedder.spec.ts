@@ -1,0 +1,153 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { ManifestItem } from '../../lib/data/manifest.js';
+import { DmlError } from '../../lib/errors.js';
+import { embedItemsCached } from '../../lib/embed/cache.js';
+import { OnnxEmbedder } from '../../lib/embed/embedder.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
+
+const FIXTURES = path.resolve('spec/fixtures/torch');
+interface Reference {
+  models: Record<string, { embeddings: Record<string, number[]> }>;
+}
+const reference = (await import('../fixtures/torch/reference.json', { with: { type: 'json' } })).default as unknown as Reference;
+const imageNames = readdirSync(path.join(FIXTURES, 'images')).filter((f) => f.endsWith('.png')).sort();
+const items: ManifestItem[] = imageNames.map((name) => ({
+  id: name,
+  source: { kind: 'file', path: path.join(FIXTURES, 'images', name) },
+  label: name.split('.')[0] as string,
+  split: 'test',
+  isQuery: true,
+  isGallery: true,
+}));
+
+function maxAbsDiff(set: { vectors: Float32Array; dim: number; ids: string[] }, expected: Record<string, number[]>): number {
+  let worst = 0;
+  set.ids.forEach((id, row) => {
+    const ref = expected[id] as number[];
+    expect(ref, id).to.have.length(set.dim);
+    ref.forEach((v, j) => {
+      worst = Math.max(worst, Math.abs(v - (set.vectors[row * set.dim + j] as number)));
+    });
+  });
+  return worst;
+}
+
+describe('OnnxEmbedder', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'dml-embedder-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('matches PyTorch on a third-party NCHW model with a dynamic batch (within 1e-4), across batch boundaries', async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), {
+      device: 'cpu',
+      batchSize: 3,
+      preprocessing: { resizeShorter: 32 },
+    });
+    try {
+      expect(embedder.signature).to.deep.include({ inputName: 'images', outputName: 'embedding', fixedBatch: null, outputDim: 16 });
+      expect(embedder.preprocessing).to.deep.include({ layout: 'NCHW', channels: 3, height: 32, width: 32 });
+      expect(embedder.provider).to.equal('cpu');
+      const { set, failures } = await embedder.embedItems(items);
+      expect(failures).to.deep.equal([]);
+      expect(set.ids).to.deep.equal(imageNames);
+      expect(maxAbsDiff(set, reference.models['nchw_dynamic.onnx']!.embeddings)).to.be.below(1e-4);
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('matches PyTorch on an NHWC model with a fixed batch of 2, taking preprocessing from metadata_props', async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nhwc_fixed.onnx'), { device: 'cpu' });
+    try {
+      expect(embedder.signature.fixedBatch).to.equal(2);
+      expect(embedder.batchSize).to.equal(2);
+      expect(embedder.preprocessing).to.deep.equal({
+        height: 32,
+        width: 32,
+        resizeShorter: 32,
+        channels: 3,
+        layout: 'NHWC',
+        mean: [0.5, 0.4, 0.3],
+        std: [0.25, 0.2, 0.3],
+      });
+      expect(embedder.signature.preprocessingSources.mean).to.equal('metadata');
+      // 7 images: the last batch is padded to 2 and the padding dropped.
+      const { set } = await embedder.embedItems(items);
+      expect(set.count).to.equal(7);
+      expect(maxAbsDiff(set, reference.models['nhwc_fixed.onnx']!.embeddings)).to.be.below(1e-4);
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('caches by model, preprocessing and manifest: an identical second run does not re-embed', async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', preprocessing: { resizeShorter: 32 } });
+    try {
+      const first = await embedItemsCached(embedder, items, 'hash-1', dir);
+      expect(first.fromCache).to.equal(false);
+      const second = await embedItemsCached(embedder, items, 'hash-1', dir);
+      expect(second.fromCache).to.equal(true);
+      expect(Array.from(second.set.vectors)).to.deep.equal(Array.from(first.set.vectors));
+      expect(second.set.ids).to.deep.equal(first.set.ids);
+      const other = await embedItemsCached(embedder, items, 'hash-2', dir);
+      expect(other.fromCache).to.equal(false);
+      expect(readdirSync(dir).filter((f) => f.endsWith('.npy'))).to.have.length(2);
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  /** A 1x1 "model" computing x * scale over a [batch, 1, 2, 2] input, flattened to [batch, 4]. */
+  async function scaleModel(scale: number, outputDims: Array<number | string> = ['batch', 4]): Promise<string> {
+    const file = path.join(dir, `scale-${scale}.onnx`);
+    const bytes = encodeModel({
+      graphName: 'scale',
+      inputs: [tensorValueInfo('x', 'float32', ['batch', 1, 2, 2])],
+      outputs: [tensorValueInfo('y', 'float32', outputDims)],
+      initializers: [floatTensor('s', [1], [scale])],
+      nodes: outputDims.length === 2 ? [node('Mul', ['x', 's'], ['m']), node('Flatten', ['m'], ['y'], { axis: { i: 1 } })] : [node('Mul', ['x', 's'], ['y'])],
+    });
+    await writeFileAtomic(file, bytes);
+    return file;
+  }
+
+  it('reports NaN embeddings as E_EMBEDDING naming the model and row', async () => {
+    const embedder = await OnnxEmbedder.open(await scaleModel(Number.NaN), { device: 'cpu', preprocessing: { resizeShorter: 2, mean: [0], std: [1] } });
+    try {
+      await embedder.embedItems(items.slice(0, 1));
+      expect.fail('should throw');
+    } catch (err) {
+      expect(err).to.be.instanceOf(DmlError);
+      expect((err as DmlError).code).to.equal('E_EMBEDDING');
+      expect((err as DmlError).message).to.match(/scale-NaN\.onnx: embedding row 0 contains NaN/);
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('rejects a model whose output is not [N, D] before embedding anything', async () => {
+    try {
+      await OnnxEmbedder.open(await scaleModel(2, ['batch', 1, 2, 2]), { device: 'cpu' });
+      expect.fail('should throw');
+    } catch (err) {
+      expect((err as DmlError).code).to.equal('E_MODEL');
+      expect((err as DmlError).message).to.match(/output "y" has shape \[batch, 1, 2, 2\]; expected \[N, D\]/);
+    }
+  });
+
+  it('reports a missing model file as E_NOT_FOUND', async () => {
+    try {
+      await OnnxEmbedder.open(path.join(dir, 'nope.onnx'));
+      expect.fail('should throw');
+    } catch (err) {
+      expect((err as DmlError).code).to.equal('E_NOT_FOUND');
+      expect((err as DmlError).message).to.contain('nope.onnx');
+    }
+  });
+});

@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { DmlError } from '../../lib/errors.js';
+import { IMAGENET_MEAN, IMAGENET_STD, resolveModelSignature, type TensorInfo } from '../../lib/embed/model-signature.js';
+
+const out = (shape: Array<number | string>): TensorInfo[] => [{ name: 'emb', type: 'float32', shape }];
+const inp = (shape: Array<number | string>, type = 'float32'): TensorInfo[] => [{ name: 'x', type, shape }];
+
+describe('resolveModelSignature', () => {
+  it('infers NCHW, channels and size from the input, ImageNet defaults and the 0.875 crop', () => {
+    const s = resolveModelSignature('m.onnx', inp(['batch', 3, 224, 224]), out(['batch', 512]), undefined, {});
+    expect(s.fixedBatch).to.equal(null);
+    expect(s.outputDim).to.equal(512);
+    expect(s.preprocessing).to.deep.equal({
+      height: 224,
+      width: 224,
+      resizeShorter: 256,
+      channels: 3,
+      layout: 'NCHW',
+      mean: IMAGENET_MEAN,
+      std: IMAGENET_STD,
+    });
+    expect(s.preprocessingSources).to.deep.include({ layout: 'model input', height: 'model input', mean: 'default', resizeShorter: 'default' });
+  });
+
+  it('infers NHWC with a fixed batch', () => {
+    const s = resolveModelSignature('m.onnx', inp([2, 32, 48, 1]), out([2, 16]), undefined, {});
+    expect(s.fixedBatch).to.equal(2);
+    expect(s.preprocessing).to.include({ layout: 'NHWC', channels: 1, height: 32, width: 48 });
+    expect(s.preprocessing.mean).to.deep.equal([0]);
+  });
+
+  it('takes metadata over the declared shape and overrides over metadata', () => {
+    const meta = { resizeShorter: 40, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5] };
+    const s = resolveModelSignature('m.onnx', inp(['n', 3, 'h', 'w']), out(['n', 8]), meta, { height: 36, width: 36, mean: [0, 0, 0] });
+    expect(s.preprocessing).to.deep.include({ height: 36, width: 36, resizeShorter: 40, mean: [0, 0, 0], std: [0.5, 0.5, 0.5] });
+    expect(s.preprocessingSources).to.deep.include({ height: 'override', resizeShorter: 'metadata', mean: 'override', std: 'metadata' });
+  });
+
+  it('uses 224 for dynamic spatial dims without metadata', () => {
+    const s = resolveModelSignature('m.onnx', inp(['n', 3, 'h', 'w']), out(['n', 8]), undefined, {});
+    expect(s.preprocessing).to.include({ height: 224, width: 224, resizeShorter: 256 });
+  });
+
+  const rejects = (fn: () => unknown, pattern: RegExp): void => {
+    expect(fn).to.throw(DmlError, pattern);
+  };
+
+  it('rejects unsupported signatures with one clear message', () => {
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8], 'uint8'), out(['n', 4]), undefined, {}), /m\.onnx: input "x" has type uint8; expected float32/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 784]), out(['n', 4]), undefined, {}), /expected rank 4/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4, 1, 1]), undefined, {}), /output "emb" has shape \[n, 4, 1, 1\]; expected \[N, D\]/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 5, 8, 7]), out(['n', 4]), undefined, {}), /cannot tell the layout/);
+    rejects(() => resolveModelSignature('m.onnx', [...inp(['n', 3, 8, 8]), ...inp(['n', 3, 8, 8])], out(['n', 4]), undefined, {}), /exactly one image input/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { height: 9 }), /height 9 requested but input "x" takes 8/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { outputName: 'nope' }), /no output named "nope"/);
+  });
+});

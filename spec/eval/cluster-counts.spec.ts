@@ -1,0 +1,17 @@
+import { expect } from 'chai';
+import { DmlError } from '../../lib/errors.js';
+import { parseClusterCountSpecs, resolveClusterCounts } from '../../lib/eval/cluster-counts.js';
+
+describe('cluster counts', () => {
+  it('resolves multiples of the label count, caps at N, dedupes, sorts and always includes 1x', () => {
+    expect(resolveClusterCounts(['1x', '2x', '5x', '10x', '30x'], 100, 5924)).to.deep.equal([100, 200, 500, 1000, 3000]);
+    expect(resolveClusterCounts(['10x', '30x'], 100, 2000)).to.deep.equal([100, 1000, 2000]);
+    expect(resolveClusterCounts(['7', '0.5x'], 10, 1000)).to.deep.equal([5, 7, 10]);
+  });
+
+  it('rejects malformed specs naming the flag', () => {
+    expect(() => parseClusterCountSpecs(['10y'])).to.throw(DmlError, /--nmi-k.*"10y"/);
+    expect(() => parseClusterCountSpecs(['0'])).to.throw(DmlError, /--nmi-k/);
+    expect(() => parseClusterCountSpecs([])).to.throw(DmlError, /at least one/);
+  });
+});
