@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { applyClassSplit, parseClassList, selectLabels } from '../../lib/data/class-split.js';
 import { readIdxDataset } from '../../lib/data/layouts/idx.js';
 import type { Manifest } from '../../lib/data/manifest.js';
-import { expectDmlError, fixture, itemRows } from './fixture-support.js';
+import { fixture, itemRows } from './fixture-support.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 /** A manifest with one item per label, all test, query and gallery. */
 function manifestWithLabels(labels: string[]): Manifest {

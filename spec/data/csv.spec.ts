@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { parseCsv } from '../../lib/data/csv.js';
-import { expectDmlError } from './fixture-support.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 describe('parseCsv', () => {
   it('parses quoted fields with commas, doubled quotes and line breaks, keeping start line numbers', () => {

@@ -1,13 +1,11 @@
 /**
  * @file Shared by the spec/data specs: the fixture folder (written by
  * scripts/fixtures/make_dataset_fixtures.py), scratch copies for the error cases, a warning
- * collector and an assertion for DmlError rejections.
+ * collector.
  */
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { expect } from 'chai';
-import { DmlError, type DmlErrorCode } from '../../lib/errors.js';
 import type { LayoutReadOptions } from '../../lib/data/layout-support.js';
 import type { ManifestItem } from '../../lib/data/manifest.js';
 
@@ -38,22 +36,6 @@ export function useScratchFolder(): { path: (...parts: string[]) => string; copy
 export function collectingOptions(): LayoutReadOptions & { warnings: string[] } {
   const warnings: string[] = [];
   return { warnings, warn: (message) => warnings.push(message), hotelsTestSet: 'unoccluded' };
-}
-
-/** Awaits `promise` (or calls `fn`) and checks it fails with a DmlError of `code` whose message matches. */
-export async function expectDmlError(action: Promise<unknown> | (() => unknown), code: DmlErrorCode, message: string | RegExp): Promise<DmlError> {
-  let error: unknown;
-  try {
-    await (typeof action === 'function' ? action() : action);
-  } catch (err) {
-    error = err;
-  }
-  expect(error, 'expected a DmlError').to.be.instanceOf(DmlError);
-  const dmlError = error as DmlError;
-  expect(dmlError.code).to.equal(code, dmlError.message);
-  if (typeof message === 'string') expect(dmlError.message).to.equal(message);
-  else expect(dmlError.message).to.match(message);
-  return dmlError;
 }
 
 /** `[id, label, split, isQuery, isGallery]` per item: compact rows for deep-equal assertions. */

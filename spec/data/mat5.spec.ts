@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { parseMat5, readMat5File, type MatValue } from '../../lib/data/mat5.js';
-import { expectDmlError, fixture } from './fixture-support.js';
+import { fixture } from './fixture-support.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 /** A MatValue as plain JSON (typed arrays to arrays, struct maps to objects) for deep-equal checks. */
 function plain(value: MatValue | undefined): unknown {

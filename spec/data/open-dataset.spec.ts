@@ -1,7 +1,8 @@
 import { appendFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { DATASET_LAYOUTS, manifestHash, openDataset } from '../../lib/data/open-dataset.js';
-import { expectDmlError, fixture, useScratchFolder } from './fixture-support.js';
+import { fixture, useScratchFolder } from './fixture-support.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 const SOP_HEADER = 'image_id class_id super_class_id path\n';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { decodeImageBuffer, decodeImageSource } from '../../lib/image/decode.js';
-import { encodeBombPng, encodeIdx, encodeImage, expectDmlError, makePixels, makeTempDir, writeFixture } from './image-fixtures.js';
+import { encodeBombPng, encodeIdx, encodeImage, expectDmlErrorWithPrefix, makePixels, makeTempDir, writeFixture } from './image-fixtures.js';
 
 describe('decodeImageSource / decodeImageBuffer', () => {
   let dir: string;
@@ -97,14 +97,14 @@ describe('decodeImageSource / decodeImageBuffer', () => {
     });
 
     it('rejects an index out of range, a label file and a missing file', async () => {
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource({ kind: 'idx', file: idx, index: 3 }, { channels: 1 }),
         'E_IMAGE',
         idx,
         /IDX image index 3 out of range \(expected an integer in \[0, 3\)\)$/,
       );
       const labels = path.join(dir, 'labels-idx1-ubyte');
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource({ kind: 'idx', file: labels, index: 0 }, { channels: 1 }),
         'E_DATASET',
         labels,
@@ -119,7 +119,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
   describe('bad inputs: one-line DmlError naming the file', () => {
     it('garbage bytes', async () => {
       const p = writeFixture(dir, 'garbage.jpg', Buffer.from('this is not an image, just some text'));
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource(file(p), { channels: 3 }),
         'E_IMAGE',
         p,
@@ -129,14 +129,14 @@ describe('decodeImageSource / decodeImageBuffer', () => {
 
     it('an empty file', async () => {
       const p = writeFixture(dir, 'empty.png', Buffer.alloc(0));
-      await expectDmlError(decodeImageSource(file(p), { channels: 3 }), 'E_IMAGE', p, /: empty file \(expected encoded image data\)$/);
+      await expectDmlErrorWithPrefix(decodeImageSource(file(p), { channels: 3 }), 'E_IMAGE', p, /: empty file \(expected encoded image data\)$/);
     });
 
     it('a JPEG cut in half', async () => {
       const pixels = makePixels(64, 48, (x, y) => [(x * 7) & 255, (y * 5) & 255, (x * y) & 255]);
       const jpeg = await encodeImage(pixels, 64, 48, 3, 'jpeg');
       const p = writeFixture(dir, 'half.jpg', jpeg.subarray(0, jpeg.length >> 1));
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource(file(p), { channels: 3 }),
         'E_IMAGE',
         p,
@@ -148,7 +148,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
       const pixels = makePixels(64, 48, (x, y) => [(x * 7) & 255, (y * 5) & 255, (x * y) & 255]);
       const png = await encodeImage(pixels, 64, 48, 3, 'png');
       const p = writeFixture(dir, 'half.png', png.subarray(0, png.length >> 1));
-      await expectDmlError(decodeImageSource(file(p), { channels: 3 }), 'E_IMAGE', p, /: corrupt image data, .*png/);
+      await expectDmlErrorWithPrefix(decodeImageSource(file(p), { channels: 3 }), 'E_IMAGE', p, /: corrupt image data, .*png/);
     });
 
     it('a decompression bomb: a 12000x12000 PNG of a few KB', async () => {
@@ -157,7 +157,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
       const meta = await sharp(bomb, { limitInputPixels: false }).metadata();
       expect(meta).to.include({ format: 'png', width: 12000, height: 12000 });
       const p = writeFixture(dir, 'bomb.png', bomb);
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource(file(p), { channels: 3 }),
         'E_IMAGE',
         p,
@@ -168,7 +168,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
     it('an image over a configured limitInputPixels', async () => {
       const png = await encodeImage(Buffer.alloc(100 * 60), 100, 60, 1, 'png');
       await decodeImageBuffer(png, 'ok.png', { channels: 1, limitInputPixels: 6000 });
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageBuffer(png, 'upload', { channels: 1, limitInputPixels: 5999 }),
         'E_IMAGE',
         'upload',
@@ -178,7 +178,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
 
     it('a missing file (E_NOT_FOUND) and a directory (E_IO)', async () => {
       const missing = path.join(dir, 'missing.jpg');
-      await expectDmlError(
+      await expectDmlErrorWithPrefix(
         decodeImageSource(file(missing), { channels: 3 }),
         'E_NOT_FOUND',
         missing,
@@ -186,7 +186,7 @@ describe('decodeImageSource / decodeImageBuffer', () => {
       );
       const folder = path.join(dir, 'folder.jpg');
       mkdirSync(folder);
-      await expectDmlError(decodeImageSource(file(folder), { channels: 3 }), 'E_IO', folder, /: is a directory/);
+      await expectDmlErrorWithPrefix(decodeImageSource(file(folder), { channels: 3 }), 'E_IO', folder, /: is a directory/);
     });
 
     it('bad options name the parameter', async () => {

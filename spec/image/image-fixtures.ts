@@ -8,7 +8,8 @@ import path from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { expect } from 'chai';
 import sharp from 'sharp';
-import { DmlError } from '../../lib/errors.js';
+import type { DmlError } from '../../lib/errors.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import type { DmlErrorCode } from '../../lib/errors.js';
 
 /** A new empty folder under the OS temp folder. */
@@ -80,24 +81,15 @@ export function encodeIdx(count: number, rows: number, cols: number, data: numbe
 }
 
 /**
- * Awaits `promise`, expects it to reject with a one-line DmlError of `code` whose message starts with
- * `prefix` and matches `pattern`; returns the error.
+ * Like expectDmlError, and the message must also start with `<prefix>: ` (the file name); returns the error.
  */
-export async function expectDmlError(
+export async function expectDmlErrorWithPrefix(
   promise: Promise<unknown>,
   code: DmlErrorCode,
   prefix: string,
   pattern: RegExp,
 ): Promise<DmlError> {
-  const error = await promise.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
-  expect(error, 'expected a rejection').to.be.instanceOf(DmlError);
-  const dml = error as DmlError;
-  expect(dml.code).to.equal(code);
+  const dml = await expectDmlError(promise, code, pattern);
   expect(dml.message.startsWith(`${prefix}: `), dml.message).to.equal(true);
-  expect(dml.message).to.match(pattern);
-  expect(dml.message).not.to.include('\n');
   return dml;
 }

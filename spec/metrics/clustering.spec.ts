@@ -5,12 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { DmlError, type DmlErrorCode } from '../../lib/errors.js';
+import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
 import { normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from '../../lib/metrics/clustering.js';
-
-function expectDmlError(action: () => unknown, code: DmlErrorCode, message: RegExp): void {
-  expect(action).to.throw(DmlError, message).with.property('code', code);
-}
 
 interface ClusteringCase {
   name: string;
@@ -132,9 +128,9 @@ describe('metrics/clustering', () => {
   });
 
   it('rejects mismatched, empty and non-Int32 inputs', () => {
-    expectDmlError(() => normalizedMutualInformation(Int32Array.of(0, 1), Int32Array.of(0)), 'E_ARG', /length 2 .*for clusters/);
-    expectDmlError(() => pairwiseClusteringF1(new Int32Array(0), new Int32Array(0)), 'E_EMPTY', /empty/);
-    expectDmlError(
+    expectDmlErrorSync(() => normalizedMutualInformation(Int32Array.of(0, 1), Int32Array.of(0)), 'E_ARG', /length 2 .*for clusters/);
+    expectDmlErrorSync(() => pairwiseClusteringF1(new Int32Array(0), new Int32Array(0)), 'E_EMPTY', /empty/);
+    expectDmlErrorSync(
       () => normalizedMutualInformation([0, 1] as unknown as Int32Array, Int32Array.of(0, 1)),
       'E_ARG',
       /Int32Array for labels/,

@@ -6,15 +6,11 @@
 
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { DmlError, type DmlErrorCode } from '../../lib/errors.js';
+import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
 import { countLabelCodes, encodeLabels } from '../../lib/metrics/labels.js';
 import { RetrievalMetricsAccumulator, type RetrievalMetrics, type RetrievalMetricsOptions } from '../../lib/metrics/retrieval.js';
 import type { NeighbourBlock } from '../../lib/search/neighbours.js';
 import { bruteForceNeighbourBlocks, type Vectors } from '../helpers/brute-force-neighbours.js';
-
-function expectDmlError(action: () => unknown, code: DmlErrorCode, message: RegExp): void {
-  expect(action).to.throw(DmlError, message).with.property('code', code);
-}
 
 /** Unit vectors at the given angles (degrees) in 2-D. */
 function unitCircle(anglesDegrees: number[]): Vectors {
@@ -95,8 +91,8 @@ describe('metrics/labels', () => {
   });
 
   it('rejects non-string labels and out-of-range codes', () => {
-    expectDmlError(() => encodeLabels(['a', 3 as unknown as string], []), 'E_ARG', /queryLabels\[1\]/);
-    expectDmlError(() => countLabelCodes(Int32Array.of(0, 2), 2), 'E_ARG', /codes\[1\]/);
+    expectDmlErrorSync(() => encodeLabels(['a', 3 as unknown as string], []), 'E_ARG', /queryLabels\[1\]/);
+    expectDmlErrorSync(() => countLabelCodes(Int32Array.of(0, 2), 2), 'E_ARG', /codes\[1\]/);
   });
 });
 
@@ -237,7 +233,7 @@ describe('metrics/retrieval', () => {
       indices: Int32Array.of(0, 3, 2),
       similarities: Float32Array.of(1, 1, 0),
     };
-    expectDmlError(() => new RetrievalMetricsAccumulator(options).add(withSelf), 'E_ARG', /query 3 contain the query itself/);
+    expectDmlErrorSync(() => new RetrievalMetricsAccumulator(options).add(withSelf), 'E_ARG', /query 3 contain the query itself/);
   });
 
   it('treats padding (-1) as a non-match', () => {
@@ -262,29 +258,29 @@ describe('metrics/retrieval', () => {
     });
 
     it('rejects invalid K lists', () => {
-      expectDmlError(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [] }), 'E_ARG', /recallK/);
-      expectDmlError(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [1, 0] }), 'E_ARG', /recallK\[1\].*received 0/);
-      expectDmlError(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [1.5] }), 'E_ARG', /recallK\[0\]/);
-      expectDmlError(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [2, 1, 2] }), 'E_ARG', /duplicate/);
+      expectDmlErrorSync(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [] }), 'E_ARG', /recallK/);
+      expectDmlErrorSync(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [1, 0] }), 'E_ARG', /recallK\[1\].*received 0/);
+      expectDmlErrorSync(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [1.5] }), 'E_ARG', /recallK\[0\]/);
+      expectDmlErrorSync(() => new RetrievalMetricsAccumulator({ ...codes, recallK: [2, 1, 2] }), 'E_ARG', /duplicate/);
     });
 
     it('rejects empty sets, bad codes and inconsistent self indices', () => {
-      expectDmlError(
+      expectDmlErrorSync(
         () => new RetrievalMetricsAccumulator({ queryLabelCodes: new Int32Array(0), galleryLabelCodes: Int32Array.of(0), recallK: [1] }),
         'E_EMPTY',
         /query set is empty/,
       );
-      expectDmlError(
+      expectDmlErrorSync(
         () => new RetrievalMetricsAccumulator({ queryLabelCodes: Int32Array.of(-1), galleryLabelCodes: Int32Array.of(0), recallK: [1] }),
         'E_ARG',
         /queryLabelCodes\[0\]/,
       );
-      expectDmlError(
+      expectDmlErrorSync(
         () => new RetrievalMetricsAccumulator({ ...codes, recallK: [1], querySelfIndex: Int32Array.of(0, 0) }),
         'E_ARG',
         /label code 1 for querySelfIndex\[1\]/,
       );
-      expectDmlError(
+      expectDmlErrorSync(
         () => new RetrievalMetricsAccumulator({ ...codes, recallK: [1], querySelfIndex: Int32Array.of(0) }),
         'E_ARG',
         /length 2 .*for querySelfIndex/,
@@ -295,17 +291,17 @@ describe('metrics/retrieval', () => {
       // Label 1 has 3 gallery items, so R = 3 for query 1 and 3 neighbours are needed even for K = 1.
       const accumulator = new RetrievalMetricsAccumulator({ ...codes, recallK: [1] });
       expect(accumulator.requiredNeighbours).to.equal(3);
-      expectDmlError(() => accumulator.add(block(0, 2, 2, [0, 1, 1, 2])), 'E_ARG', /at least 3 neighbours.*block\.k but received 2/);
+      expectDmlErrorSync(() => accumulator.add(block(0, 2, 2, [0, 1, 1, 2])), 'E_ARG', /at least 3 neighbours.*block\.k but received 2/);
     });
 
     it('rejects out-of-range blocks and indices, repeated queries and early results', () => {
       const accumulator = new RetrievalMetricsAccumulator({ ...codes, recallK: [1] });
-      expectDmlError(() => accumulator.add(block(1, 2, 3, [0, 1, 2, 0, 1, 2])), 'E_ARG', /block\.queryCount/);
-      expectDmlError(() => accumulator.add(block(0, 1, 3, [0, 1, 5])), 'E_ARG', /block\.indices\[2\]/);
-      expectDmlError(() => accumulator.add(block(0, 1, 3, [0, 1])), 'E_ARG', /length 3 .*for block\.indices/);
+      expectDmlErrorSync(() => accumulator.add(block(1, 2, 3, [0, 1, 2, 0, 1, 2])), 'E_ARG', /block\.queryCount/);
+      expectDmlErrorSync(() => accumulator.add(block(0, 1, 3, [0, 1, 5])), 'E_ARG', /block\.indices\[2\]/);
+      expectDmlErrorSync(() => accumulator.add(block(0, 1, 3, [0, 1])), 'E_ARG', /length 3 .*for block\.indices/);
       accumulator.add(block(0, 1, 3, [0, 1, 2]));
-      expectDmlError(() => accumulator.result(), 'E_ARG', /1 of 2 queries.*first missing: query 1/);
-      expectDmlError(() => accumulator.add(block(0, 1, 3, [0, 1, 2])), 'E_ARG', /query 0 were added twice/);
+      expectDmlErrorSync(() => accumulator.result(), 'E_ARG', /1 of 2 queries.*first missing: query 1/);
+      expectDmlErrorSync(() => accumulator.add(block(0, 1, 3, [0, 1, 2])), 'E_ARG', /query 0 were added twice/);
       accumulator.add(block(1, 1, 3, [1, 2, 4]));
       expect(accumulator.result().recall).to.deep.equal({ 1: 1 });
     });

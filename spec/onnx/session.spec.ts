@@ -9,6 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import * as ort from 'onnxruntime-node';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { createSession, describeIo, type CreateSessionOptions } from '../../lib/onnx/session.js';
@@ -27,18 +28,6 @@ function model(): Uint8Array {
     initializers: [int64Tensor('k', [1], [2])],
     nodes: [node('Relu', ['x'], ['y']), node('TopK', ['y', 'k'], ['top', 'where'], { axis: { i: 1 } })],
   });
-}
-
-async function expectDmlError(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(DmlError);
-    expect((err as DmlError).code).to.equal(code);
-    expect((err as DmlError).message).to.match(pattern);
-    return;
-  }
-  expect.fail(`expected a ${code} DmlError`);
 }
 
 describe('onnx/session', () => {

@@ -7,10 +7,10 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { exactSearch } from '../../lib/search/exact.js';
 import { HnswIndex, type HnswSearchOptions } from '../../lib/search/hnsw.js';
 import type { NeighbourBlock } from '../../lib/search/neighbours.js';
-import { DmlError } from '../../lib/errors.js';
 import { Rng } from '../../lib/util/rng.js';
 
 /** `count` L2-normalised rows: a random one of the centres plus Gaussian noise of `noise` per dimension. */
@@ -47,18 +47,6 @@ function recall(approx: Int32Array, exact: Int32Array, k: number): number {
     for (const id of exact.subarray(q * k, (q + 1) * k)) if (found.has(id)) hits++;
   }
   return hits / exact.length;
-}
-
-async function expectDmlError(promise: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
-  try {
-    await promise;
-  } catch (err) {
-    expect(err).to.be.instanceOf(DmlError);
-    expect((err as DmlError).code).to.equal(code);
-    expect((err as DmlError).message).to.match(pattern);
-    return;
-  }
-  expect.fail(`expected a ${code} DmlError`);
 }
 
 describe('search/hnsw', function () {

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readCars196 } from '../../../lib/data/layouts/cars196.js';
-import { expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 const EXPECTED_ROWS = [
   ['car_ims/000001.jpg', '1', 'train', false, false],

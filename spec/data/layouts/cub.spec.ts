@@ -1,7 +1,8 @@
 import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readCub } from '../../../lib/data/layouts/cub.js';
-import { expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 describe('CUB-200-2011 layout', () => {
   const scratch = useScratchFolder();

@@ -3,7 +3,8 @@ import { expect } from 'chai';
 import sharp from 'sharp';
 import { IMAGE_EXTENSIONS, isImageFileName } from '../../../lib/data/layout-support.js';
 import { readImageFolder } from '../../../lib/data/layouts/folder.js';
-import { collectingOptions, expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { collectingOptions, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 describe('ImageFolder layout', () => {
   const scratch = useScratchFolder();

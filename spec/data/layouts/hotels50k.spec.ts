@@ -1,7 +1,8 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readHotels50k } from '../../../lib/data/layouts/hotels50k.js';
-import { collectingOptions, expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { collectingOptions, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 const GALLERY_ROWS = [
   ['train/-1/30001/travel_website/8000001.jpg', '30001', 'train', false, true],

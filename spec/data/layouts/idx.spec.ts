@@ -2,7 +2,8 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { readIdxDataset } from '../../../lib/data/layouts/idx.js';
-import { expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 /** An IDX label file (uint8, rank 1) holding `labels`. */
 function labelFile(labels: number[]): Buffer {

@@ -1,7 +1,8 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readInshop } from '../../../lib/data/layouts/inshop.js';
-import { expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 const EXPECTED_ROWS = [
   ['img/WOMEN/Dresses/id_00000002/02_1_front.jpg', 'id_00000002', 'train', false, false],

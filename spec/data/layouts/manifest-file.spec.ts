@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readCsvManifest, readJsonlManifest } from '../../../lib/data/layouts/manifest-file.js';
-import { collectingOptions, expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { collectingOptions, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 describe('CSV and JSONL manifest layouts', () => {
   const scratch = useScratchFolder();

@@ -1,7 +1,8 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { readSop } from '../../../lib/data/layouts/sop.js';
-import { expectDmlError, fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { fixture, itemRows, useScratchFolder } from '../fixture-support.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 describe('Stanford Online Products layout', () => {
   const scratch = useScratchFolder();
