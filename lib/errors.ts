@@ -26,7 +26,9 @@ export type DmlErrorCode =
   /** Reading or writing a file failed (permissions, disk full, unwritable output). */
   | 'E_IO'
   /** The operation was cancelled (SIGINT, AbortSignal). */
-  | 'E_CANCELLED';
+  | 'E_CANCELLED'
+  /** Training diverged: a loss or weight became NaN or infinite. */
+  | 'E_NUMERIC';
 
 /** An error a user can act on. `message` is one line; `cause` keeps the underlying error. */
 export class DmlError extends Error {

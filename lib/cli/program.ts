@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { DmlError } from '../errors.js';
 import { collectVersions } from '../report/report.js';
 import { registerEvalCommand } from './eval-command.js';
+import { registerTrainCommand } from './train-command.js';
 
 /** The program with every command registered; `commandLine` is recorded in reports. */
 export function createProgram(commandLine: string[]): Command {
@@ -18,6 +19,7 @@ export function createProgram(commandLine: string[]): Command {
     .exitOverride()
     .showHelpAfterError('(run dml help for usage)');
   registerEvalCommand(program, commandLine);
+  registerTrainCommand(program);
   return program;
 }
 

@@ -1,0 +1,102 @@
+/**
+ * @file SVG scatter plot and histogram, for the triplet scatter diagram (x = easiest-positive
+ * similarity, y = hardest-negative similarity per anchor) and the positive/negative similarity histograms.
+ */
+import { escapeXml } from './svg-line-chart.js';
+
+/** Settings of {@link scatterSvg}. */
+export interface ScatterOptions {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  /** Axis range, the same for x and y; default [-1, 1]. */
+  range?: [number, number];
+  /** Draw the diagonal y = x (points below it are correctly ordered triplets). */
+  diagonal?: boolean;
+  size?: number;
+}
+
+const MARGIN = { left: 60, right: 20, top: 40, bottom: 50 };
+
+/** A square scatter plot of `points`. */
+export function scatterSvg(points: ReadonlyArray<{ x: number; y: number }>, options: ScatterOptions): string {
+  const size = options.size ?? 480;
+  const [lo, hi] = options.range ?? [-1, 1];
+  const plot = size - MARGIN.left - MARGIN.right;
+  const px = (v: number): number => MARGIN.left + ((v - lo) / (hi - lo)) * plot;
+  const py = (v: number): number => MARGIN.top + plot - ((v - lo) / (hi - lo)) * plot;
+  const height = MARGIN.top + plot + MARGIN.bottom;
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${height}" viewBox="0 0 ${size} ${height}" font-family="DejaVu Sans, sans-serif" font-size="12">`,
+    `<rect width="${size}" height="${height}" fill="white"/>`,
+    `<text x="${size / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(options.title)}</text>`,
+    `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plot}" height="${plot}" fill="none" stroke="#444"/>`,
+  ];
+  for (let i = 0; i <= 4; i++) {
+    const v = lo + ((hi - lo) * i) / 4;
+    parts.push(
+      `<text x="${px(v).toFixed(1)}" y="${MARGIN.top + plot + 16}" text-anchor="middle">${v.toFixed(1)}</text>`,
+      `<text x="${MARGIN.left - 6}" y="${py(v).toFixed(1)}" text-anchor="end" dominant-baseline="middle">${v.toFixed(1)}</text>`,
+    );
+  }
+  if (options.diagonal) {
+    parts.push(`<line x1="${px(lo)}" y1="${py(lo)}" x2="${px(hi)}" y2="${py(hi)}" stroke="#999" stroke-dasharray="4 3"/>`);
+  }
+  for (const p of points) {
+    if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) continue;
+    const colour = p.y < p.x ? '#1f77b4' : '#d62728';
+    parts.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="1.6" fill="${colour}" fill-opacity="0.5"/>`);
+  }
+  parts.push(
+    `<text x="${MARGIN.left + plot / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
+    `<text transform="translate(16 ${MARGIN.top + plot / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
+    '</svg>',
+  );
+  return parts.join('\n');
+}
+
+/** One histogram series: counts of values in equal-width bins over `range`. */
+export interface HistogramSeries {
+  name: string;
+  counts: number[];
+}
+
+/** Overlaid histograms (as step outlines), normalised to fractions so series of different sizes compare. */
+export function histogramSvg(series: HistogramSeries[], range: [number, number], options: { title: string; xLabel: string; width?: number; height?: number }): string {
+  const width = options.width ?? 560;
+  const height = options.height ?? 320;
+  const plotW = width - MARGIN.left - MARGIN.right;
+  const plotH = height - MARGIN.top - MARGIN.bottom;
+  const fractions = series.map((s) => {
+    const total = s.counts.reduce((a, b) => a + b, 0) || 1;
+    return s.counts.map((c) => c / total);
+  });
+  const yMax = Math.max(1e-9, ...fractions.flat());
+  const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e'];
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="white"/>`,
+    `<text x="${width / 2}" y="22" text-anchor="middle" font-size="14">${escapeXml(options.title)}</text>`,
+    `<rect x="${MARGIN.left}" y="${MARGIN.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`,
+  ];
+  for (let i = 0; i <= 4; i++) {
+    const v = range[0] + ((range[1] - range[0]) * i) / 4;
+    parts.push(`<text x="${(MARGIN.left + (plotW * i) / 4).toFixed(1)}" y="${MARGIN.top + plotH + 16}" text-anchor="middle">${v.toFixed(1)}</text>`);
+  }
+  fractions.forEach((f, si) => {
+    const colour = colours[si % colours.length] as string;
+    const bw = plotW / Math.max(1, f.length);
+    const pts: string[] = [];
+    f.forEach((v, i) => {
+      const y = MARGIN.top + plotH - (v / yMax) * plotH;
+      pts.push(`${(MARGIN.left + i * bw).toFixed(1)},${y.toFixed(1)}`, `${(MARGIN.left + (i + 1) * bw).toFixed(1)},${y.toFixed(1)}`);
+    });
+    parts.push(
+      `<polyline fill="none" stroke="${colour}" stroke-width="1.5" points="${pts.join(' ')}"/>`,
+      `<rect x="${MARGIN.left + 10}" y="${MARGIN.top + 6 + si * 16}" width="12" height="12" fill="${colour}"/>`,
+      `<text x="${MARGIN.left + 28}" y="${MARGIN.top + 16 + si * 16}">${escapeXml(series[si]?.name ?? '')}</text>`,
+    );
+  });
+  parts.push(`<text x="${MARGIN.left + plotW / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`, '</svg>');
+  return parts.join('\n');
+}

@@ -1,0 +1,309 @@
+/**
+ * @file Training checkpoints: a folder holding a LayersModel (topology + weights, in the TensorFlow.js
+ * format), optionally the optimizer's state and an arbitrary JSON state blob (epoch, batch index,
+ * sampler seed, metrics so far: the training loop decides).
+ *
+ * Layout: `model.json` + `weights.bin` (tfjs layers format, loadable by any tfjs, see
+ * models/tfjs-files.ts), `optimizer.json` + `optimizer.bin` (class name, config and the
+ * `optimizer.getWeights()` tensors in tfjs's weight encoding), `state.json`, and `checkpoint.json`
+ * listing every file with its size and SHA-256, which a load verifies.
+ *
+ * Atomicity: everything is serialised in memory first, then written into a temporary folder beside
+ * the target, each file fsynced, the folder fsynced, and renamed into place. An existing checkpoint is
+ * first renamed to `.<name>.previous` and removed only after the new one is in place, so at every
+ * moment the target is either absent, the complete old checkpoint or the complete new one; never a
+ * half-written one. If a crash falls between the two renames, the target is absent and the old
+ * checkpoint waits at `.<name>.previous`; a load says so. A failed save removes its temporary folder
+ * and leaves the previous checkpoint where it was.
+ *
+ * Optimizer state is restored by position (tfjs's optimizers match their slots to variables by the
+ * order of the gradients they are given), so the model must be rebuilt with the same architecture
+ * and trained with the same variable order. Restoring creates new slot variables; call it on a fresh
+ * optimizer.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { DmlError, invalidParameterError } from '../errors.js';
+import { sha256 } from '../util/hash.js';
+import { layersModelFiles, layersModelFromArtifacts, parseModelJson, WEIGHTS_FILE } from './models/tfjs-files.js';
+
+/** Format tag of checkpoint.json. */
+export const CHECKPOINT_FORMAT = 'dmlkit.checkpoint/1';
+
+const MANIFEST = 'checkpoint.json';
+const MODEL_JSON = 'model.json';
+const OPTIMIZER_JSON = 'optimizer.json';
+const OPTIMIZER_BIN = 'optimizer.bin';
+const STATE_JSON = 'state.json';
+
+/** What a checkpoint holds. */
+export interface CheckpointContents {
+  model: tf.LayersModel;
+  optimizer?: tf.Optimizer;
+  /** Any JSON-serialisable value. */
+  state?: unknown;
+}
+
+/** A loaded checkpoint. `optimizer` and `state` are present when the checkpoint has them. */
+export interface LoadedCheckpoint {
+  model: tf.LayersModel;
+  optimizer?: tf.Optimizer;
+  state?: unknown;
+}
+
+/** The serialised state of an optimizer. */
+export interface OptimizerStateFiles {
+  /** Text of optimizer.json: `{ className, config, weights: [{name, shape, dtype}] }`. */
+  json: string;
+  /** The tensors of `optimizer.getWeights()`, concatenated in tfjs's weight encoding. */
+  data: Uint8Array;
+}
+
+interface OptimizerJson {
+  className: string;
+  config: tf.serialization.ConfigDict;
+  weights: tf.io.WeightsManifestEntry[];
+}
+
+interface CheckpointManifest {
+  format: string;
+  createdAt: string;
+  tfjsVersion: string;
+  files: Record<string, { bytes: number; sha256: string }>;
+}
+
+/** Serialises `optimizer`'s class, config and slot tensors (`getWeights()`, which is async in tfjs). */
+export async function optimizerStateFiles(optimizer: tf.Optimizer): Promise<OptimizerStateFiles> {
+  if (!(optimizer instanceof tf.Optimizer)) throw invalidParameterError('optimizer', 'a tf.Optimizer', optimizer);
+  const named = await optimizer.getWeights();
+  try {
+    const { data, specs } = await tf.io.encodeWeights(named);
+    const json: OptimizerJson = { className: optimizer.getClassName(), config: optimizer.getConfig(), weights: specs };
+    return { json: JSON.stringify(json), data: new Uint8Array(data) };
+  } finally {
+    // getWeights() returns the slot variables themselves plus fresh tensors (the iteration count).
+    for (const { tensor } of named) if (!(tensor instanceof tf.Variable)) tensor.dispose();
+  }
+}
+
+/**
+ * Restores optimizer state written by {@link optimizerStateFiles} into `optimizer`, or into a new
+ * optimizer of the saved class and config when none is given; `where` names the source in errors.
+ * Errors: E_MODEL for malformed state or an optimizer of another class.
+ */
+export async function restoreOptimizerState(files: OptimizerStateFiles, where: string, optimizer?: tf.Optimizer): Promise<tf.Optimizer> {
+  let parsed: OptimizerJson;
+  try {
+    parsed = JSON.parse(files.json) as OptimizerJson;
+  } catch (err) {
+    throw new DmlError('E_MODEL', `${where}: optimizer state is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (typeof parsed?.className !== 'string' || !Array.isArray(parsed.weights)) {
+    throw new DmlError('E_MODEL', `${where}: optimizer state lacks className or weights`);
+  }
+  let target = optimizer;
+  if (target === undefined) {
+    const entry = tf.serialization.SerializationMap.getMap().classNameMap[parsed.className];
+    if (entry === undefined) throw new DmlError('E_MODEL', `${where}: unknown optimizer class ${parsed.className}`);
+    const [cls, fromConfig] = entry;
+    const created = fromConfig(cls, parsed.config ?? {});
+    if (!(created instanceof tf.Optimizer)) throw new DmlError('E_MODEL', `${where}: ${parsed.className} is not an optimizer`);
+    target = created;
+  } else if (target.getClassName() !== parsed.className) {
+    throw new DmlError('E_MODEL', `${where}: the checkpoint holds ${parsed.className} state but the optimizer given is ${target.getClassName()}`);
+  }
+  let decoded: tf.NamedTensorMap;
+  try {
+    decoded = tf.io.decodeWeights(files.data.slice().buffer, parsed.weights);
+  } catch (err) {
+    throw new DmlError('E_MODEL', `${where}: cannot decode the optimizer state: ${(err as Error).message}`, { cause: err });
+  }
+  const ordered = parsed.weights.map((spec) => ({ name: spec.name, tensor: decoded[spec.name] as tf.Tensor }));
+  try {
+    if (ordered.some((w) => w.tensor === undefined)) throw new DmlError('E_MODEL', `${where}: optimizer state names a weight twice`);
+    await target.setWeights(ordered);
+  } finally {
+    tf.dispose(Object.values(decoded));
+  }
+  return target;
+}
+
+function jsonText(value: unknown, name: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw invalidParameterError(name, `a JSON-serialisable value (${(err as Error).message})`, value);
+  }
+  if (text === undefined) throw invalidParameterError(name, 'a JSON-serialisable value', value);
+  return text;
+}
+
+async function writeSynced(file: string, data: string | Uint8Array): Promise<void> {
+  const handle = await open(file, 'wx');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** fsyncs a folder so that renames and new entries in it are durable (a no-op where folders cannot be opened). */
+async function syncFolder(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, 'r');
+  } catch {
+    return;
+  }
+  try {
+    await handle.sync();
+  } catch {
+    // Some platforms (Windows) cannot fsync a folder; the rename is still atomic there.
+  } finally {
+    await handle.close();
+  }
+}
+
+async function pathKind(p: string): Promise<'missing' | 'folder' | 'other'> {
+  try {
+    return (await stat(p)).isDirectory() ? 'folder' : 'other';
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'missing';
+    throw new DmlError('E_IO', `Cannot inspect ${p}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+function previousPath(dir: string): string {
+  return path.join(path.dirname(dir), `.${path.basename(dir)}.previous`);
+}
+
+/**
+ * Saves `contents` to the folder `dir` atomically (see the file comment), replacing an existing
+ * checkpoint there. Errors: E_ARG for bad contents, or when `dir` exists and is not a checkpoint
+ * folder (it is never replaced); E_IO when writing fails (the previous checkpoint is kept).
+ */
+export async function saveCheckpoint(dir: string, contents: CheckpointContents): Promise<void> {
+  if (typeof dir !== 'string' || dir.length === 0) throw invalidParameterError('dir', 'a folder path', dir);
+  if (!(contents?.model instanceof tf.LayersModel)) throw invalidParameterError('contents.model', 'a tf.LayersModel', contents?.model);
+  const target = path.resolve(dir);
+  const files = new Map<string, string | Uint8Array>();
+  const model = await layersModelFiles(contents.model);
+  files.set(MODEL_JSON, model.modelJson);
+  files.set(WEIGHTS_FILE, model.weights);
+  if (contents.optimizer !== undefined) {
+    const optimizer = await optimizerStateFiles(contents.optimizer);
+    files.set(OPTIMIZER_JSON, optimizer.json);
+    files.set(OPTIMIZER_BIN, optimizer.data);
+  }
+  if (contents.state !== undefined) files.set(STATE_JSON, jsonText(contents.state, 'contents.state'));
+  const manifest: CheckpointManifest = { format: CHECKPOINT_FORMAT, createdAt: new Date().toISOString(), tfjsVersion: tf.version_core, files: {} };
+  for (const [name, data] of files) {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    manifest.files[name] = { bytes: bytes.length, sha256: sha256(bytes) };
+  }
+
+  const kind = await pathKind(target);
+  const replaceable =
+    kind === 'missing' || (kind === 'folder' && ((await pathKind(path.join(target, MANIFEST))) === 'other' || (await readdir(target)).length === 0));
+  if (!replaceable) throw invalidParameterError('dir', 'a new or empty folder, or an existing dmlkit checkpoint (it is replaced)', dir);
+  const parent = path.dirname(target);
+  const tmp = path.join(parent, `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const previous = previousPath(target);
+  let movedAway = false;
+  try {
+    await mkdir(parent, { recursive: true });
+    await mkdir(tmp);
+    for (const [name, data] of files) await writeSynced(path.join(tmp, name), data);
+    await writeSynced(path.join(tmp, MANIFEST), JSON.stringify(manifest, null, 2));
+    await syncFolder(tmp);
+    if (kind === 'folder') {
+      await rm(previous, { recursive: true, force: true });
+      await rename(target, previous);
+      movedAway = true;
+    }
+    await rename(tmp, target);
+    await syncFolder(parent);
+  } catch (err) {
+    if (movedAway && (await pathKind(target)) === 'missing') await rename(previous, target).catch(() => undefined);
+    await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+    throw new DmlError('E_IO', `Cannot write checkpoint ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  // The new checkpoint is complete: the old one, or one left by an interrupted save, is obsolete.
+  await rm(previous, { recursive: true, force: true }).catch(() => undefined);
+}
+
+async function readVerified(dir: string, manifest: CheckpointManifest, name: string): Promise<Buffer> {
+  const file = path.join(dir, name);
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: cannot read ${name}: ${(err as Error).message}`, { cause: err });
+  }
+  const expected = manifest.files[name] as { bytes: number; sha256: string };
+  if (bytes.length !== expected.bytes || sha256(bytes) !== expected.sha256) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${name} has ${bytes.length} bytes and not the content checkpoint.json records (${expected.bytes} bytes)`);
+  }
+  return bytes;
+}
+
+/**
+ * Loads the checkpoint in `dir`. With `options.optimizer`, the saved optimizer state is restored into
+ * it (its class must match); otherwise a saved optimizer is rebuilt from its class and config.
+ * Errors: E_NOT_FOUND when `dir` holds no checkpoint; E_MODEL when it is corrupt (a file missing,
+ * truncated or altered, or unbuildable).
+ */
+export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Optimizer } = {}): Promise<LoadedCheckpoint> {
+  if (typeof dir !== 'string' || dir.length === 0) throw invalidParameterError('dir', 'a folder path', dir);
+  const manifestPath = path.join(dir, MANIFEST);
+  let text: string;
+  try {
+    text = await readFile(manifestPath, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new DmlError('E_IO', `Cannot read ${manifestPath}: ${(err as Error).message}`, { cause: err });
+    const interrupted = (await pathKind(previousPath(path.resolve(dir)))) === 'folder';
+    const hint = interrupted ? `; an interrupted save left the previous checkpoint at ${previousPath(dir)}` : '';
+    throw new DmlError('E_NOT_FOUND', `No checkpoint at ${dir} (${MANIFEST} is missing)${hint}`, { cause: err });
+  }
+  let manifest: CheckpointManifest;
+  try {
+    manifest = JSON.parse(text) as CheckpointManifest;
+  } catch (err) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${MANIFEST} is not valid JSON`, { cause: err });
+  }
+  if (manifest?.format !== CHECKPOINT_FORMAT || typeof manifest.files !== 'object' || manifest.files === null) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${MANIFEST} is not a ${CHECKPOINT_FORMAT} manifest`);
+  }
+  if (!(MODEL_JSON in manifest.files) || !(WEIGHTS_FILE in manifest.files)) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${MANIFEST} lists no ${MODEL_JSON} and ${WEIGHTS_FILE}`);
+  }
+
+  const modelJsonPath = path.join(dir, MODEL_JSON);
+  const modelJson = parseModelJson((await readVerified(dir, manifest, MODEL_JSON)).toString('utf8'), modelJsonPath);
+  const weights = await readVerified(dir, manifest, WEIGHTS_FILE);
+  const artifacts = await tf.io.getModelArtifactsForJSON(modelJson, async (groups) => [
+    groups.flatMap((g) => g.weights),
+    weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.length) as ArrayBuffer,
+  ]);
+  const model = await layersModelFromArtifacts(artifacts, modelJsonPath);
+  const loaded: LoadedCheckpoint = { model };
+
+  if (OPTIMIZER_JSON in manifest.files && OPTIMIZER_BIN in manifest.files) {
+    const json = (await readVerified(dir, manifest, OPTIMIZER_JSON)).toString('utf8');
+    const data = new Uint8Array(await readVerified(dir, manifest, OPTIMIZER_BIN));
+    loaded.optimizer = await restoreOptimizerState({ json, data }, `Checkpoint ${dir}`, options.optimizer);
+  }
+  if (STATE_JSON in manifest.files) {
+    const stateText = (await readVerified(dir, manifest, STATE_JSON)).toString('utf8');
+    try {
+      loaded.state = JSON.parse(stateText) as unknown;
+    } catch (err) {
+      throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${STATE_JSON} is not valid JSON`, { cause: err });
+    }
+  }
+  return loaded;
+}

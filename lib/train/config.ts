@@ -1,0 +1,153 @@
+/**
+ * @file The training configuration (`dml train --config train.json`): one zod schema that validates
+ * the file, fills defaults and gives the TypeScript type. Flags override fields before validation.
+ * Everything that can be checked without training (unknown loss, embedding dim 0, a sampler that a
+ * class cannot satisfy, missing data) fails before the first step with one message naming the field.
+ */
+import { z } from 'zod';
+import { DmlError } from '../errors.js';
+
+const positiveInt = z.number().int().positive();
+const activation = z.enum(['relu', 'elu', 'tanh', 'sigmoid']);
+
+/** Model specs (see lib/train/models/model-spec.ts for their meaning). */
+export const modelSpecSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('mlp'),
+      /** Input length; for images it must equal height x width x channels (the image is flattened). */
+      inputDim: positiveInt,
+      hidden: z.array(positiveInt).default([]),
+      embeddingDim: positiveInt,
+      activation: activation.default('relu'),
+      batchNorm: z.boolean().default(false),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('cnn'),
+      inputShape: z.tuple([positiveInt, positiveInt, positiveInt]),
+      embeddingDim: positiveInt,
+      filters: z.array(positiveInt).default([32, 64]),
+      kernelSize: positiveInt.default(3),
+      hidden: z.array(positiveInt).default([128]),
+      activation: activation.default('relu'),
+      batchNorm: z.boolean().default(false),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('tfjs-backbone'),
+      modelJson: z.string().min(1),
+      embeddingDim: positiveInt,
+      outputLayer: z.string().optional(),
+      pooling: z.enum(['avg', 'max']).default('avg'),
+      hidden: z.array(positiveInt).default([]),
+      activation: activation.default('relu'),
+      batchNorm: z.boolean().default(false),
+      trainBackbone: z.boolean().default(true),
+    })
+    .strict(),
+]);
+
+/** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (METHODS.md section 7). */
+export const samplerSpecSchema = z
+  .object({
+    kind: z.enum(['filled', 'sample', 'exact']).default('exact'),
+    groupSize: z.number().int().min(2),
+    batchSize: positiveInt,
+    repeat: positiveInt.default(1),
+    dropLast: z.boolean().default(false),
+    minClassSize: positiveInt.optional(),
+    lengthRule: z.enum(['nearest', 'up']).optional(),
+    replacement: z.boolean().optional(),
+  })
+  .strict();
+
+/** Optimiser with decoupled weight decay and step-wise learning-rate milestones. */
+export const optimizerSchema = z
+  .object({
+    kind: z.enum(['sgd', 'momentum', 'adam']).default('adam'),
+    learningRate: z.number().positive(),
+    /** Momentum of `momentum` (SGD with momentum). */
+    momentum: z.number().min(0).max(1).default(0.9),
+    /**
+     * Decoupled weight decay (AdamW / SGDW style): after each step every kernel (not biases, not
+     * normalisation parameters) is multiplied by (1 - lr * weightDecay).
+     */
+    weightDecay: z.number().min(0).default(0),
+    /** Epochs (1-based, counted from the start) after which the learning rate is multiplied by gamma. */
+    milestones: z.array(positiveInt).default([]),
+    gamma: z.number().positive().default(0.1),
+  })
+  .strict();
+
+/** Input images: size and normalisation; defaults from the model's input shape, mean 0, std 1. */
+export const imageSpecSchema = z
+  .object({
+    height: positiveInt,
+    width: positiveInt,
+    channels: z.union([z.literal(1), z.literal(3)]),
+    resizeShorter: positiveInt.optional(),
+    mean: z.array(z.number()).optional(),
+    std: z.array(z.number()).optional(),
+  })
+  .strict();
+
+export const trainConfigSchema = z
+  .object({
+    data: z
+      .object({
+        /** Dataset spec `<layout>:<path>`, as for dml eval. Training uses split "train". */
+        dataset: z.string().min(1),
+        /** Class-disjoint split: these labels are training classes, the rest is held out (e.g. "0-4"). */
+        trainClasses: z.string().optional(),
+        image: imageSpecSchema.optional(),
+        /** Cap on preloaded inputs in bytes. */
+        maxPreloadBytes: positiveInt.optional(),
+      })
+      .strict(),
+    model: modelSpecSchema,
+    /** Loss name and options; validated by createLoss (lib/train/losses/registry.ts), which fills defaults. */
+    loss: z.object({ name: z.string() }).loose(),
+    sampler: samplerSpecSchema,
+    optimizer: optimizerSchema,
+    epochs: positiveInt,
+    seed: z.number().int().min(0).max(0xffffffff).default(0),
+    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu']).default('auto'),
+    validation: z
+      .object({
+        /** Validate every this many epochs (and after the last). */
+        every: positiveInt.default(1),
+        /** Held-out items used per validation (seeded sample, all labels kept). */
+        maxItems: positiveInt.default(5000),
+        ks: z.array(positiveInt).default([1, 2, 4, 8]),
+      })
+      .strict()
+      .default({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8] }),
+    scatter: z
+      .object({
+        every: positiveInt.default(1),
+        set: z.enum(['train', 'validation']).default('validation'),
+        maxPoints: positiveInt.default(2000),
+      })
+      .strict()
+      .default({ every: 1, set: 'validation', maxPoints: 2000 }),
+    /** Output folder: checkpoints, log.jsonl, report.json, config.json, scatter/. */
+    out: z.string().min(1),
+  })
+  .strict();
+
+/** A config as written in a file (defaults optional). */
+export type TrainConfigInput = z.input<typeof trainConfigSchema>;
+/** A validated config with every default filled in. */
+export type TrainConfig = z.output<typeof trainConfigSchema>;
+
+/** Validates `input`; `source` names the file in the error. One line naming the first bad field. */
+export function parseTrainConfig(input: unknown, source: string): TrainConfig {
+  const result = trainConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0] as z.core.$ZodIssue;
+  const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+  throw new DmlError('E_ARG', `${source}: ${where}: ${issue.message}`);
+}

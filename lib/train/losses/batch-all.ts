@@ -1,0 +1,75 @@
+/**
+ * @file Batch All (BA) with the NCA loss (paper 002's baseline; METHODS.md section 1.2 and Q5).
+ * Paper 002 only says BA "considers all possible positive and negative examples"; we use every
+ * ordered positive pair (a, p) with all of a's negatives:
+ *
+ *     L_ap = −u_p + logsumexp([u_p] ∪ {u_n : N_an}),   order 1: u = S/τ
+ *
+ * averaged over the kept pairs. At order 1 this is pytorch-metric-learning's `NTXentLoss` with
+ * temperature τ (default 0.1 here, 0.07 there); with group size 2 it coincides with EP and HP.
+ *
+ * Options as the easy-positive family (nca.ts, easy-positive.ts): `temperature`, `order`,
+ * `reduction` (mean or sum over kept pairs) and `validity`. A pair whose anchor has no negative
+ * (a batch of one class) is dropped, where NTXentLoss would count it as 0 in its mean; under
+ * `positive-similarity` a pair is also dropped when `S_ap ≤ 0` or the hardest negative's `S_an ≤ 0`.
+ * Near-duplicate positives are kept (BA mines nothing). `validCount` counts the kept pairs,
+ * `totalCount` the ordered positive pairs.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { z } from 'zod';
+import { selectNegatives } from '../mining/anchor-selection.js';
+import { allPairs } from '../mining/pairs.js';
+import { checkBatch, cosineSimilarityMatrix, gatherEntries, gatherMaskRows, labelPairMasks } from '../similarity.js';
+import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
+import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { ncaSetLosses } from './nca.js';
+import { parseLossOptions } from './options.js';
+import { reduceLosses, zeroLoss } from './reducers.js';
+
+/** Options of Batch All. */
+export const batchAllOptionsSchema = z.strictObject({ ...ncaOptionsShape });
+
+/** Options as written in a config (every field optional). */
+export type BatchAllOptions = z.input<typeof batchAllOptionsSchema>;
+
+/** Batch All NCA loss over every positive pair (see the file comment). */
+export class BatchAllLoss implements MetricLoss {
+  readonly name = 'batch-all';
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly trainableVariables: readonly tf.Variable[] = [];
+  private readonly options: z.output<typeof batchAllOptionsSchema>;
+
+  constructor(options: BatchAllOptions = {}) {
+    this.options = parseLossOptions(batchAllOptionsSchema, options, 'loss');
+    this.config = { name: this.name, ...this.options };
+  }
+
+  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+    const size = checkBatch(embeddings, labels);
+    const masks = labelPairMasks(labels);
+    const { temperature, order, reduction, validity } = this.options;
+    const similarities = cosineSimilarityMatrix(embeddings);
+    const values = similarities.dataSync();
+    const hardest = selectNegatives(values, masks, { strategy: 'hard' });
+    const pairs = allPairs(masks).positive;
+    const anchors: number[] = [];
+    const positives: number[] = [];
+    for (let k = 0; k < pairs.anchors.length; k++) {
+      const a = pairs.anchors[k]!;
+      const p = pairs.others[k]!;
+      if (hardest.index[a]! < 0 || !isValidTuple(validity, values[a * size + p]!, hardest.similarity[a]!)) continue;
+      anchors.push(a);
+      positives.push(p);
+    }
+    if (anchors.length === 0) return zeroLoss(pairs.anchors.length);
+    const anchorIndex = Int32Array.from(anchors);
+    const losses = ncaSetLosses(
+      gatherEntries(similarities, anchorIndex, Int32Array.from(positives)),
+      tf.gather(similarities, anchorIndex),
+      gatherMaskRows(masks.negative, size, anchorIndex),
+      order,
+      temperature,
+    );
+    return { loss: reduceLosses(losses, reduction), validCount: anchors.length, totalCount: pairs.anchors.length };
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * @file Margin loss (Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017) as
+ * pytorch-metric-learning's `MarginLoss` (METHODS.md section 6), with non-squared Euclidean
+ * distances on normalised embeddings (as the paper), over all valid triplets (a, p, n):
+ *
+ *     pos = [d_ap − β + m]_+ ,  neg = [β − d_an + m]_+
+ *     loss = (Σ (pos + neg) + R) / (|{pos > 0}| + |{neg > 0}|)      (DivisorReducer)
+ *
+ * β is one scalar (`beta` = 1.2) or, with `numClasses`, one value per class (`β_{y_a}`, all
+ * starting at `beta`). With `learnBeta` the β values are `trainableVariables`, optimised with the
+ * model, and the regulariser is R = ν Σ_triplets β_{y_a} (per class; divided by the divisor as
+ * above) or ν β (scalar; added after the division, as PML's "already reduced" term). Options:
+ * `margin` m = 0.2, `beta` = 1.2, `learnBeta` = false, `numClasses` = null, `nu` ν = 0.
+ *
+ * Wu et al. pair this loss with distance-weighted sampling; that miner is a separate part, so the
+ * default triplets are all valid ones, as PML's default. When no pair term is > 0 the loss is the
+ * constant 0 (PML would still return ν β for a learnable scalar β). Labels must be class indices
+ * in [0, numClasses) when β is per class. `validCount` is the divisor (the non-zero pair terms),
+ * `totalCount` the number of pair terms (two per triplet).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { z } from 'zod';
+import { invalidParameterError } from '../../errors.js';
+import { allTriplets } from '../mining/triplet-margin-miner.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, labelPairMasks } from '../similarity.js';
+import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { parseLossOptions } from './options.js';
+import { zeroLoss } from './reducers.js';
+
+/** Options of the margin loss. */
+export const marginOptionsSchema = z.strictObject({
+  /** m, the margin around the boundary β (0.2). */
+  margin: z.number().default(0.2),
+  /** β, the boundary between positive and negative distances, or its initial value (1.2). */
+  beta: z.number().default(1.2),
+  /** Whether β is learnt (a trainable variable). */
+  learnBeta: z.boolean().default(false),
+  /** Number of classes for a per-class β; `null` (default) for one scalar β. */
+  numClasses: z.int().min(1).nullable().default(null),
+  /** ν, the weight of the β regulariser (0; only used with `learnBeta`). */
+  nu: z.number().min(0).default(0),
+});
+
+/** Options as written in a config (every field optional). */
+export type MarginOptions = z.input<typeof marginOptionsSchema>;
+
+/** The margin loss of Wu et al. with PML's DivisorReducer (see the file comment). */
+export class MarginLoss implements MetricLoss {
+  readonly name = 'margin';
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly trainableVariables: readonly tf.Variable[];
+  private readonly options: z.output<typeof marginOptionsSchema>;
+  /** The learnable β ([1] or [numClasses]), when `learnBeta`. */
+  private readonly betaVariable: tf.Variable<tf.Rank.R1> | null;
+
+  constructor(options: MarginOptions = {}) {
+    this.options = parseLossOptions(marginOptionsSchema, options, 'loss');
+    this.config = { name: this.name, ...this.options };
+    const { learnBeta, beta, numClasses } = this.options;
+    this.betaVariable = learnBeta ? tf.variable(tf.fill([numClasses ?? 1], beta) as tf.Tensor1D, true) : null;
+    this.trainableVariables = this.betaVariable === null ? [] : [this.betaVariable];
+  }
+
+  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+    checkBatch(embeddings, labels);
+    const { margin, beta, learnBeta, numClasses, nu } = this.options;
+    if (numClasses !== null) {
+      for (let i = 0; i < labels.length; i++) {
+        if (labels[i]! < 0 || labels[i]! >= numClasses) {
+          throw invalidParameterError(`labels[${i}]`, `a class index in [0, ${numClasses}) (the margin loss's numClasses)`, labels[i]);
+        }
+      }
+    }
+    const triplets = allTriplets(labelPairMasks(labels));
+    const count = triplets.anchors.length;
+    if (count === 0) return zeroLoss(0);
+    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
+    const betaValues: tf.Tensor1D = this.betaVariable ?? (tf.fill([numClasses ?? 1], beta) as tf.Tensor1D);
+    const anchorBeta =
+      numClasses === null ? betaValues : (tf.gather(betaValues, Int32Array.from(triplets.anchors, (a) => labels[a]!)) as tf.Tensor1D);
+    const positive = tf.relu(tf.add(tf.sub(gatherEntries(distances, triplets.anchors, triplets.positives), anchorBeta), margin));
+    const negative = tf.relu(tf.add(tf.sub(anchorBeta, gatherEntries(distances, triplets.anchors, triplets.negatives)), margin));
+    let divisor = 0;
+    for (const values of [positive.dataSync(), negative.dataSync()]) for (const v of values) if (v > 0) divisor++;
+    if (divisor === 0) return zeroLoss(2 * count);
+    let loss = tf.div(tf.add(tf.sum(positive), tf.sum(negative)), divisor);
+    if (learnBeta && nu > 0) {
+      loss = numClasses === null ? tf.add(loss, tf.mul(tf.sum(betaValues), nu)) : tf.add(loss, tf.div(tf.mul(tf.sum(anchorBeta), nu), divisor));
+    }
+    return { loss: loss as tf.Scalar, validCount: divisor, totalCount: 2 * count };
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * @file The contract every training loss implements: a {@link MetricLoss} maps a batch of
+ * L2-normalised embeddings and their labels to a scalar loss, reporting how many anchors (or pairs,
+ * per loss) had a valid tuple. Mining is done on detached similarities (read back to JavaScript);
+ * the loss gathers the chosen entries from the live similarity matrix so gradients flow only through
+ * the selected pairs (METHODS.md section 0).
+ */
+import type * as tf from '@tensorflow/tfjs';
+
+/** What one loss evaluation produced. */
+export interface LossOutput {
+  /**
+   * Scalar to minimise. When `validCount` is 0 it is a constant 0 that does not depend on the
+   * embeddings; the training loop then skips the update (a batch without a valid tuple never
+   * produces NaN and never moves the weights).
+   */
+  loss: tf.Scalar;
+  /** Anchors (or tuples, as the loss documents) that contributed to the loss. */
+  validCount: number;
+  /** Anchors (or tuples) considered; validCount / totalCount is the fraction reported in progress. */
+  totalCount: number;
+}
+
+/** A metric-learning loss. */
+export interface MetricLoss {
+  /** Registry name, e.g. `ephn`. */
+  readonly name: string;
+  /** Every hyperparameter with its effective value, as recorded in the run's config and report. */
+  readonly config: Readonly<Record<string, unknown>>;
+  /**
+   * Computes the loss of one batch. `embeddings` is [B, D], already L2-normalised and recorded on
+   * the gradient tape; `labels` has length B. Must be called inside `tf.tidy` / a gradient function:
+   * intermediate tensors are not disposed here.
+   */
+  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput;
+  /** Variables the loss owns (e.g. the margin loss's learnable beta), optimised with the model. */
+  readonly trainableVariables: readonly tf.Variable[];
+}

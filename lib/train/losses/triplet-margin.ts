@@ -1,0 +1,68 @@
+/**
+ * @file Triplet margin loss (Weinberger & Saul 2009; Schroff et al., "FaceNet", CVPR 2015) as
+ * pytorch-metric-learning's `TripletMarginLoss` (METHODS.md section 6):
+ *
+ *     l(a, p, n) = [d_ap − d_an + μ]_+ ,   loss = Σ l / |{l > 0}|   (AvgNonZeroReducer; 0 if none)
+ *
+ * over all valid triplets (`miner: 'none'`, the default) or the triplets of the triplet-margin miner
+ * (`all`: `d_an − d_ap ≤ μ_m`, `hard`: `≤ 0`, `semihard`: `0 < d_an − d_ap ≤ μ_m`; mining on detached
+ * distances, see mining/triplet-margin-miner.ts).
+ *
+ * Options: `margin` μ = 0.05 (PML's default); `distance` (METHODS.md Q17): `euclidean` (default,
+ * PML: non-squared L2 on normalised embeddings) or `squared-euclidean` (Roth et al.'s variant,
+ * `d² = 2 − 2S`); `miner`; `minerMargin` μ_m (default `null`: the loss margin; PML's
+ * `TripletMarginMiner` defaults to 0.2 when built on its own). The miner uses the loss's distance.
+ * `validCount` counts the triplets with a non-zero loss, `totalCount` the triplets considered.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { z } from 'zod';
+import { allTriplets, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, labelPairMasks } from '../similarity.js';
+import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { parseLossOptions } from './options.js';
+import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
+
+/** Options of the triplet margin loss. */
+export const tripletMarginOptionsSchema = z.strictObject({
+  /** μ, PML's default 0.05. */
+  margin: z.number().default(0.05),
+  /** Non-squared (default, PML) or squared Euclidean distance on the unit sphere. */
+  distance: z.enum(['euclidean', 'squared-euclidean']).default('euclidean'),
+  /** `none` (all valid triplets, default) or the triplet-margin miner's `all`, `hard`, `semihard`. */
+  miner: z.enum(['none', 'all', 'hard', 'semihard']).default('none'),
+  /** The miner's margin; `null` (default) uses `margin`. */
+  minerMargin: z.number().nullable().default(null),
+});
+
+/** Options as written in a config (every field optional). */
+export type TripletMarginOptions = z.input<typeof tripletMarginOptionsSchema>;
+
+/** Triplet margin loss with the AvgNonZero reduction (see the file comment). */
+export class TripletMarginLoss implements MetricLoss {
+  readonly name = 'triplet-margin';
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly trainableVariables: readonly tf.Variable[] = [];
+  private readonly options: z.output<typeof tripletMarginOptionsSchema>;
+
+  constructor(options: TripletMarginOptions = {}) {
+    this.options = parseLossOptions(tripletMarginOptionsSchema, options, 'loss');
+    this.config = { name: this.name, ...this.options };
+  }
+
+  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+    checkBatch(embeddings, labels);
+    const masks = labelPairMasks(labels);
+    const { margin, distance, miner, minerMargin } = this.options;
+    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), distance);
+    const triplets =
+      miner === 'none' ? allTriplets(masks) : mineTripletsByMargin(distances.dataSync(), masks, miner, minerMargin ?? margin);
+    const count = triplets.anchors.length;
+    if (count === 0) return zeroLoss(0);
+    const positive = gatherEntries(distances, triplets.anchors, triplets.positives);
+    const negative = gatherEntries(distances, triplets.anchors, triplets.negatives);
+    const losses = tf.relu(tf.add(tf.sub(positive, negative), margin)) as tf.Tensor1D;
+    const { sum, nonZero } = sumAndNonZeroCount(losses);
+    if (nonZero === 0) return zeroLoss(count);
+    return { loss: tf.div(sum, nonZero), validCount: nonZero, totalCount: count };
+  }
+}

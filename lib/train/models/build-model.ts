@@ -1,0 +1,30 @@
+/**
+ * @file Builds an embedding model from its {@link ModelSpec} and a seed. The same spec and seed give
+ * bit-identical initial weights: every initialiser seed is drawn, in layer order, from `new Rng(seed)`.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import { invalidParameterError } from '../../errors.js';
+import { Rng } from '../../util/rng.js';
+import { buildCnnModel } from './cnn.js';
+import { buildMlpModel } from './mlp.js';
+import type { ModelSpec } from './model-spec.js';
+import { buildTfjsBackboneModel } from './tfjs-backbone.js';
+
+const KINDS = ['mlp', 'cnn', 'tfjs-backbone'] as const;
+
+/** Builds the model `spec` describes. Errors: E_ARG for a bad spec field; E_NOT_FOUND / E_MODEL from loading a backbone. */
+export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.LayersModel> {
+  if (typeof spec !== 'object' || spec === null) throw invalidParameterError('model', 'an object', spec);
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw invalidParameterError('seed', 'an integer in [0, 2^32)', seed);
+  const rng = new Rng(seed);
+  switch (spec.kind) {
+    case 'mlp':
+      return buildMlpModel(spec, rng);
+    case 'cnn':
+      return buildCnnModel(spec, rng);
+    case 'tfjs-backbone':
+      return buildTfjsBackboneModel(spec, rng);
+    default:
+      throw invalidParameterError('model.kind', `one of ${KINDS.map((k) => `'${k}'`).join(', ')}`, (spec as { kind: unknown }).kind);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * @file (b) A small CNN for small images (Fashion-MNIST scale). NHWC input [H, W, C]; per entry of
+ * `filters` one block Conv2D(k x k, same padding) [+ BatchNormalization] + activation + 2x2 max pool
+ * (`conv_i`, `conv_bn_i`, `conv_act_i`, `pool_i`); then Flatten and the head (hidden Dense layers,
+ * Dense to the embedding, L2Normalize). The default, on 28x28x1: conv 32 -> pool -> conv 64 -> pool
+ * -> 3136 -> Dense 128 -> embedding.
+ *
+ * Training it needs Conv2DBackpropFilter, which the wasm backend lacks: see backend.ts.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { invalidParameterError } from '../../errors.js';
+import type { Rng } from '../../util/rng.js';
+import { appendHead } from './head.js';
+import { activationOf, booleanOf, positiveInteger, positiveIntegers, type CnnModelSpec } from './model-spec.js';
+import { kernelInitializer } from './seeded-init.js';
+
+/** Builds the model of `spec`; initialiser seeds come from `rng`. */
+export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
+  const shape = spec.inputShape;
+  if (!Array.isArray(shape) || shape.length !== 3) throw invalidParameterError('model.inputShape', 'an array [height, width, channels]', shape);
+  const [height, width, channels] = positiveIntegers('model.inputShape', shape) as [number, number, number];
+  const filters = positiveIntegers('model.filters', spec.filters ?? [32, 64]);
+  const kernelSize = positiveInteger('model.kernelSize', spec.kernelSize ?? 3);
+  const activation = activationOf('model.activation', spec.activation);
+  const batchNorm = booleanOf('model.batchNorm', spec.batchNorm, false);
+  const head = {
+    hidden: positiveIntegers('model.hidden', spec.hidden ?? [128]),
+    embeddingDim: positiveInteger('model.embeddingDim', spec.embeddingDim),
+    activation,
+    batchNorm,
+  };
+  const minSide = 2 ** filters.length;
+  if (height < minSide || width < minSide) {
+    throw invalidParameterError('model.inputShape', `height and width of at least ${minSide} for ${filters.length} 2x2 poolings`, `[${shape.join(', ')}]`);
+  }
+
+  const input = tf.input({ name: 'image', shape: [height, width, channels] });
+  let x: tf.SymbolicTensor = input;
+  filters.forEach((f, i) => {
+    x = tf.layers
+      .conv2d({ name: `conv_${i + 1}`, filters: f, kernelSize, padding: 'same', useBias: !batchNorm, kernelInitializer: kernelInitializer(rng, activation) })
+      .apply(x) as tf.SymbolicTensor;
+    if (batchNorm) x = tf.layers.batchNormalization({ name: `conv_bn_${i + 1}` }).apply(x) as tf.SymbolicTensor;
+    x = tf.layers.activation({ name: `conv_act_${i + 1}`, activation }).apply(x) as tf.SymbolicTensor;
+    x = tf.layers.maxPooling2d({ name: `pool_${i + 1}`, poolSize: 2, strides: 2 }).apply(x) as tf.SymbolicTensor;
+  });
+  x = tf.layers.flatten({ name: 'flatten' }).apply(x) as tf.SymbolicTensor;
+  return tf.model({ name: 'cnn_embedder', inputs: input, outputs: appendHead(x, head, rng) });
+}

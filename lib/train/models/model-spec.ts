@@ -1,0 +1,96 @@
+/**
+ * @file Model specifications, as a config file gives them, and their validation. Every model maps
+ * its input to an L2-normalised embedding of `embeddingDim` values:
+ *
+ * - `mlp`: a linear (`hidden: []`) or MLP head on precomputed features (e.g. backbone features from
+ *   backbone-features.ts), input [inputDim].
+ * - `cnn`: a small convolutional network for small images, NHWC input [H, W, C].
+ * - `tfjs-backbone`: a TensorFlow.js layers model (model.json + weight shards, e.g. a Keras ResNet50 or
+ *   MobileNetV2 converted with tensorflowjs_converter) as a trainable backbone, with a new head.
+ */
+import { invalidParameterError } from '../../errors.js';
+
+/** Activations of hidden layers; each has a one-node ONNX counterpart. */
+export type Activation = 'relu' | 'elu' | 'tanh' | 'sigmoid';
+
+export const ACTIVATIONS: readonly Activation[] = ['relu', 'elu', 'tanh', 'sigmoid'];
+
+/** The embedding head shared by all kinds: hidden Dense layers, then Dense(embeddingDim), then L2Normalize. */
+export interface HeadSpec {
+  /** Widths of hidden Dense layers; [] = a linear head. */
+  hidden: number[];
+  embeddingDim: number;
+  /** Activation after each hidden layer. Default `relu`. */
+  activation?: Activation;
+  /** Batch normalisation after each hidden Dense layer (before the activation). Default false. */
+  batchNorm?: boolean;
+}
+
+/** (a) Linear or MLP head on feature vectors of length `inputDim`. */
+export interface MlpModelSpec extends HeadSpec {
+  kind: 'mlp';
+  inputDim: number;
+}
+
+/** (b) Small CNN: per entry of `filters`, Conv2D (same padding) [+ BN] + activation + 2x2 max pool; then Flatten and the head. */
+export interface CnnModelSpec {
+  kind: 'cnn';
+  /** NHWC input without the batch axis: [height, width, channels]. */
+  inputShape: [number, number, number];
+  embeddingDim: number;
+  /** Filters per convolution block. Default [32, 64]. */
+  filters?: number[];
+  /** Square kernel size of every convolution. Default 3. */
+  kernelSize?: number;
+  /** Hidden Dense widths between Flatten and the embedding. Default [128]. */
+  hidden?: number[];
+  activation?: Activation;
+  /** Batch normalisation after each convolution and hidden Dense layer. Default false. */
+  batchNorm?: boolean;
+}
+
+/** (d) A tfjs layers model loaded from `modelJson` as backbone, with a new head. */
+export interface TfjsBackboneModelSpec {
+  kind: 'tfjs-backbone';
+  /** Path of the model.json (weight shards beside it, as its weightsManifest names them). */
+  modelJson: string;
+  embeddingDim: number;
+  /** Layer whose output is the backbone's feature (e.g. `avg_pool` of a Keras ResNet50 with its top). Default: the model's output. */
+  outputLayer?: string;
+  /** Global pooling applied when the feature is a 4-D (NHWC) or 3-D map. Default `avg`. */
+  pooling?: 'avg' | 'max';
+  /** Hidden Dense widths of the head. Default [] (one Dense to the embedding). */
+  hidden?: number[];
+  activation?: Activation;
+  batchNorm?: boolean;
+  /** Train the backbone's weights too (fine-tuning). Default true; false freezes them. */
+  trainBackbone?: boolean;
+}
+
+export type ModelSpec = MlpModelSpec | CnnModelSpec | TfjsBackboneModelSpec;
+
+/** Checks `value` is an integer >= 1 and returns it. */
+export function positiveInteger(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw invalidParameterError(name, 'a positive integer', value);
+  return value;
+}
+
+/** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */
+export function positiveIntegers(name: string, value: unknown): number[] {
+  if (!Array.isArray(value)) throw invalidParameterError(name, 'an array of positive integers', value);
+  return value.map((v, i) => positiveInteger(`${name}[${i}]`, v));
+}
+
+/** Checks an optional activation and returns it with the default. */
+export function activationOf(name: string, value: unknown): Activation {
+  if (value === undefined) return 'relu';
+  if (!ACTIVATIONS.includes(value as Activation)) throw invalidParameterError(name, `one of ${ACTIVATIONS.map((a) => `'${a}'`).join(', ')}`, value);
+  return value as Activation;
+}
+
+/** Checks an optional boolean and returns it with the default. */
+export function booleanOf(name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);
+  return value;
+}

@@ -1,0 +1,106 @@
+/**
+ * @file The similarity and distance matrices the training losses work on, and the label masks that
+ * say which entries are positives and negatives (METHODS.md section 0).
+ *
+ * - `f_i = x_i / sqrt(Σ x_i² + 1e-12)` (L2 normalisation inside the graph, so gradients lose their
+ *   radial component), `S = F Fᵀ` (cosine similarity).
+ * - On the unit sphere `d² = ‖f_i − f_j‖² = 2 − 2 S_ij`; the Euclidean distance is computed from S as
+ *   `d = sqrt(max(2 − 2S, 1e-12))`. The floor keeps the gradient finite on the diagonal and on exact
+ *   duplicates (entries no loss selects but whose zero upstream gradient must not become 0 · ∞ = NaN);
+ *   it moves d by at most 1e-6.
+ * - Masks come from the labels in JavaScript (B is small): `P_ij = [y_i = y_j ∧ i ≠ j]` (positives),
+ *   `N_ij = [y_i ≠ y_j]` (negatives). The diagonal is never a positive or a negative.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { invalidParameterError } from '../errors.js';
+
+/** Added to Σx² before the square root in {@link normalizeEmbeddings}. */
+export const NORMALIZATION_EPSILON = 1e-12;
+
+/** Floor of `2 − 2S` before the square root in {@link distancesFromSimilarities}. */
+export const SQUARED_DISTANCE_FLOOR = 1e-12;
+
+/** Which distance a loss uses on the unit sphere (METHODS.md Q17: each method keeps its own). */
+export type DistanceKind = 'euclidean' | 'squared-euclidean';
+
+/** Row-major B×B label masks: entry `i * size + j` is 1 where the relation holds. */
+export interface PairMasks {
+  /** B, the batch size. */
+  readonly size: number;
+  /** 1 where `labels[i] = labels[j]` and `i ≠ j`. */
+  readonly positive: Uint8Array;
+  /** 1 where `labels[i] ≠ labels[j]`. */
+  readonly negative: Uint8Array;
+}
+
+/** L2-normalises each row: `x / sqrt(Σx² + 1e-12)`, differentiable (the trainer's normalisation). */
+export function normalizeEmbeddings(embeddings: tf.Tensor2D): tf.Tensor2D {
+  return tf.tidy(() => tf.div(embeddings, tf.sqrt(tf.add(tf.sum(tf.square(embeddings), 1, true), NORMALIZATION_EPSILON))));
+}
+
+/** Cosine similarity matrix `S = F Fᵀ` [B, B] of L2-normalised embeddings F [B, D]. */
+export function cosineSimilarityMatrix(normalized: tf.Tensor2D): tf.Tensor2D {
+  return tf.matMul(normalized, normalized, false, true);
+}
+
+/**
+ * Distances on the unit sphere from cosine similarities, elementwise: squared Euclidean
+ * `max(2 − 2S, 0)`, Euclidean `sqrt(max(2 − 2S, 1e-12))`.
+ */
+export function distancesFromSimilarities<T extends tf.Tensor>(similarities: T, kind: DistanceKind): T {
+  return tf.tidy(() => {
+    const twoMinusTwoS = tf.sub(2, tf.mul(similarities, 2));
+    return kind === 'euclidean'
+      ? tf.sqrt(tf.maximum(twoMinusTwoS, SQUARED_DISTANCE_FLOOR))
+      : tf.relu(twoMinusTwoS);
+  }) as T;
+}
+
+/**
+ * Checks one batch against the {@link MetricLoss} contract: `embeddings` of rank 2 and `labels` an
+ * Int32Array with one label per row. Returns B.
+ */
+export function checkBatch(embeddings: tf.Tensor, labels: Int32Array): number {
+  if (embeddings.rank !== 2) {
+    throw invalidParameterError('embeddings', 'a tensor of rank 2 [B, D]', `a tensor of shape [${embeddings.shape.join(', ')}]`);
+  }
+  if (!(labels instanceof Int32Array)) throw invalidParameterError('labels', 'an Int32Array', labels);
+  const size = embeddings.shape[0]!;
+  if (labels.length !== size) {
+    throw invalidParameterError('labels', `an Int32Array of length ${size} (one label per embedding)`, labels);
+  }
+  return size;
+}
+
+/** Positive and negative masks of a batch from its labels (see {@link PairMasks}). */
+export function labelPairMasks(labels: Int32Array): PairMasks {
+  const size = labels.length;
+  const positive = new Uint8Array(size * size);
+  const negative = new Uint8Array(size * size);
+  for (let i = 0; i < size; i++) {
+    const label = labels[i]!;
+    for (let j = 0; j < size; j++) {
+      if (labels[j] !== label) negative[i * size + j] = 1;
+      else if (i !== j) positive[i * size + j] = 1;
+    }
+  }
+  return { size, positive, negative };
+}
+
+/**
+ * Gathers entries `(rows[k], cols[k])` of a live [B, B] matrix into a [K] vector; the gradient flows
+ * to those entries only.
+ */
+export function gatherEntries(matrix: tf.Tensor2D, rows: Int32Array, cols: Int32Array): tf.Tensor1D {
+  const size = matrix.shape[1];
+  const flat = new Int32Array(rows.length);
+  for (let k = 0; k < rows.length; k++) flat[k] = rows[k]! * size + cols[k]!;
+  return tf.gather(tf.reshape(matrix, [-1]), flat) as tf.Tensor1D;
+}
+
+/** Gathers whole rows of a row-major B×B mask into a [K, B] boolean tensor. */
+export function gatherMaskRows(mask: Uint8Array, size: number, rows: Int32Array): tf.Tensor2D {
+  const out = new Uint8Array(rows.length * size);
+  for (let k = 0; k < rows.length; k++) out.set(mask.subarray(rows[k]! * size, (rows[k]! + 1) * size), k * size);
+  return tf.tensor2d(out, [rows.length, size], 'bool');
+}

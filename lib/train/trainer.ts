@@ -1,0 +1,384 @@
+/**
+ * @file The training loop of `dml train`.
+ *
+ * Setup (everything that can fail does so before the first step): backend, dataset and class split,
+ * model, loss, sampler, preloaded training and validation inputs. Then per epoch: the sampler's
+ * batches (a pure function of seed and epoch), one optimiser step per batch with a valid tuple
+ * (a batch without one changes nothing), decoupled weight decay, NaN/Inf detection; validation through
+ * the evaluator (Recall@K, MAP@R, NMI on a seeded held-out sample), the triplet scatter diagram, a
+ * checkpoint, and a JSONL log line per step and per epoch. Epoch 0 of the history is the untrained model.
+ *
+ * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
+ * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
+ * exactly what an uninterrupted one would have done.
+ */
+import { appendFile, mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { applyClassSplit, parseClassList } from '../data/class-split.js';
+import type { ManifestItem } from '../data/manifest.js';
+import { openDataset } from '../data/open-dataset.js';
+import { DmlError } from '../errors.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
+import type { Preprocessing } from '../image/preprocessing.js';
+import { histogramSvg, scatterSvg } from '../report/svg-scatter.js';
+import { collectVersions } from '../report/report.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { canonicalJson, sha256 } from '../util/hash.js';
+import { createProgress } from '../util/progress.js';
+import { Rng } from '../util/rng.js';
+import { ensureBackendSupports, selectBackend } from './backend.js';
+import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
+import type { TrainConfig } from './config.js';
+import { createLoss } from './losses/registry.js';
+import type { MetricLoss } from './losses/metric-loss.js';
+import { buildModel } from './models/build-model.js';
+import type { ModelSpec } from './models/model-spec.js';
+import { applyWeightDecay, createOptimizer, learningRateAt, withLearningRate } from './optimizer.js';
+import { createSampler, type SamplerSpec } from './samplers/sampler.js';
+import { tripletScatter } from './scatter.js';
+import { preloadImages, type TrainingData } from './training-data.js';
+
+/** Validation metrics of one epoch (epoch 0 = before training). */
+export interface EpochRecord {
+  epoch: number;
+  /** Mean loss over steps with a valid tuple (null for epoch 0 and for epochs without any). */
+  loss: number | null;
+  /** Fraction of anchors (or tuples) with a valid tuple, over the epoch. */
+  validFraction: number | null;
+  /** Steps that updated the weights / all steps. */
+  updates: number;
+  steps: number;
+  learningRate: number;
+  seconds: number;
+  stepsPerSecond: number | null;
+  validation?: { recall: Record<string, number>; mapAtR: number | null; nmi: number; queryCount: number };
+  scatter?: { correctFraction: number; points: number };
+}
+
+/** Options of {@link train}. */
+export interface TrainOptions {
+  /** Continue from `<out>/checkpoints/last`. */
+  resume?: boolean;
+  /** One line per epoch and per notice (stderr in the CLI). */
+  log?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+/** What a finished run returns (also written to `<out>/report.json`). */
+export interface TrainResult {
+  out: string;
+  backend: string;
+  history: EpochRecord[];
+  config: Record<string, unknown>;
+}
+
+const CHECKPOINT = 'checkpoints/last';
+
+/** Image preprocessing for the model: the config's image spec, else the model's NHWC input shape. */
+function imagePreprocessing(config: TrainConfig, model: tf.LayersModel): Preprocessing {
+  const spec = config.data.image;
+  const shape = model.inputs[0]?.shape ?? [];
+  let height: number;
+  let width: number;
+  let channels: number;
+  if (spec) {
+    ({ height, width, channels } = spec);
+  } else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
+    [height, width, channels] = shape.slice(1) as [number, number, number];
+  } else {
+    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${shape.join(', ')}])`);
+  }
+  if (channels !== 1 && channels !== 3) throw new DmlError('E_ARG', `data.image.channels: expected 1 or 3 but the model takes ${channels}`);
+  if (config.model.kind === 'mlp' && config.model.inputDim !== height * width * channels) {
+    throw new DmlError('E_ARG', `model.inputDim: expected ${height * width * channels} (= ${height} x ${width} x ${channels} image pixels) but received ${config.model.inputDim}`);
+  }
+  return {
+    height,
+    width,
+    channels,
+    resizeShorter: spec?.resizeShorter ?? Math.max(height, width),
+    layout: 'NHWC',
+    mean: spec?.mean ?? new Array<number>(channels).fill(0),
+    std: spec?.std ?? new Array<number>(channels).fill(1),
+  };
+}
+
+/** A seeded sample of at most `max` items, in manifest order. */
+function sampleItems(items: ManifestItem[], max: number, seed: number): ManifestItem[] {
+  if (items.length <= max) return items;
+  const picked = new Rng(seed).shuffle(items.map((_, i) => i)).slice(0, max).sort((a, b) => a - b);
+  return picked.map((i) => items[i] as ManifestItem);
+}
+
+/** Rows `rows` of `data` as a batch tensor [rows.length, ...inputShape]. */
+function batchTensor(data: TrainingData, rows: ArrayLike<number>, inputShape: number[]): tf.Tensor {
+  const per = inputShape.reduce((a, b) => a * b, 1);
+  const out = new Float32Array(rows.length * per);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i] as number;
+    out.set(data.inputs.subarray(r * per, (r + 1) * per), i * per);
+  }
+  return tf.tensor(out, [rows.length, ...inputShape]);
+}
+
+/** Embeds every row of `data` with `model` (batches of 256), as an EmbeddingSet. */
+function embedAll(model: tf.LayersModel, data: TrainingData, inputShape: number[]): EmbeddingSet {
+  const chunks: Float32Array[] = [];
+  let dim = 0;
+  for (let start = 0; start < data.count; start += 256) {
+    const rows = Array.from({ length: Math.min(256, data.count - start) }, (_, i) => start + i);
+    const out = tf.tidy(() => model.predict(batchTensor(data, rows, inputShape)) as tf.Tensor2D);
+    dim = out.shape[1];
+    chunks.push(out.dataSync() as Float32Array);
+    out.dispose();
+  }
+  const vectors = new Float32Array(data.count * dim);
+  let offset = 0;
+  for (const c of chunks) {
+    vectors.set(c, offset);
+    offset += c.length;
+  }
+  return { vectors, count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
+}
+
+/** Runs a training as `config` says. See the file comment. */
+export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  const log = options.log ?? (() => undefined);
+  const out = path.resolve(config.out);
+
+  // ---- setup: everything that can fail, before the first step ----
+  const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
+  const backend = await selectBackend(config.backend);
+  let manifest = await openDataset(config.data.dataset, { warn: (m) => log(`warning: ${m}`) });
+  if (config.data.trainClasses !== undefined) {
+    manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
+  }
+  const trainItems = manifest.items.filter((it) => it.split === 'train');
+  if (trainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
+  const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
+  const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
+
+  const modelSpec = config.model as ModelSpec;
+  let model = await buildModel(modelSpec, config.seed);
+  const pre = imagePreprocessing(config, model);
+  const inputShape = model.inputs[0]?.shape.slice(1) as number[];
+  const preloadOptions = {
+    ...(config.data.maxPreloadBytes !== undefined ? { maxBytes: config.data.maxPreloadBytes } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  };
+  const bar = createProgress('load images');
+  const trainData = await preloadImages(trainItems, pre, 'training set', { ...preloadOptions, onProgress: (d, t) => bar.update(d, t) });
+  const validationData =
+    validationItems.length > 0 ? await preloadImages(validationItems, pre, 'validation set', { ...preloadOptions, onProgress: (d, t) => bar.update(d, t) }) : undefined;
+  bar.stop();
+  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed);
+
+  const check = await ensureBackendSupports(model, { training: true });
+  if (check.warning) log(`warning: ${check.warning}`);
+
+  const resolvedConfig = { ...config, loss: { name: loss.name, ...loss.config }, sampler: sampler.describe() };
+  // The number of epochs may change between a run and its resumption; everything else must not.
+  const configHash = sha256(canonicalJson({ ...config, epochs: undefined }));
+  let currentLearningRate = learningRateAt(config.optimizer, 0);
+  let optimizer = createOptimizer(config.optimizer, currentLearningRate);
+  let history: EpochRecord[] = [];
+  let startEpoch = 0;
+  const checkpointDir = path.join(out, CHECKPOINT);
+  if (options.resume) {
+    const loaded = await loadCheckpoint(checkpointDir, { optimizer });
+    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string } | undefined;
+    if (!state || state.configHash !== configHash) {
+      throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
+    }
+    model.dispose();
+    model = loaded.model;
+    optimizer = loaded.optimizer ?? optimizer;
+    history = state.history;
+    startEpoch = state.epoch;
+    currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
+    log(`resuming after epoch ${startEpoch}`);
+  } else {
+    await mkdir(out, { recursive: true });
+    await rm(path.join(out, 'log.jsonl'), { force: true });
+  }
+  await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
+  const logFile = path.join(out, 'log.jsonl');
+  const writeLog = (entry: Record<string, unknown>): Promise<void> => appendFile(logFile, `${JSON.stringify(entry)}\n`);
+
+  const kernels = model.trainableWeights.filter((w) => w.name.endsWith('kernel')).map((w) => w.read() as tf.Variable);
+  const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
+
+  /** Loss and gradients of one batch (the caller disposes them). `counts` receives the valid/total tuples. */
+  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
+    const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
+    const x = batchTensor(trainData, rows, inputShape);
+    try {
+      return tf.variableGrads(() => {
+        const embeddings = model.apply(x, { training: true }) as tf.Tensor2D;
+        const result = loss.compute(embeddings, labels);
+        counts.valid = result.validCount;
+        counts.total = result.totalCount;
+        // Without a valid tuple the loss is a constant; keep the graph connected, then skip the update.
+        return counts.valid > 0 ? result.loss : (tf.mul(tf.sum(embeddings), 0) as tf.Scalar);
+      }, variables());
+    } finally {
+      x.dispose();
+    }
+  };
+
+  // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
+  for (;;) {
+    try {
+      const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
+      tf.dispose([probe.value, probe.grads]);
+      break;
+    } catch (err) {
+      const missing = /Kernel '(\w+)' not registered for backend/.exec((err as Error).message)?.[1];
+      if (missing === undefined || tf.getBackend() === 'cpu') throw err;
+      const moved = await ensureBackendSupports(model, { training: true, extraKernels: [missing] });
+      if (moved.warning) log(`warning: ${moved.warning}`);
+    }
+  }
+
+  const validate = async (epoch: number, record: EpochRecord): Promise<void> => {
+    if (!validationData) return;
+    const last = epoch === config.epochs;
+    if (epoch % config.validation.every !== 0 && !last && epoch !== 0) return;
+    const set = embedAll(model, validationData, inputShape);
+    const evaluation = await evaluateEmbeddings(set, null, {
+      ks: config.validation.ks,
+      clusterCountSpecs: ['1x'],
+      clusterSet: 'union',
+      index: { kind: 'exact', chunkSize: 512 },
+      kmeans: { iterations: 20, restarts: 1, seed: config.seed },
+    });
+    record.validation = {
+      recall: evaluation.metrics.recall,
+      mapAtR: evaluation.metrics.mapAtR,
+      nmi: evaluation.metrics.nmi,
+      queryCount: evaluation.metrics.queryCount,
+    };
+    if (epoch % config.scatter.every === 0 || last) {
+      const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
+      const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, { maxPoints: config.scatter.maxPoints, seed: config.seed });
+      record.scatter = { correctFraction: scatter.correctFraction, points: scatter.points.length };
+      const name = `epoch-${String(epoch).padStart(3, '0')}`;
+      await writeFileAtomic(path.join(out, 'scatter', `${name}.json`), JSON.stringify(scatter));
+      await writeFileAtomic(
+        path.join(out, 'scatter', `${name}.svg`),
+        scatterSvg(scatter.points, {
+          title: `Triplet scatter, epoch ${epoch} (${config.scatter.set}; ${(100 * scatter.correctFraction).toFixed(1)}% below diagonal)`,
+          xLabel: 'similarity of the easiest positive',
+          yLabel: 'similarity of the hardest negative',
+          diagonal: true,
+        }),
+      );
+      await writeFileAtomic(
+        path.join(out, 'scatter', `${name}-histogram.svg`),
+        histogramSvg(
+          [
+            { name: 'positive pairs', counts: scatter.positiveCounts },
+            { name: 'negative pairs', counts: scatter.negativeCounts },
+          ],
+          [-1, 1],
+          { title: `Pair similarities, epoch ${epoch}`, xLabel: 'cosine similarity' },
+        ),
+      );
+    }
+  };
+
+  const describe = (r: EpochRecord): string => {
+    const parts = [`epoch ${r.epoch}/${config.epochs}`];
+    if (r.loss !== null) parts.push(`loss ${r.loss.toFixed(4)}`);
+    if (r.validFraction !== null) parts.push(`valid ${(100 * r.validFraction).toFixed(1)}%`);
+    if (r.stepsPerSecond !== null) parts.push(`${r.stepsPerSecond.toFixed(2)} steps/s`);
+    if (r.validation) {
+      parts.push(`val R@1 ${(100 * (r.validation.recall['1'] ?? Number.NaN)).toFixed(2)}`);
+      if (r.validation.mapAtR !== null) parts.push(`MAP@R ${(100 * r.validation.mapAtR).toFixed(2)}`);
+      parts.push(`NMI ${(100 * r.validation.nmi).toFixed(2)}`);
+    }
+    return parts.join(', ');
+  };
+
+  if (startEpoch === 0) {
+    const untrained: EpochRecord = { epoch: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: learningRateAt(config.optimizer, 0), seconds: 0, stepsPerSecond: null };
+    await validate(0, untrained);
+    history.push(untrained);
+    await writeLog({ type: 'epoch', ...untrained });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash } });
+    log(describe(untrained));
+  }
+
+  for (let epoch = startEpoch + 1; epoch <= config.epochs; epoch++) {
+    if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Training cancelled');
+    const lr = learningRateAt(config.optimizer, epoch - 1);
+    if (lr !== currentLearningRate) {
+      optimizer = await withLearningRate(optimizer, config.optimizer, lr);
+      currentLearningRate = lr;
+    }
+    const batches = sampler.batchesOfEpoch(epoch - 1);
+    const progress = createProgress(`epoch ${epoch}/${config.epochs}`);
+    const start = performance.now();
+    let lossSum = 0;
+    let updates = 0;
+    let validSum = 0;
+    let totalSum = 0;
+    for (const [step, rows] of batches.entries()) {
+      const counts = { valid: 0, total: 0 };
+      const { value, grads } = gradientsOf(rows, counts);
+      const { valid: validCount, total: totalCount } = counts;
+      const lossValue = (await value.data())[0] as number;
+      value.dispose();
+      if (!Number.isFinite(lossValue)) {
+        tf.dispose(grads);
+        throw new DmlError(
+          'E_NUMERIC',
+          `Training diverged at epoch ${epoch}, step ${step + 1}: the ${loss.name} loss is ${lossValue}; the last good checkpoint (epoch ${epoch - 1}) is kept at ${checkpointDir}. Lower optimizer.learningRate.`,
+        );
+      }
+      if (validCount > 0) {
+        optimizer.applyGradients(grads as Record<string, tf.Tensor>);
+        applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
+        lossSum += lossValue;
+        updates++;
+      }
+      tf.dispose(grads);
+      validSum += validCount;
+      totalSum += totalCount;
+      await writeLog({ type: 'step', epoch, step: step + 1, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      progress.update(step + 1, batches.length);
+    }
+    progress.stop();
+    const seconds = (performance.now() - start) / 1000;
+    for (const w of model.weights) {
+      const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
+      if (bad) {
+        throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${w.name} holds NaN or Inf; the last good checkpoint (epoch ${epoch - 1}) is kept at ${checkpointDir}`);
+      }
+    }
+    const record: EpochRecord = {
+      epoch,
+      loss: updates > 0 ? lossSum / updates : null,
+      validFraction: totalSum > 0 ? validSum / totalSum : null,
+      updates,
+      steps: batches.length,
+      learningRate: lr,
+      seconds,
+      stepsPerSecond: batches.length / seconds,
+    };
+    await validate(epoch, record);
+    history.push(record);
+    await writeLog({ type: 'epoch', ...record });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash } });
+    log(describe(record));
+  }
+
+  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig };
+  await writeFileAtomic(
+    path.join(out, 'report.json'),
+    `${JSON.stringify({ format: 'dmlkit.train-report/1', createdAt: new Date().toISOString(), versions: collectVersions(), backendSelection: backend, configHash, ...result }, null, 2)}\n`,
+  );
+  return result;
+}

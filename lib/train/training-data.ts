@@ -1,0 +1,78 @@
+/**
+ * @file In-memory training and validation data for the trainer: the items of a manifest decoded once
+ * into one Float32 tensor (NHWC, as TensorFlow.js wants it) with integer label codes, or precomputed
+ * feature vectors. Preloading bounds the per-step cost to the model itself; a set larger than
+ * `maxBytes` is refused with a message pointing to the feature (backbone + head) recipe.
+ */
+import type { ManifestItem } from '../data/manifest.js';
+import { DmlError } from '../errors.js';
+import { loadImageBatch } from '../image/batch-loader.js';
+import type { Preprocessing } from '../image/preprocessing.js';
+
+/** Rows of inputs with labels. */
+export interface TrainingData {
+  /** Row-major inputs: count x prod(inputShape). */
+  inputs: Float32Array;
+  /** Shape of one input, e.g. [28, 28, 1] for images, [2048] for features. */
+  inputShape: number[];
+  count: number;
+  /** Label code per row (index into `labelNames`). */
+  labels: Int32Array;
+  labelNames: string[];
+  /** Item id per row. */
+  ids: string[];
+}
+
+/** Default cap on preloaded inputs: 4 GiB of float32. */
+export const DEFAULT_MAX_PRELOAD_BYTES = 4 * 2 ** 30;
+
+/** Label codes in sorted label order (deterministic whatever the item order). */
+export function encodeTrainingLabels(labels: readonly string[]): { codes: Int32Array; names: string[] } {
+  const names = [...new Set(labels)].sort();
+  const codeOf = new Map(names.map((n, i) => [n, i]));
+  return { codes: Int32Array.from(labels, (l) => codeOf.get(l) as number), names };
+}
+
+/**
+ * Decodes `items` with the eval transform of `preprocessing` (forced to NHWC) into memory.
+ * `what` names the set in messages (e.g. "training set").
+ */
+export async function preloadImages(
+  items: readonly ManifestItem[],
+  preprocessing: Preprocessing,
+  what: string,
+  options: { maxBytes?: number; onProgress?: (done: number, total: number) => void; signal?: AbortSignal } = {},
+): Promise<TrainingData> {
+  if (items.length === 0) throw new DmlError('E_EMPTY', `The ${what} is empty`);
+  const pre: Preprocessing = { ...preprocessing, layout: 'NHWC' };
+  const per = pre.height * pre.width * pre.channels;
+  const bytes = items.length * per * 4;
+  const maxBytes = options.maxBytes ?? DEFAULT_MAX_PRELOAD_BYTES;
+  if (bytes > maxBytes) {
+    throw new DmlError(
+      'E_ARG',
+      `The ${what} needs ${(bytes / 2 ** 30).toFixed(1)} GiB as float32 images (${items.length} x ${pre.height}x${pre.width}x${pre.channels}), more than the ${(maxBytes / 2 ** 30).toFixed(1)} GiB limit; train a head on backbone features instead (model kind "backbone-head")`,
+    );
+  }
+  const inputs = new Float32Array(items.length * per);
+  const chunk = 512;
+  for (let start = 0; start < items.length; start += chunk) {
+    const slice = items.slice(start, start + chunk);
+    const batch = await loadImageBatch(
+      slice.map((it) => it.source),
+      pre,
+      options.signal !== undefined ? { signal: options.signal } : {},
+    );
+    inputs.set(batch.data, start * per);
+    options.onProgress?.(Math.min(start + chunk, items.length), items.length);
+  }
+  const { codes, names } = encodeTrainingLabels(items.map((it) => it.label));
+  return {
+    inputs,
+    inputShape: [pre.height, pre.width, pre.channels],
+    count: items.length,
+    labels: codes,
+    labelNames: names,
+    ids: items.map((it) => it.id),
+  };
+}

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import * as tf from '@tensorflow/tfjs';
+import { ensureBackendSupports, missingKernels, modelKernels, runsOnBackend, selectBackend } from '../../lib/train/backend.js';
+import { buildModel } from '../../lib/train/models/build-model.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
+
+describe('train/backend', () => {
+  let before: string;
+  beforeEach(async () => {
+    await tf.ready();
+    before = tf.getBackend();
+  });
+  afterEach(async () => {
+    await tf.setBackend(before);
+  });
+
+  it('auto falls through tfjs-node-gpu and tfjs-node (not installable here) to wasm, recording every attempt', async () => {
+    const selected = await selectBackend('auto');
+    expect(selected.name).to.equal('wasm');
+    expect(selected.tfBackend).to.equal('wasm');
+    expect(tf.getBackend()).to.equal('wasm');
+    expect(selected.attempts.map((a) => a.backend)).to.deep.equal(['tfjs-node-gpu', 'tfjs-node', 'wasm']);
+    expect(selected.attempts[0]?.error).to.equal('@tensorflow/tfjs-node-gpu is not installed');
+    expect(selected.attempts[1]?.error).to.equal('@tensorflow/tfjs-node is not installed');
+    expect(selected.attempts[2]).to.deep.equal({ backend: 'wasm' });
+  });
+
+  it('forcing tfjs-node or tfjs-node-gpu fails with one clear line, and the backend stays as it was', async () => {
+    await expectDmlError(selectBackend('tfjs-node'), 'E_ARG', "Cannot use TensorFlow.js backend 'tfjs-node' — tfjs-node: @tensorflow/tfjs-node is not installed");
+    await expectDmlError(selectBackend('tfjs-node-gpu'), 'E_ARG', /^Cannot use TensorFlow.js backend 'tfjs-node-gpu' — tfjs-node-gpu: @tensorflow\/tfjs-node-gpu is not installed$/);
+    expect(tf.getBackend()).to.equal(before);
+  });
+
+  it('forces wasm and cpu, and rejects an unknown preference', async () => {
+    expect(await selectBackend('cpu')).to.deep.equal({ name: 'cpu', tfBackend: 'cpu', attempts: [{ backend: 'cpu' }] });
+    expect(tf.getBackend()).to.equal('cpu');
+    expect((await selectBackend('wasm')).attempts).to.deep.equal([{ backend: 'wasm' }]);
+    await expectDmlError(
+      selectBackend('gpu' as 'cpu'),
+      'E_ARG',
+      "Expected one of 'auto', 'tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu' for backend but received \"gpu\"",
+    );
+  });
+
+  it('knows which kernels wasm lacks', async () => {
+    await selectBackend('wasm');
+    expect(missingKernels(['Conv2D', 'Conv2DBackpropInput', 'Conv2DBackpropFilter', 'BatchMatMul'])).to.deep.equal(['Conv2DBackpropFilter']);
+    expect(runsOnBackend(['Conv2DBackpropFilter'], 'cpu')).to.equal(true);
+    expect(runsOnBackend(['Conv2DBackpropFilter'], 'wasm')).to.equal(false);
+  });
+
+  it('switches a conv model to cpu with a warning when training is requested on wasm, and only then', async function () {
+    this.timeout(20000);
+    await selectBackend('wasm');
+    const cnn = await buildModel({ kind: 'cnn', inputShape: [8, 8, 1], filters: [2], hidden: [], embeddingDim: 3 }, 1);
+    const mlp = await buildModel({ kind: 'mlp', inputDim: 4, hidden: [3], embeddingDim: 2 }, 1);
+    expect(modelKernels(cnn, true)).to.deep.equal(['Conv2D', 'Conv2DBackpropFilter', 'Conv2DBackpropInput', 'MaxPool', 'MaxPoolGrad']);
+    expect(await ensureBackendSupports(mlp, { training: true })).to.deep.equal({ backend: 'wasm', missing: [] });
+    expect(await ensureBackendSupports(cnn, { training: false })).to.deep.equal({ backend: 'wasm', missing: [] });
+
+    // On wasm the gradient really fails, so the check is needed.
+    const x = tf.randomNormal([2, 8, 8, 1], 0, 1, 'float32', 3);
+    const loss = (): tf.Scalar => tf.sum(cnn.apply(x, { training: true }) as tf.Tensor).asScalar() as tf.Scalar;
+    expect(() => tf.variableGrads(loss)).to.throw(/Conv2DBackpropFilter/);
+
+    const check = await ensureBackendSupports(cnn, { training: true });
+    expect(check).to.deep.equal({
+      backend: 'cpu',
+      switchedFrom: 'wasm',
+      missing: ['Conv2DBackpropFilter'],
+      warning: 'Training cnn_embedder needs Conv2DBackpropFilter, which the wasm backend lacks; using the cpu backend instead (slower)',
+    });
+    expect(tf.getBackend()).to.equal('cpu');
+    const { value, grads } = tf.variableGrads(loss);
+    expect(Number.isFinite(value.dataSync()[0])).to.equal(true);
+    expect(Object.keys(grads)).to.have.length(4);
+    tf.dispose([x, value, grads]);
+    cnn.dispose();
+    mlp.dispose();
+  });
+
+  it('extra kernels (e.g. a loss using tf.gather) are checked too', async () => {
+    await selectBackend('wasm');
+    const mlp = await buildModel({ kind: 'mlp', inputDim: 4, hidden: [], embeddingDim: 2 }, 1);
+    const check = await ensureBackendSupports(mlp, { training: true, extraKernels: ['GatherV2', 'UnsortedSegmentSum'] });
+    expect(check.switchedFrom).to.equal('wasm');
+    expect(check.missing).to.deep.equal(['UnsortedSegmentSum']);
+    mlp.dispose();
+  });
+});

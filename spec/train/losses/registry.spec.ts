@@ -1,0 +1,112 @@
+/**
+ * @file Tests of the loss registry: every name builds its loss with the schema's defaults, unknown
+ * names and bad options are named errors, and every loss works under tf.variableGrads (the trainer's
+ * use) with finite gradients and no leaked tensors.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { expect } from 'chai';
+import { z } from 'zod';
+import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
+import { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec } from '../../../lib/train/losses/registry.js';
+import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
+import { clusteredBatch } from './loss-test-support.js';
+
+describe('train/losses/registry', () => {
+  it('registers the thirteen losses', () => {
+    expect(LOSS_NAMES).to.deep.equal([
+      'ep',
+      'ephn',
+      'epshn',
+      'epen',
+      'hp',
+      'hphn',
+      'batch-all',
+      'npair',
+      'triplet-margin',
+      'contrastive',
+      'multi-similarity',
+      'lifted-structure',
+      'margin',
+    ]);
+  });
+
+  it("builds every loss with the schema's defaults, recorded in its config", () => {
+    for (const name of LOSS_NAMES) {
+      const loss = createLoss({ name });
+      expect(loss.name).to.equal(name);
+      expect(loss.config).to.deep.equal(lossSpecSchema.parse({ name }));
+    }
+    expect(createLoss({ name: 'epshn' }).config).to.deep.equal({
+      name: 'epshn',
+      temperature: 0.1,
+      order: 1,
+      reduction: 'mean',
+      validity: 'exists',
+      duplicateThreshold: 0.9999,
+      semiHardRule: 'strict',
+    });
+    expect(createLoss({ name: 'multi-similarity', beta: 40 }).config).to.include({ alpha: 2, beta: 40, base: 0.5, epsilon: 0.1 });
+  });
+
+  it('accepts a parsed (resolved) spec back, so a config can embed lossSpecSchema', () => {
+    const resolved = lossSpecSchema.parse({ name: 'triplet-margin', miner: 'semihard' });
+    expect(createLoss(resolved).config).to.deep.equal(resolved);
+    const config = z.strictObject({ loss: lossSpecSchema }).parse({ loss: { name: 'ephn', order: 2 } });
+    expect(config.loss).to.include({ name: 'ephn', order: 2, temperature: 0.1 });
+    expect(() => z.toJSONSchema(lossSpecSchema)).to.not.throw();
+  });
+
+  it('names unknown losses (listing the known ones) and bad options', () => {
+    expectDmlErrorSync(
+      () => createLoss({ name: 'arcface' } as unknown as LossSpec),
+      'E_ARG',
+      'Expected one of ep, ephn, epshn, epen, hp, hphn, batch-all, npair, triplet-margin, contrastive, multi-similarity, lifted-structure, margin for loss.name but received "arcface"',
+    );
+    expectDmlErrorSync(() => createLoss(null as unknown as LossSpec), 'E_ARG', 'Expected an object with a name and options for loss but received null');
+    expectDmlErrorSync(() => createLoss({} as LossSpec), 'E_ARG', /^Expected one of ep, .* for loss.name but received undefined$/);
+    expectDmlErrorSync(
+      () => createLoss({ name: 'multi-similarity', alpha: -2 }),
+      'E_ARG',
+      'Expected a number > 0 for loss.alpha but received -2',
+    );
+    expectDmlErrorSync(
+      () => createLoss({ name: 'contrastive', margin: 1 } as unknown as LossSpec),
+      'E_ARG',
+      'Expected no unknown option (known: posMargin, negMargin) for loss.margin but received 1',
+    );
+    expectDmlErrorSync(
+      () => createLoss({ name: 'margin', learnBeta: 'yes' } as unknown as LossSpec),
+      'E_ARG',
+      'Expected a boolean for loss.learnBeta but received "yes"',
+    );
+    expectDmlErrorSync(
+      () => createLoss({ name: 'margin', numClasses: 2.5 }),
+      'E_ARG',
+      'Expected an integer or null for loss.numClasses but received 2.5',
+    );
+  });
+
+  it('every loss gives finite gradients under tf.variableGrads and leaks no tensor', () => {
+    const batch = clusteredBatch(9, [0, 0, 0, 1, 1, 2, 2, 3], 4, 0.8);
+    const embeddings = tf.variable(tf.tensor2d(batch.values, [batch.rows, batch.dim]));
+    for (const name of LOSS_NAMES) {
+      const loss = createLoss(name === 'margin' ? { name, learnBeta: true, nu: 0.01 } : { name });
+      const before = tf.memory().numTensors;
+      let validCount = 0;
+      const { value, grads } = tf.variableGrads(() => {
+        const out = loss.compute(normalizeEmbeddings(embeddings), batch.labels);
+        validCount = out.validCount;
+        return out.loss;
+      }, [embeddings, ...loss.trainableVariables]);
+      expect(validCount, name).to.be.above(0);
+      expect(Number.isFinite(value.dataSync()[0]!), name).to.equal(true);
+      const gradients = Object.values(grads);
+      expect(gradients.length, name).to.equal(1 + loss.trainableVariables.length);
+      for (const gradient of gradients) expect(Array.from(gradient.dataSync()).every(Number.isFinite), name).to.equal(true);
+      tf.dispose([value, ...gradients]);
+      expect(tf.memory().numTensors, name).to.equal(before);
+      for (const variable of loss.trainableVariables) variable.dispose();
+    }
+    embeddings.dispose();
+  });
+});

@@ -1,0 +1,134 @@
+import { expect } from 'chai';
+import * as tf from '@tensorflow/tfjs';
+import { buildModel } from '../../../lib/train/models/build-model.js';
+import { L2Normalize } from '../../../lib/train/models/l2-normalize.js';
+import type { ModelSpec } from '../../../lib/train/models/model-spec.js';
+import { layersModelFromArtifacts, modelArtifacts } from '../../../lib/train/models/tfjs-files.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
+
+/** Row norms of a [B, D] tensor. */
+function rowNorms(t: tf.Tensor): number[] {
+  const [b, d] = t.shape as [number, number];
+  const v = t.dataSync();
+  return Array.from({ length: b }, (_, r) => Math.hypot(...Array.from(v.subarray(r * d, (r + 1) * d))));
+}
+
+function weightsOf(model: tf.LayersModel): Array<{ name: string; values: Float32Array }> {
+  return model.weights.map((w) => ({ name: w.originalName, values: w.read().dataSync() as Float32Array }));
+}
+
+describe('train/models', () => {
+  before(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it('mlp: a linear head ends in L2Normalize and gives unit rows of embeddingDim', async () => {
+    const model = await buildModel({ kind: 'mlp', inputDim: 6, hidden: [], embeddingDim: 4 }, 5);
+    expect(model.layers.map((l) => l.getClassName())).to.deep.equal(['InputLayer', 'Dense', 'L2Normalize']);
+    const y = model.predict(tf.randomNormal([3, 6], 0, 1, 'float32', 1)) as tf.Tensor;
+    expect(y.shape).to.deep.equal([3, 4]);
+    for (const n of rowNorms(y)) expect(n).to.be.closeTo(1, 1e-6);
+    model.dispose();
+  });
+
+  it('mlp: hidden layers with batch norm, in the documented order and names', async () => {
+    const model = await buildModel({ kind: 'mlp', inputDim: 6, hidden: [5, 3], embeddingDim: 2, activation: 'tanh', batchNorm: true }, 5);
+    expect(model.layers.map((l) => l.name)).to.deep.equal([
+      'features',
+      'head_dense_1',
+      'head_bn_1',
+      'head_act_1',
+      'head_dense_2',
+      'head_bn_2',
+      'head_act_2',
+      'head_embedding',
+      'head_l2norm',
+    ]);
+    expect(model.getLayer('head_dense_1').getConfig()).to.deep.include({ useBias: false });
+    const y = model.apply(tf.randomNormal([4, 6], 0, 1, 'float32', 2), { training: true }) as tf.Tensor;
+    expect(y.shape).to.deep.equal([4, 2]);
+    for (const n of rowNorms(y)) expect(n).to.be.closeTo(1, 1e-6);
+    model.dispose();
+  });
+
+  it('cnn: conv 32 -> pool -> conv 64 -> pool -> dense 128 -> embedding by default; tiny variant gives unit rows', async () => {
+    const fmnist = await buildModel({ kind: 'cnn', inputShape: [28, 28, 1], embeddingDim: 64 }, 1);
+    expect(fmnist.layers.map((l) => `${l.getClassName()}:${l.name}`)).to.deep.equal([
+      'InputLayer:image',
+      'Conv2D:conv_1',
+      'Activation:conv_act_1',
+      'MaxPooling2D:pool_1',
+      'Conv2D:conv_2',
+      'Activation:conv_act_2',
+      'MaxPooling2D:pool_2',
+      'Flatten:flatten',
+      'Dense:head_dense_1',
+      'Activation:head_act_1',
+      'Dense:head_embedding',
+      'L2Normalize:head_l2norm',
+    ]);
+    expect(fmnist.getLayer('flatten').outputShape).to.deep.equal([null, 3136]);
+    expect(fmnist.outputs[0]?.shape).to.deep.equal([null, 64]);
+    fmnist.dispose();
+
+    const tiny = await buildModel({ kind: 'cnn', inputShape: [8, 8, 2], filters: [3, 4], hidden: [6], embeddingDim: 5, batchNorm: true }, 1);
+    const y = tiny.predict(tf.randomNormal([2, 8, 8, 2], 0, 1, 'float32', 4)) as tf.Tensor;
+    expect(y.shape).to.deep.equal([2, 5]);
+    for (const n of rowNorms(y)) expect(n).to.be.closeTo(1, 1e-6);
+    tiny.dispose();
+  });
+
+  it('the same seed gives bit-identical initial weights; another seed does not', async () => {
+    const specs: ModelSpec[] = [
+      { kind: 'mlp', inputDim: 5, hidden: [4], embeddingDim: 3 },
+      { kind: 'cnn', inputShape: [4, 4, 1], filters: [2], hidden: [3], embeddingDim: 2 },
+    ];
+    for (const spec of specs) {
+      const [a, b, c] = await Promise.all([buildModel(spec, 9), buildModel(spec, 9), buildModel(spec, 10)]);
+      const wa = weightsOf(a as tf.LayersModel);
+      expect(wa.map((w) => w.name)).to.deep.equal(weightsOf(b as tf.LayersModel).map((w) => w.name));
+      expect(wa).to.deep.equal(weightsOf(b as tf.LayersModel));
+      expect(wa).not.to.deep.equal(weightsOf(c as tf.LayersModel));
+      // Every layer draws its own seed: two equally shaped kernels differ.
+      expect(wa.filter((w) => w.name.endsWith('kernel')).every((w) => w.values.some((v) => v !== 0))).to.equal(true);
+      for (const m of [a, b, c]) m?.dispose();
+    }
+  });
+
+  it('L2Normalize maps a zero row to zeros (no NaN), serialises its epsilon and reloads with the same outputs', async () => {
+    const layer = new L2Normalize({ epsilon: 1e-6 });
+    const out = layer.apply(tf.tensor2d([[0, 0], [3, 4]])) as tf.Tensor;
+    const values = Array.from(out.dataSync());
+    expect(values[0]).to.equal(0);
+    expect(values[1]).to.equal(0);
+    expect(values[2]).to.be.closeTo(0.6, 1e-6);
+    expect(values[3]).to.be.closeTo(0.8, 1e-6);
+    expect(layer.getConfig()).to.deep.include({ epsilon: 1e-6 });
+
+    const model = await buildModel({ kind: 'mlp', inputDim: 3, hidden: [4], embeddingDim: 2 }, 3);
+    const artifacts = await modelArtifacts(model);
+    const topology = JSON.stringify(artifacts.modelTopology);
+    expect(topology).to.include('"class_name":"L2Normalize"');
+    expect(topology).to.include('"epsilon":1e-12');
+    const reloaded = await layersModelFromArtifacts(artifacts, 'in-memory');
+    expect(reloaded.getLayer('head_l2norm')).to.be.instanceOf(L2Normalize);
+    const x = tf.randomNormal([5, 3], 0, 1, 'float32', 8);
+    expect(Array.from((reloaded.predict(x) as tf.Tensor).dataSync())).to.deep.equal(Array.from((model.predict(x) as tf.Tensor).dataSync()));
+    model.dispose();
+    reloaded.dispose();
+  });
+
+  it('names bad spec fields', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{ kind: 'rnn' }, "Expected one of 'mlp', 'cnn', 'tfjs-backbone' for model.kind but received \"rnn\""],
+      [{ kind: 'mlp', inputDim: 0, hidden: [], embeddingDim: 2 }, 'Expected a positive integer for model.inputDim but received 0'],
+      [{ kind: 'mlp', inputDim: 3, hidden: [4, 0], embeddingDim: 2 }, 'Expected a positive integer for model.hidden[1] but received 0'],
+      [{ kind: 'mlp', inputDim: 3, hidden: [], embeddingDim: 2, activation: 'gelu' }, "Expected one of 'relu', 'elu', 'tanh', 'sigmoid' for model.activation but received \"gelu\""],
+      [{ kind: 'cnn', inputShape: [4, 4], embeddingDim: 2 }, 'Expected an array [height, width, channels] for model.inputShape but received array of length 2'],
+      [{ kind: 'cnn', inputShape: [3, 3, 1], embeddingDim: 2 }, 'Expected height and width of at least 4 for 2 2x2 poolings for model.inputShape but received "[3, 3, 1]"'],
+      [{ kind: 'tfjs-backbone', modelJson: '', embeddingDim: 2 }, 'Expected the path of a model.json for model.modelJson but received ""'],
+    ];
+    for (const [spec, message] of cases) await expectDmlError(() => buildModel(spec as ModelSpec, 0), 'E_ARG', message);
+    await expectDmlError(() => buildModel({ kind: 'mlp', inputDim: 3, hidden: [], embeddingDim: 2 }, 2 ** 32), 'E_ARG', 'Expected an integer in [0, 2^32) for seed but received 4294967296');
+  });
+});
