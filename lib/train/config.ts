@@ -103,6 +103,8 @@ export const trainConfigSchema = z
         /** Class-disjoint split: these labels are training classes, the rest is held out (e.g. "0-4"). */
         trainClasses: z.string().optional(),
         image: imageSpecSchema.optional(),
+        /** Train on a seeded sample of at most this many training items (all when absent). */
+        maxTrainItems: positiveInt.optional(),
         /** Cap on preloaded inputs in bytes. */
         maxPreloadBytes: positiveInt.optional(),
       })

@@ -19,7 +19,9 @@ export { allPairs, type MinedPairs, type PairList } from './mining/pairs.js';
 export { DEFAULT_MULTI_SIMILARITY_EPSILON, mineMultiSimilarityPairs } from './mining/multi-similarity-miner.js';
 export {
   allTriplets,
+  groupTripletsByAnchor,
   mineTripletsByMargin,
   type TripletList,
   type TripletMarginMinerType,
+  type TripletSlots,
 } from './mining/triplet-margin-miner.js';

@@ -88,19 +88,34 @@ export function labelPairMasks(labels: Int32Array): PairMasks {
 }
 
 /**
- * Gathers entries `(rows[k], cols[k])` of a live [B, B] matrix into a [K] vector; the gradient flows
- * to those entries only.
+ * One-hot rows [K, width] (a constant): row k has a 1 in column `indices[k]`. Selections are
+ * applied through these with `matMul` and elementwise products instead of `tf.gather`, whose gradient
+ * (`UnsortedSegmentSum`) costs one pass per segment on the cpu backend and does not exist on wasm.
  */
-export function gatherEntries(matrix: tf.Tensor2D, rows: Int32Array, cols: Int32Array): tf.Tensor1D {
-  const size = matrix.shape[1];
-  const flat = new Int32Array(rows.length);
-  for (let k = 0; k < rows.length; k++) flat[k] = rows[k]! * size + cols[k]!;
-  return tf.gather(tf.reshape(matrix, [-1]), flat) as tf.Tensor1D;
+export function oneHotRows(indices: Int32Array, width: number): tf.Tensor2D {
+  const values = new Float32Array(indices.length * width);
+  for (let k = 0; k < indices.length; k++) values[k * width + indices[k]!] = 1;
+  return tf.tensor2d(values, [indices.length, width]);
 }
 
-/** Gathers whole rows of a row-major B×B mask into a [K, B] boolean tensor. */
-export function gatherMaskRows(mask: Uint8Array, size: number, rows: Int32Array): tf.Tensor2D {
+/** Rows `rows[k]` of a live [B, M] matrix as a [K, M] matrix (`onehot(rows) · matrix`). */
+export function selectRows(matrix: tf.Tensor2D, rows: Int32Array): tf.Tensor2D {
+  return tf.matMul(oneHotRows(rows, matrix.shape[0]), matrix);
+}
+
+/** Entry `cols[k]` of each row k of a live [K, M] matrix, as a [K] vector. */
+export function pickColumns(matrix: tf.Tensor2D, cols: Int32Array): tf.Tensor1D {
+  return tf.sum(tf.mul(matrix, oneHotRows(cols, matrix.shape[1])), 1);
+}
+
+/** Rows `rows[k]` of a row-major B×B mask as a [K, B] boolean tensor (a constant). */
+export function maskRows(mask: Uint8Array, size: number, rows: Int32Array): tf.Tensor2D {
   const out = new Uint8Array(rows.length * size);
   for (let k = 0; k < rows.length; k++) out.set(mask.subarray(rows[k]! * size, (rows[k]! + 1) * size), k * size);
   return tf.tensor2d(out, [rows.length, size], 'bool');
+}
+
+/** A whole row-major B×B mask as a [B, B] boolean tensor (a constant). */
+export function maskTensor(mask: Uint8Array, size: number): tf.Tensor2D {
+  return tf.tensor2d(mask, [size, size], 'bool');
 }

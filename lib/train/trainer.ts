@@ -155,8 +155,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (config.data.trainClasses !== undefined) {
     manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
   }
-  const trainItems = manifest.items.filter((it) => it.split === 'train');
-  if (trainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
+  const allTrainItems = manifest.items.filter((it) => it.split === 'train');
+  const trainItems = sampleItems(allTrainItems, config.data.maxTrainItems ?? allTrainItems.length, config.seed + 1);
+  if (allTrainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
   const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
   const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
 

@@ -116,7 +116,9 @@ describe('loadImageBatch', () => {
     ]);
     expect(batch.failures[2]!.source).to.equal(truncated);
     expect(batch.failures[2]!.name).to.equal((truncated as { path: string }).path);
-    expect(batch.failures[2]!.message).to.match(/truncated\.jpg: truncated image data, VipsJpeg: premature end of JPEG image/);
+    // libvips keeps one error buffer per process: with several decodes in flight the detail text of a
+    // truncated JPEG is sometimes lost ("Unknown error"), but the failure itself is always reported.
+    expect(batch.failures[2]!.message).to.match(/truncated\.jpg: (truncated image data, VipsJpeg: premature end of JPEG image|corrupt image data, Unknown error)/);
     const good = await loadImageBatch([photos[0]!, photos[1]!, photos[2]!], photoPre);
     expect(batch.data).to.deep.equal(good.data);
   });

@@ -18,13 +18,13 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { selectNegatives } from '../mining/anchor-selection.js';
-import { allPairs } from '../mining/pairs.js';
-import { checkBatch, cosineSimilarityMatrix, gatherEntries, gatherMaskRows, labelPairMasks } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskTensor } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
-import { ncaSetLosses } from './nca.js';
+import { maskedLogSumExp } from './masked-ops.js';
+import { negativeExponent, positiveExponent } from './nca.js';
 import { parseLossOptions } from './options.js';
-import { reduceLosses, zeroLoss } from './reducers.js';
+import { zeroLoss } from './reducers.js';
 
 /** Options of Batch All. */
 export const batchAllOptionsSchema = z.strictObject({ ...ncaOptionsShape });
@@ -51,25 +51,26 @@ export class BatchAllLoss implements MetricLoss {
     const similarities = cosineSimilarityMatrix(embeddings);
     const values = similarities.dataSync();
     const hardest = selectNegatives(values, masks, { strategy: 'hard' });
-    const pairs = allPairs(masks).positive;
-    const anchors: number[] = [];
-    const positives: number[] = [];
-    for (let k = 0; k < pairs.anchors.length; k++) {
-      const a = pairs.anchors[k]!;
-      const p = pairs.others[k]!;
-      if (hardest.index[a]! < 0 || !isValidTuple(validity, values[a * size + p]!, hardest.similarity[a]!)) continue;
-      anchors.push(a);
-      positives.push(p);
+    const kept = new Float32Array(size * size);
+    let pairCount = 0;
+    let keptCount = 0;
+    for (let k = 0; k < size * size; k++) {
+      if (masks.positive[k] !== 1) continue;
+      pairCount++;
+      const a = Math.floor(k / size);
+      if (hardest.index[a]! < 0 || !isValidTuple(validity, values[k]!, hardest.similarity[a]!)) continue;
+      kept[k] = 1;
+      keptCount++;
     }
-    if (anchors.length === 0) return zeroLoss(pairs.anchors.length);
-    const anchorIndex = Int32Array.from(anchors);
-    const losses = ncaSetLosses(
-      gatherEntries(similarities, anchorIndex, Int32Array.from(positives)),
-      tf.gather(similarities, anchorIndex),
-      gatherMaskRows(masks.negative, size, anchorIndex),
-      order,
-      temperature,
-    );
-    return { loss: reduceLosses(losses, reduction), validCount: anchors.length, totalCount: pairs.anchors.length };
+    if (keptCount === 0) return zeroLoss(pairCount);
+    // −u_p + logsumexp([u_p] ∪ {u_n}) = softplus(logsumexp_n u_n − u_p); the negatives' term is per anchor.
+    const negativeTerm = maskedLogSumExp(negativeExponent(similarities, order, temperature), maskTensor(masks.negative, size), false);
+    const losses = tf.softplus(tf.sub(tf.expandDims(negativeTerm, 1), positiveExponent(similarities, order, temperature)));
+    const total: tf.Scalar = tf.sum(tf.mul(losses, tf.tensor2d(kept, [size, size])));
+    return {
+      loss: reduction === 'mean' ? tf.div(total, keptCount) : total,
+      validCount: keptCount,
+      totalCount: pairCount,
+    };
   }
 }

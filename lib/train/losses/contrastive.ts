@@ -11,8 +11,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { allPairs } from '../mining/pairs.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, labelPairMasks } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
@@ -41,18 +40,19 @@ export class ContrastiveLoss implements MetricLoss {
   }
 
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    checkBatch(embeddings, labels);
+    const size = checkBatch(embeddings, labels);
     const { posMargin, negMargin } = this.options;
-    const pairs = allPairs(labelPairMasks(labels));
-    const totalCount = pairs.positive.anchors.length + pairs.negative.anchors.length;
+    const masks = labelPairMasks(labels);
+    let totalCount = 0;
+    for (let k = 0; k < size * size; k++) totalCount += masks.positive[k]! + masks.negative[k]!;
     if (totalCount === 0) return zeroLoss(0);
     const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
     const parts: tf.Scalar[] = [];
     let validCount = 0;
-    for (const [list, sign] of [[pairs.positive, 1], [pairs.negative, -1]] as const) {
-      if (list.anchors.length === 0) continue;
-      const d = gatherEntries(distances, list.anchors, list.others);
-      const losses = tf.relu(sign === 1 ? tf.sub(d, posMargin) : tf.sub(negMargin, d)) as tf.Tensor1D;
+    for (const [mask, sign] of [[masks.positive, 1], [masks.negative, -1]] as const) {
+      const hinge = tf.relu(sign === 1 ? tf.sub(distances, posMargin) : tf.sub(negMargin, distances));
+      // Every ordered pair of the kind, as a [B, B] matrix with the other entries 0.
+      const losses = tf.mul(hinge, tf.tensor2d(Float32Array.from(mask), [size, size]));
       const { sum, nonZero } = sumAndNonZeroCount(losses);
       if (nonZero === 0) continue;
       parts.push(tf.div(sum, nonZero));

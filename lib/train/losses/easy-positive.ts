@@ -33,7 +33,7 @@ import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';
 import { DEFAULT_DUPLICATE_THRESHOLD, selectNegatives, selectPositives } from '../mining/anchor-selection.js';
 import type { NegativeStrategy, PositiveStrategy } from '../mining/anchor-selection.js';
-import { checkBatch, cosineSimilarityMatrix, gatherEntries, gatherMaskRows, labelPairMasks } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskRows, pickColumns, selectRows } from '../similarity.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { ncaSetLosses, ncaTripletLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
@@ -130,8 +130,9 @@ export class NcaTripletLoss implements MetricLoss {
   }
 
   /**
-   * The kept anchors, their selections and their unreduced losses (what `compute` reduces); also
-   * the `(S_ap, S_an)` points of paper 000's triplet scatter diagram. Same calling rules as `compute`.
+   * The kept anchors, their selected positives and negatives, and their unreduced losses (what
+   * `compute` reduces); the indices also give the `(S_ap, S_an)` points of paper 000's triplet scatter
+   * diagram. Same calling rules as `compute`.
    */
   anchorLosses(embeddings: tf.Tensor2D, labels: Int32Array): AnchorLosses {
     const size = checkBatch(embeddings, labels);
@@ -155,11 +156,12 @@ export class NcaTripletLoss implements MetricLoss {
     const positive = Int32Array.from(kept, (a) => positives.index[a]!);
     const negative = Int32Array.from(kept, (a) => negatives.index[a]!);
     if (kept.length === 0) return { anchors, positives: positive, negatives: negative, losses: null };
-    const positiveSimilarities = gatherEntries(similarities, anchors, positive);
+    const rows = selectRows(similarities, anchors);
+    const positiveSimilarities = pickColumns(rows, positive);
     const losses =
       variant.negative === 'all'
-        ? ncaSetLosses(positiveSimilarities, tf.gather(similarities, anchors), gatherMaskRows(masks.negative, size, anchors), order, temperature)
-        : ncaTripletLosses(positiveSimilarities, gatherEntries(similarities, anchors, negative), order, temperature);
+        ? ncaSetLosses(positiveSimilarities, rows, maskRows(masks.negative, size, anchors), order, temperature)
+        : ncaTripletLosses(positiveSimilarities, pickColumns(rows, negative), order, temperature);
     return { anchors, positives: positive, negatives: negative, losses };
   }
 }

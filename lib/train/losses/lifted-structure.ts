@@ -4,17 +4,17 @@
  * section 6), with non-squared Euclidean distances on normalised embeddings. For every ordered
  * positive pair (a, p) (both orders):
  *
- *     J_ap = [ log Σ_{n ∈ N(a)} e^{m⁻ − d_an} + Σ_{n ∈ N(p)} e^{m⁻ − d_pn} ) + d_ap − m⁺ ]_+
+ *     J_ap = [ log( Σ_{n ∈ N(a)} e^{m⁻ − d_an} + Σ_{n ∈ N(p)} e^{m⁻ − d_pn} ) + d_ap − m⁺ ]_+
  *     loss = mean over the ordered positive pairs of J_ap² / 2
  *
- * which equals Song et al.'s `1/(2|P|) Σ_{unordered} J²`. Options: `negMargin` m⁻ = 1, `posMargin`
+ * which equals Song et al.'s `1/(2|P|) Σ_{unordered} J²`. Computed densely: the per-anchor sums
+ * `L_i = log Σ_{n ∈ N(i)} e^{m⁻ − d_in}` once, then `log(e^{L_a} + e^{L_p})` per pair. Options: `negMargin` m⁻ = 1, `posMargin`
  * m⁺ = 0. A batch without positive or without negative pairs gives 0. `validCount` and `totalCount`
  * count the ordered positive pairs.
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { allPairs } from '../mining/pairs.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, gatherMaskRows, labelPairMasks } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, maskTensor } from '../similarity.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
@@ -47,15 +47,27 @@ export class LiftedStructureLoss implements MetricLoss {
     const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { negMargin, posMargin } = this.options;
-    const pairs = allPairs(masks);
-    const { anchors, others } = pairs.positive;
+    let pairCount = 0;
+    let hasNegative = false;
+    for (let k = 0; k < size * size; k++) {
+      pairCount += masks.positive[k]!;
+      hasNegative ||= masks.negative[k] === 1;
+    }
     // Within one class N(a) = N(p), so either every positive pair has negatives or none has.
-    if (anchors.length === 0 || pairs.negative.anchors.length === 0) return zeroLoss(anchors.length);
+    if (pairCount === 0 || !hasNegative) return zeroLoss(pairCount);
     const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
-    const negativeLogits = tf.concat([tf.gather(distances, anchors), tf.gather(distances, others)], 1);
-    const mask = tf.concat([gatherMaskRows(masks.negative, size, anchors), gatherMaskRows(masks.negative, size, others)], 1);
-    const logSum = maskedLogSumExp(tf.sub(negMargin, negativeLogits) as tf.Tensor2D, mask, false);
-    const j = tf.relu(tf.add(logSum, tf.sub(gatherEntries(distances, anchors, others), posMargin)));
-    return { loss: tf.mean(tf.div(tf.square(j), 2)), validCount: anchors.length, totalCount: anchors.length };
+    // L_i = log Σ_{n ∈ N(i)} e^{m⁻ − d_in}; the pair's term log(e^{L_a} + e^{L_p}), stably.
+    const perAnchor = maskedLogSumExp(tf.sub(negMargin, distances), maskTensor(masks.negative, size), false);
+    // The shift max(L_a, L_p) is a constant: the value does not depend on it, so neither does the gradient.
+    const anchorTerms = perAnchor.dataSync();
+    const shift = new Float32Array(size * size);
+    for (let k = 0; k < size * size; k++) shift[k] = Math.max(anchorTerms[Math.floor(k / size)]!, anchorTerms[k % size]!);
+    const la = tf.expandDims(perAnchor, 1);
+    const lp = tf.expandDims(perAnchor, 0);
+    const top = tf.tensor2d(shift, [size, size]);
+    const pairTerm = tf.add(top, tf.log(tf.add(tf.exp(tf.sub(la, top)), tf.exp(tf.sub(lp, top)))));
+    const j = tf.relu(tf.add(pairTerm, tf.sub(distances, posMargin)));
+    const perPair = tf.mul(tf.div(tf.square(j), 2), tf.tensor2d(Float32Array.from(masks.positive), [size, size]));
+    return { loss: tf.div(tf.sum(perPair), pairCount), validCount: pairCount, totalCount: pairCount };
   }
 }

@@ -21,11 +21,12 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';
-import { allTriplets } from '../mining/triplet-margin-miner.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, labelPairMasks } from '../similarity.js';
+import { allTriplets, groupTripletsByAnchor } from '../mining/triplet-margin-miner.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, oneHotRows } from '../similarity.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { tripletTensors } from './triplet-slots.js';
 
 /** Options of the margin loss. */
 export const marginOptionsSchema = z.strictObject({
@@ -62,7 +63,7 @@ export class MarginLoss implements MetricLoss {
   }
 
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    checkBatch(embeddings, labels);
+    const size = checkBatch(embeddings, labels);
     const { margin, beta, learnBeta, numClasses, nu } = this.options;
     if (numClasses !== null) {
       for (let i = 0; i < labels.length; i++) {
@@ -75,17 +76,29 @@ export class MarginLoss implements MetricLoss {
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
     const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
+    // [B, slots, B] as in triplet-slots.ts; a slot's positive term repeats once per triplet of the slot.
+    const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
     const betaValues: tf.Tensor1D = this.betaVariable ?? (tf.fill([numClasses ?? 1], beta) as tf.Tensor1D);
+    // [B, 1]: the anchor's beta (one shared value broadcasts).
     const anchorBeta =
-      numClasses === null ? betaValues : (tf.gather(betaValues, Int32Array.from(triplets.anchors, (a) => labels[a]!)) as tf.Tensor1D);
-    const positive = tf.relu(tf.add(tf.sub(gatherEntries(distances, triplets.anchors, triplets.positives), anchorBeta), margin));
-    const negative = tf.relu(tf.add(tf.sub(anchorBeta, gatherEntries(distances, triplets.anchors, triplets.negatives)), margin));
+      numClasses === null
+        ? tf.reshape(betaValues, [1, 1])
+        : tf.matMul(oneHotRows(labels, numClasses), tf.reshape(betaValues, [numClasses, 1]));
+    const repeats = tf.tensor2d(t.tripletsPerSlot, t.positive.shape);
+    const positive = tf.mul(tf.relu(tf.add(tf.sub(t.positive, anchorBeta), margin)), repeats);
+    const negative = tf.mul(tf.relu(tf.add(tf.sub(tf.expandDims(anchorBeta, 2), t.negative), margin)), t.tripletMask);
     let divisor = 0;
-    for (const values of [positive.dataSync(), negative.dataSync()]) for (const v of values) if (v > 0) divisor++;
+    positive.dataSync().forEach((value, slot) => {
+      if (value > 0) divisor += t.tripletsPerSlot[slot]!;
+    });
+    for (const value of negative.dataSync()) if (value > 0) divisor++;
     if (divisor === 0) return zeroLoss(2 * count);
     let loss = tf.div(tf.add(tf.sum(positive), tf.sum(negative)), divisor);
     if (learnBeta && nu > 0) {
-      loss = numClasses === null ? tf.add(loss, tf.mul(tf.sum(betaValues), nu)) : tf.add(loss, tf.div(tf.mul(tf.sum(anchorBeta), nu), divisor));
+      loss =
+        numClasses === null
+          ? tf.add(loss, tf.mul(tf.sum(betaValues), nu))
+          : tf.add(loss, tf.div(tf.mul(tf.sum(tf.mul(anchorBeta, repeats)), nu), divisor));
     }
     return { loss: loss as tf.Scalar, validCount: divisor, totalCount: 2 * count };
   }

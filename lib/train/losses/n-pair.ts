@@ -18,7 +18,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { checkBatch, cosineSimilarityMatrix, gatherEntries } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, oneHotRows, pickColumns, selectRows } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { ncaSetLosses } from './nca.js';
@@ -65,7 +65,7 @@ export class NPairLoss implements MetricLoss {
     if (pairCount < 2) return zeroLoss(first.size);
     const similarities = cosineSimilarityMatrix(embeddings);
     // [K, K]: row k holds S(a_k, p_j) for every pair j; the diagonal is the positive.
-    const pairMatrix = tf.gather(tf.gather(similarities, Int32Array.from(pairAnchors)), Int32Array.from(pairPositives), 1) as tf.Tensor2D;
+    const pairMatrix = tf.matMul(selectRows(similarities, Int32Array.from(pairAnchors)), oneHotRows(Int32Array.from(pairPositives), size), false, true) as tf.Tensor2D;
     const values = pairMatrix.dataSync();
     const kept: number[] = [];
     for (let k = 0; k < pairCount; k++) {
@@ -80,9 +80,10 @@ export class NPairLoss implements MetricLoss {
       offDiagonal.fill(1, r * pairCount, (r + 1) * pairCount);
       offDiagonal[r * pairCount + k] = 0;
     });
+    const keptRows = selectRows(pairMatrix, rows);
     const losses = ncaSetLosses(
-      gatherEntries(pairMatrix, rows, rows),
-      tf.gather(pairMatrix, rows),
+      pickColumns(keptRows, rows),
+      keptRows,
       tf.tensor2d(offDiagonal, [kept.length, pairCount], 'bool'),
       order,
       temperature,

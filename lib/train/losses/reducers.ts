@@ -24,8 +24,11 @@ export function reduceLosses(losses: tf.Tensor1D, reduction: AnchorReduction): t
   return reduction === 'mean' ? tf.mean(losses) : tf.sum(losses);
 }
 
-/** `AvgNonZeroReducer`: the sum of `losses` and the number of entries > 0 (divide when it is > 0). */
-export function sumAndNonZeroCount(losses: tf.Tensor1D): { sum: tf.Scalar; nonZero: number } {
+/**
+ * `AvgNonZeroReducer`: the sum of `losses` (any shape; entries outside the tuple set must be 0) and
+ * the number of entries > 0 (divide when it is > 0).
+ */
+export function sumAndNonZeroCount(losses: tf.Tensor): { sum: tf.Scalar; nonZero: number } {
   let nonZero = 0;
   for (const value of losses.dataSync()) if (value > 0) nonZero++;
   return { sum: tf.sum(losses), nonZero };

@@ -16,11 +16,12 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { allTriplets, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, gatherEntries, labelPairMasks } from '../similarity.js';
+import { allTriplets, groupTripletsByAnchor, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
+import { tripletTensors } from './triplet-slots.js';
 
 /** Options of the triplet margin loss. */
 export const tripletMarginOptionsSchema = z.strictObject({
@@ -50,7 +51,7 @@ export class TripletMarginLoss implements MetricLoss {
   }
 
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    checkBatch(embeddings, labels);
+    const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { margin, distance, miner, minerMargin } = this.options;
     const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), distance);
@@ -58,9 +59,9 @@ export class TripletMarginLoss implements MetricLoss {
       miner === 'none' ? allTriplets(masks) : mineTripletsByMargin(distances.dataSync(), masks, miner, minerMargin ?? margin);
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
-    const positive = gatherEntries(distances, triplets.anchors, triplets.positives);
-    const negative = gatherEntries(distances, triplets.anchors, triplets.negatives);
-    const losses = tf.relu(tf.add(tf.sub(positive, negative), margin)) as tf.Tensor1D;
+    // [B, slots, B]: every (a, p, n) with the entries outside the triplet set masked to 0.
+    const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
+    const losses = tf.mul(tf.relu(tf.add(tf.sub(tf.expandDims(t.positive, 2), t.negative), margin)), t.tripletMask);
     const { sum, nonZero } = sumAndNonZeroCount(losses);
     if (nonZero === 0) return zeroLoss(count);
     return { loss: tf.div(sum, nonZero), validCount: nonZero, totalCount: count };

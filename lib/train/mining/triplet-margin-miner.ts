@@ -20,6 +20,20 @@ export interface TripletList {
   readonly negatives: Int32Array;
 }
 
+/**
+ * Triplets grouped by anchor, the dense form the triplet losses compute on: anchor a's distinct
+ * positives fill slots `0 .. c_a − 1` of its row (c_a ≤ `width`, the largest count; the rest are
+ * empty), and the negatives paired with slot s are marked in a B-wide mask.
+ */
+export interface TripletSlots {
+  /** Slots per anchor: the largest number of distinct positives of one anchor (0 without triplets). */
+  readonly width: number;
+  /** Row-major B×width: the positive in slot (a, s), or -1 for an empty slot. */
+  readonly positives: Int32Array;
+  /** Row-major B×width×B: 1 where `(a, positives[a, s], n)` is a triplet of the list. */
+  readonly negatives: Uint8Array;
+}
+
 /** Which margin condition {@link mineTripletsByMargin} keeps. */
 export type TripletMarginMinerType = 'all' | 'hard' | 'semihard';
 
@@ -48,6 +62,26 @@ export function mineTripletsByMargin(
     if (type === 'semihard') return tripletMargin > 0;
     return true;
   });
+}
+
+/** Groups a triplet list of a batch of `size` by anchor (slots in order of first appearance). */
+export function groupTripletsByAnchor(triplets: TripletList, size: number): TripletSlots {
+  const slotOf = new Map<number, number>();
+  const used = new Int32Array(size);
+  for (let t = 0; t < triplets.anchors.length; t++) {
+    const key = triplets.anchors[t]! * size + triplets.positives[t]!;
+    if (!slotOf.has(key)) slotOf.set(key, used[triplets.anchors[t]!]!++);
+  }
+  const width = used.reduce((max, count) => Math.max(max, count), 0);
+  const positives = new Int32Array(size * width).fill(-1);
+  const negatives = new Uint8Array(size * width * size);
+  for (let t = 0; t < triplets.anchors.length; t++) {
+    const anchor = triplets.anchors[t]!;
+    const slot = anchor * width + slotOf.get(anchor * size + triplets.positives[t]!)!;
+    positives[slot] = triplets.positives[t]!;
+    negatives[slot * size + triplets.negatives[t]!] = 1;
+  }
+  return { width, positives, negatives };
 }
 
 function tripletsWhere(masks: PairMasks, keep: (anchor: number, positive: number, negative: number) => boolean): TripletList {

@@ -14,9 +14,12 @@ import {
   expectDeterministic,
   expectZeroOnDegenerateBatches,
   gradientCheck,
+  onCpuBackend,
 } from './loss-test-support.js';
 
 describe('train/losses/batch-all', () => {
+  onCpuBackend();
+
   it('equals NTXentLoss (tau 0.1 and 0.07) to 1e-5', () => {
     checkFixture('ntxent', 'batch-all', 1e-5);
   });

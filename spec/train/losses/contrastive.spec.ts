@@ -4,9 +4,19 @@
  */
 import { expect } from 'chai';
 import { ContrastiveLoss } from '../../../lib/train/losses/contrastive.js';
-import { checkFixture, clusteredBatch, evaluate, expectDeterministic, expectZeroOnDegenerateBatches, gradientCheck } from './loss-test-support.js';
+import {
+  checkFixture,
+  clusteredBatch,
+  evaluate,
+  expectDeterministic,
+  expectZeroOnDegenerateBatches,
+  gradientCheck,
+  onCpuBackend,
+} from './loss-test-support.js';
 
 describe('train/losses/contrastive', () => {
+  onCpuBackend();
+
   it('equals ContrastiveLoss (default and custom margins) to 1e-5', () => {
     checkFixture('contrastive', 'contrastive', 1e-5);
   });

@@ -15,6 +15,7 @@ import {
   expectDeterministic,
   expectZeroOnDegenerateBatches,
   gradientCheck,
+  onCpuBackend,
 } from './loss-test-support.js';
 
 /** Unit vectors at the given angles (degrees), as rows of a [B, 2] tensor. */
@@ -53,6 +54,8 @@ function rowOf(rows: AnchorRow[], anchor: number): AnchorRow {
 }
 
 describe('train/losses/easy-positive', () => {
+  onCpuBackend();
+
   describe('METHODS.md 1.6 worked example (tau = 0.1)', () => {
     it('EPHN, 1st and 2nd order: anchors 0 and 2; anchor 5 (singleton class) dropped', () => {
       const first = anchorRows('ephn', {}, WORKED_ANGLES, WORKED_LABELS);

@@ -4,9 +4,18 @@
  */
 import { expect } from 'chai';
 import { LiftedStructureLoss } from '../../../lib/train/losses/lifted-structure.js';
-import { checkFixture, clusteredBatch, expectDeterministic, expectZeroOnDegenerateBatches, gradientCheck } from './loss-test-support.js';
+import {
+  checkFixture,
+  clusteredBatch,
+  expectDeterministic,
+  expectZeroOnDegenerateBatches,
+  gradientCheck,
+  onCpuBackend,
+} from './loss-test-support.js';
 
 describe('train/losses/lifted-structure', () => {
+  onCpuBackend();
+
   it('equals LiftedStructureLoss (default and custom margins) to 1e-5', () => {
     checkFixture('lifted-structure', 'lifted-structure', 1e-5);
   });

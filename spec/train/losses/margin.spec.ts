@@ -8,9 +8,19 @@ import { expect } from 'chai';
 import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { MarginLoss } from '../../../lib/train/losses/margin.js';
 import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
-import { checkFixture, clusteredBatch, evaluate, expectDeterministic, expectZeroOnDegenerateBatches, gradientCheck } from './loss-test-support.js';
+import {
+  checkFixture,
+  clusteredBatch,
+  evaluate,
+  expectDeterministic,
+  expectZeroOnDegenerateBatches,
+  gradientCheck,
+  onCpuBackend,
+} from './loss-test-support.js';
 
 describe('train/losses/margin', () => {
+  onCpuBackend();
+
   it('equals MarginLoss with DivisorReducer (fixed, per-class and scalar learnable beta) to 1e-5', () => {
     checkFixture('margin', 'margin', 1e-5, (options) => {
       const { assignBeta, ...rest } = options;

@@ -8,9 +8,19 @@ import { expect } from 'chai';
 import { MultiSimilarityLoss } from '../../../lib/train/losses/multi-similarity.js';
 import { mineMultiSimilarityPairs } from '../../../lib/train/miners.js';
 import { cosineSimilarityMatrix, labelPairMasks } from '../../../lib/train/similarity.js';
-import { checkFixture, clusteredBatch, evaluate, expectDeterministic, expectZeroOnDegenerateBatches, gradientCheck } from './loss-test-support.js';
+import {
+  checkFixture,
+  clusteredBatch,
+  evaluate,
+  expectDeterministic,
+  expectZeroOnDegenerateBatches,
+  gradientCheck,
+  onCpuBackend,
+} from './loss-test-support.js';
 
 describe('train/losses/multi-similarity', () => {
+  onCpuBackend();
+
   it('equals MultiSimilarityLoss + MultiSimilarityMiner (and the skip-anchor reduction) to 1e-5', () => {
     checkFixture('multi-similarity', 'multi-similarity', 1e-5);
   });

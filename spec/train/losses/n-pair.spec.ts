@@ -12,9 +12,12 @@ import {
   expectDeterministic,
   expectZeroOnDegenerateBatches,
   gradientCheck,
+  onCpuBackend,
 } from './loss-test-support.js';
 
 describe('train/losses/n-pair', () => {
+  onCpuBackend();
+
   it('equals NPairsLoss on cosine similarities / tau (tau 1 and 0.1) to 1e-5', () => {
     checkFixture('npair', 'npair', 1e-5);
   });

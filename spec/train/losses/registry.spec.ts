@@ -9,9 +9,11 @@ import { z } from 'zod';
 import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec } from '../../../lib/train/losses/registry.js';
 import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
-import { clusteredBatch } from './loss-test-support.js';
+import { clusteredBatch, onCpuBackend } from './loss-test-support.js';
 
 describe('train/losses/registry', () => {
+  onCpuBackend();
+
   it('registers the thirteen losses', () => {
     expect(LOSS_NAMES).to.deep.equal([
       'ep',
@@ -108,5 +110,33 @@ describe('train/losses/registry', () => {
       for (const variable of loss.trainableVariables) variable.dispose();
     }
     embeddings.dispose();
+  });
+
+  it('runs on the wasm backend (no gather or other kernel wasm lacks) with the cpu backend\'s values', async () => {
+    await import('@tensorflow/tfjs-backend-wasm');
+    const batch = clusteredBatch(10, [0, 0, 0, 1, 1, 2, 2, 3], 4, 0.8);
+    const run = (): number[][] =>
+      LOSS_NAMES.map((name) => {
+        const loss = createLoss(name === 'margin' ? { name, learnBeta: true, numClasses: 4, nu: 0.01 } : { name });
+        const embeddings = tf.variable(tf.tensor2d(batch.values, [batch.rows, batch.dim]));
+        const { value, grads } = tf.variableGrads(
+          () => loss.compute(normalizeEmbeddings(embeddings), batch.labels).loss,
+          [embeddings, ...loss.trainableVariables],
+        );
+        const numbers = [value.dataSync()[0]!, ...Object.values(grads).flatMap((g) => Array.from(g.dataSync()))];
+        tf.dispose([value, ...Object.values(grads), embeddings, ...loss.trainableVariables]);
+        return numbers;
+      });
+    const onCpu = run();
+    await tf.setBackend('wasm');
+    try {
+      const onWasm = run();
+      onCpu.forEach((expected, i) => {
+        const worst = Math.max(...expected.map((v, j) => Math.abs(v - onWasm[i]![j]!)));
+        expect(worst, LOSS_NAMES[i]).to.be.below(1e-4);
+      });
+    } finally {
+      await tf.setBackend('cpu');
+    }
   });
 });

@@ -9,9 +9,18 @@ import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { TripletMarginLoss, type TripletMarginOptions } from '../../../lib/train/losses/triplet-margin.js';
 import { mineTripletsByMargin } from '../../../lib/train/miners.js';
 import { cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../../../lib/train/similarity.js';
-import { checkFixture, clusteredBatch, expectDeterministic, expectZeroOnDegenerateBatches, gradientCheck } from './loss-test-support.js';
+import {
+  checkFixture,
+  clusteredBatch,
+  expectDeterministic,
+  expectZeroOnDegenerateBatches,
+  gradientCheck,
+  onCpuBackend,
+} from './loss-test-support.js';
 
 describe('train/losses/triplet-margin', () => {
+  onCpuBackend();
+
   it('equals TripletMarginLoss (+ TripletMarginMiner) to 1e-5', () => {
     checkFixture('triplet-margin', 'triplet-margin', 1e-5);
   });
