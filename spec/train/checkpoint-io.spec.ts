@@ -4,6 +4,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { onCpuBackend } from '../helpers/tf-backend.js';
 import * as tf from '@tensorflow/tfjs';
 import { loadCheckpoint, saveCheckpoint } from '../../lib/train/checkpoint-io.js';
 import { buildModel } from '../../lib/train/models/build-model.js';
@@ -41,15 +42,7 @@ function patchFs<K extends 'rename' | 'open'>(name: K, replacement: (typeof fsp)
 
 describe('train/checkpoint-io', () => {
   let dir: string;
-  let backendBefore: string;
-  before(async () => {
-    await tf.ready();
-    backendBefore = tf.getBackend();
-    await tf.setBackend('cpu');
-  });
-  after(async () => {
-    await tf.setBackend(backendBefore);
-  });
+  onCpuBackend();
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'dml-ckpt-'));
   });

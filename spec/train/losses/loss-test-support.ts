@@ -11,21 +11,7 @@ import { createLoss, type LossSpec } from '../../../lib/train/losses/registry.js
 import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
 import { Rng } from '../../../lib/util/rng.js';
 
-/**
- * Runs the enclosing describe block on tfjs's `cpu` backend (other specs may leave wasm selected)
- * and restores the previous backend afterwards.
- */
-export function onCpuBackend(): void {
-  let previous = '';
-  before(async () => {
-    await tf.ready();
-    previous = tf.getBackend();
-    await tf.setBackend('cpu');
-  });
-  after(async () => {
-    await tf.setBackend(previous);
-  });
-}
+export { onCpuBackend } from '../../helpers/tf-backend.js';
 
 /** A batch of un-normalised embeddings (row-major) with labels. */
 export interface RawBatch {

@@ -2,6 +2,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from '
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
+import { onCpuBackend } from '../../helpers/tf-backend.js';
 import * as tf from '@tensorflow/tfjs';
 import { saveCheckpoint } from '../../../lib/train/checkpoint-io.js';
 import { buildModel } from '../../../lib/train/models/build-model.js';
@@ -23,15 +24,7 @@ function outputs(model: tf.LayersModel, x: tf.Tensor): number[] {
 
 describe('train/models: tfjs layers models from files and as backbones', () => {
   let dir: string;
-  let backendBefore: string;
-  before(async () => {
-    await tf.ready();
-    backendBefore = tf.getBackend();
-    await tf.setBackend('cpu');
-  });
-  after(async () => {
-    await tf.setBackend(backendBefore);
-  });
+  onCpuBackend();
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'dml-tfjs-files-'));
   });
