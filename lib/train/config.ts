@@ -94,6 +94,36 @@ export const imageSpecSchema = z
   })
   .strict();
 
+/** Train augmentation (random resized crop + horizontal flip); torchvision's defaults. */
+export const augmentationSchema = z
+  .object({
+    scale: z.tuple([z.number(), z.number()]).default([0.08, 1]),
+    ratio: z.tuple([z.number(), z.number()]).default([3 / 4, 4 / 3]),
+    flipProbability: z.number().default(0.5),
+  })
+  .strict();
+
+/**
+ * Recipe (c): train a head on features of a frozen ONNX backbone, computed once with onnxruntime
+ * through the evaluation spine's embedder and cache (lib/train/models/backbone-features.ts).
+ */
+export const featuresSpecSchema = z
+  .object({
+    /** The ONNX backbone; its preprocessing comes from its metadata, overridden by data.image fields. */
+    backbone: z.string().min(1),
+    /** Augmented views per training image besides the plain view; each step draws one view per row. */
+    augmentedViews: z.number().int().min(0).default(0),
+    /** Augmentation of the augmented views (defaults: torchvision's RandomResizedCrop + flip). */
+    augmentation: augmentationSchema.default({ scale: [0.08, 1], ratio: [3 / 4, 4 / 3], flipProbability: 0.5 }),
+    /** Feature cache folder (shared between runs; default `.dml-cache/features`). */
+    cacheDir: z.string().min(1).default('.dml-cache/features'),
+    /** Execution provider of the backbone. */
+    device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
+    /** Images per onnxruntime call. */
+    batchSize: positiveInt.default(32),
+  })
+  .strict();
+
 export const trainConfigSchema = z
   .object({
     data: z
@@ -107,6 +137,13 @@ export const trainConfigSchema = z
         maxTrainItems: positiveInt.optional(),
         /** Cap on preloaded inputs in bytes. */
         maxPreloadBytes: positiveInt.optional(),
+        /** Train a head (model kind `mlp`, inputDim = the backbone's dimension) on backbone features. */
+        features: featuresSpecSchema.optional(),
+        /**
+         * Augmentation of preloaded training images (models on pixels), applied to the batch tensor
+         * each step with per-epoch seeded crop boxes and flips; absent = none.
+         */
+        augmentation: augmentationSchema.optional(),
       })
       .strict(),
     model: modelSpecSchema,
@@ -139,6 +176,9 @@ export const trainConfigSchema = z
     out: z.string().min(1),
   })
   .strict();
+
+/** `data.features` with its defaults filled in. */
+export type FeaturesSpec = z.output<typeof featuresSpecSchema>;
 
 /** A config as written in a file (defaults optional). */
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;

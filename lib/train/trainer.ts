@@ -16,12 +16,14 @@ import { appendFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
-import type { ManifestItem } from '../data/manifest.js';
-import { openDataset } from '../data/open-dataset.js';
+import type { Manifest, ManifestItem } from '../data/manifest.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
+import { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import { validateAugmentation } from '../image/validate.js';
 import { histogramSvg, scatterSvg } from '../report/svg-scatter.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -30,15 +32,18 @@ import { createProgress } from '../util/progress.js';
 import { Rng } from '../util/rng.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
-import type { TrainConfig } from './config.js';
+import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
+import type { FeaturesSpec, TrainConfig } from './config.js';
 import { createLoss } from './losses/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
+import { computeBackboneFeatures } from './models/backbone-features.js';
 import { buildModel } from './models/build-model.js';
 import type { ModelSpec } from './models/model-spec.js';
 import { applyWeightDecay, createOptimizer, learningRateAt, withLearningRate } from './optimizer.js';
+import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { tripletScatter } from './scatter.js';
-import { preloadImages, type TrainingData } from './training-data.js';
+import { featureTrainingData, preloadImages, type TrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -72,9 +77,23 @@ export interface TrainResult {
   backend: string;
   history: EpochRecord[];
   config: Record<string, unknown>;
+  /**
+   * How an image becomes the input of the trained model (pixel models, layout NHWC as tfjs trains)
+   * or of its backbone (`data.features`, the backbone's own); the exporter records it in the ONNX metadata.
+   */
+  preprocessing: Preprocessing;
 }
 
 const CHECKPOINT = 'checkpoints/last';
+
+/** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
+const AUGMENTATION_STREAM = 0x5bd1e995;
+
+/** Random input choices of one batch; see `drawInputs` in {@link train}. */
+interface InputDraw {
+  views?: Int32Array;
+  augmentation?: BatchAugmentationDraw;
+}
 
 /** Image preprocessing for the model: the config's image spec, else the model's NHWC input shape. */
 function imagePreprocessing(config: TrainConfig, model: tf.LayersModel): Preprocessing {
@@ -112,13 +131,18 @@ function sampleItems(items: ManifestItem[], max: number, seed: number): Manifest
   return picked.map((i) => items[i] as ManifestItem);
 }
 
-/** Rows `rows` of `data` as a batch tensor [rows.length, ...inputShape]. */
-function batchTensor(data: TrainingData, rows: ArrayLike<number>, inputShape: number[]): tf.Tensor {
+/**
+ * Rows `rows` of `data` as a batch tensor [rows.length, ...inputShape]; `views[i]` picks the view of
+ * row i (0 = `data.inputs`, v = `data.augmentedViews[v - 1]`), all plain when absent.
+ */
+function batchTensor(data: TrainingData, rows: ArrayLike<number>, inputShape: number[], views?: Int32Array): tf.Tensor {
   const per = inputShape.reduce((a, b) => a * b, 1);
   const out = new Float32Array(rows.length * per);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as number;
-    out.set(data.inputs.subarray(r * per, (r + 1) * per), i * per);
+    const view = views?.[i] ?? 0;
+    const source = view === 0 ? data.inputs : (data.augmentedViews[view - 1] as Float32Array);
+    out.set(source.subarray(r * per, (r + 1) * per), i * per);
   }
   return tf.tensor(out, [rows.length, ...inputShape]);
 }
@@ -143,6 +167,99 @@ function embedAll(model: tf.LayersModel, data: TrainingData, inputShape: number[
   return { vectors, count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
 }
 
+/** `spec` without its undefined fields. */
+function definedFields<T extends object>(spec: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
+  return Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined)) as Partial<{ [K in keyof T]: Exclude<T[K], undefined> }>;
+}
+
+/** Preloaded training and validation inputs, and the image preprocessing that produced them. */
+interface LoadedData {
+  trainData: TrainingData;
+  validationData: TrainingData | undefined;
+  /** How an image becomes model (or backbone) input; recorded in the report for export. */
+  preprocessing: Preprocessing;
+}
+
+/** Decodes the training and validation images into memory (models on pixels). */
+async function loadImageData(
+  config: TrainConfig,
+  model: tf.LayersModel,
+  trainItems: ManifestItem[],
+  validationItems: ManifestItem[],
+  signal: AbortSignal | undefined,
+): Promise<LoadedData> {
+  const preprocessing = imagePreprocessing(config, model);
+  const bar = createProgress('load images');
+  const preloadOptions = {
+    ...(config.data.maxPreloadBytes !== undefined ? { maxBytes: config.data.maxPreloadBytes } : {}),
+    ...(signal !== undefined ? { signal } : {}),
+    onProgress: (done: number, total: number) => bar.update(done, total),
+  };
+  try {
+    const trainData = await preloadImages(trainItems, preprocessing, 'training set', preloadOptions);
+    const validationData = validationItems.length > 0 ? await preloadImages(validationItems, preprocessing, 'validation set', preloadOptions) : undefined;
+    return { trainData, validationData, preprocessing };
+  } finally {
+    bar.stop();
+  }
+}
+
+/**
+ * Recipe (c): features of the training (plain + augmented views) and validation images from the
+ * frozen ONNX backbone of `features`, through the embedding cache. The model must be an `mlp` whose
+ * inputDim is the backbone's embedding dimension.
+ */
+async function loadFeatureData(
+  config: TrainConfig,
+  features: FeaturesSpec,
+  manifest: Manifest,
+  trainItems: ManifestItem[],
+  validationItems: ManifestItem[],
+  signal: AbortSignal | undefined,
+): Promise<LoadedData> {
+  if (config.model.kind !== 'mlp') {
+    throw new DmlError('E_ARG', `model.kind: data.features trains a head on backbone features and needs model kind "mlp", but received "${config.model.kind}"`);
+  }
+  const inputDim = config.model.inputDim;
+  const { data } = config;
+  const embedder = await OnnxEmbedder.open(features.backbone, {
+    device: features.device,
+    batchSize: features.batchSize,
+    ...(data.image !== undefined ? { preprocessing: definedFields(data.image) } : {}),
+  });
+  const bar = createProgress('backbone features');
+  try {
+    const checkDim = (dim: number | null): void => {
+      if (dim !== null && dim !== inputDim) {
+        throw new DmlError('E_ARG', `model.inputDim: expected ${dim}, the embedding dimension of the backbone ${features.backbone}, but received ${inputDim}`);
+      }
+    };
+    checkDim(embedder.embeddingDim);
+    const common = {
+      cacheDir: features.cacheDir,
+      seed: config.seed,
+      onProgress: (done: number, total: number) => bar.update(done, total),
+      ...(signal !== undefined ? { signal } : {}),
+    };
+    const hashOf = (items: ManifestItem[]): Promise<string> => manifestHash({ ...manifest, items }, signal !== undefined ? { signal } : {});
+    const train = await computeBackboneFeatures(embedder, trainItems, await hashOf(trainItems), {
+      ...common,
+      augmentedViews: features.augmentedViews,
+      augmentation: features.augmentation,
+    });
+    checkDim(train.views[0]?.dim ?? null);
+    const validation = validationItems.length > 0 ? await computeBackboneFeatures(embedder, validationItems, await hashOf(validationItems), common) : undefined;
+    return {
+      trainData: featureTrainingData(train.views, 'training set'),
+      validationData: validation ? featureTrainingData(validation.views, 'validation set') : undefined,
+      preprocessing: embedder.preprocessing,
+    };
+  } finally {
+    bar.stop();
+    await embedder.release();
+  }
+}
+
 /** Runs a training as `config` says. See the file comment. */
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
@@ -161,19 +278,17 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
   const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
 
+  if (config.data.features && config.data.augmentation) {
+    throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
+  }
+  if (config.data.augmentation) validateAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
   let model = await buildModel(modelSpec, config.seed);
-  const pre = imagePreprocessing(config, model);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
-  const preloadOptions = {
-    ...(config.data.maxPreloadBytes !== undefined ? { maxBytes: config.data.maxPreloadBytes } : {}),
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
-  };
-  const bar = createProgress('load images');
-  const trainData = await preloadImages(trainItems, pre, 'training set', { ...preloadOptions, onProgress: (d, t) => bar.update(d, t) });
-  const validationData =
-    validationItems.length > 0 ? await preloadImages(validationItems, pre, 'validation set', { ...preloadOptions, onProgress: (d, t) => bar.update(d, t) }) : undefined;
-  bar.stop();
+  const loaded = config.data.features
+    ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
+    : await loadImageData(config, model, trainItems, validationItems, options.signal);
+  const { trainData, validationData, preprocessing } = loaded;
   const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed);
 
   const check = await ensureBackendSupports(model, { training: true });
@@ -211,10 +326,28 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const kernels = model.trainableWeights.filter((w) => w.name.endsWith('kernel')).map((w) => w.read() as tf.Variable);
   const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
+  /**
+   * The random input choices of one batch, from the epoch's augmentation generator: a view per row
+   * (backbone features with augmented views) or a crop and flip per row (`data.augmentation`).
+   */
+  const { augmentation } = config.data;
+  const viewCount = 1 + trainData.augmentedViews.length;
+  const drawInputs = (rows: Int32Array, rng: Rng): InputDraw => ({
+    ...(viewCount > 1 ? { views: Int32Array.from(rows, () => rng.nextInt(viewCount)) } : {}),
+    ...(augmentation ? { augmentation: drawBatchAugmentation(rows.length, preprocessing.height, preprocessing.width, augmentation, rng) } : {}),
+  });
+
   /** Loss and gradients of one batch (the caller disposes them). `counts` receives the valid/total tuples. */
-  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
+  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }, draw: InputDraw = {}): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
     const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-    const x = batchTensor(trainData, rows, inputShape);
+    let x = batchTensor(trainData, rows, inputShape, draw.views);
+    if (draw.augmentation) {
+      // Augment as NHWC images (trainData.inputShape), then back to the model's input shape (e.g. flat for an MLP).
+      const { augmentation: boxes } = draw;
+      const plain = x;
+      x = tf.tidy(() => tf.reshape(applyBatchAugmentation(tf.reshape(plain, [rows.length, ...trainData.inputShape] as [number, number, number, number]) as tf.Tensor4D, boxes), [rows.length, ...inputShape]));
+      plain.dispose();
+    }
     try {
       return tf.variableGrads(() => {
         const embeddings = model.apply(x, { training: true }) as tf.Tensor2D;
@@ -320,6 +453,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       currentLearningRate = lr;
     }
     const batches = sampler.batchesOfEpoch(epoch - 1);
+    const inputRng = epochRng(AUGMENTATION_STREAM ^ config.seed, epoch - 1);
     const progress = createProgress(`epoch ${epoch}/${config.epochs}`);
     const start = performance.now();
     let lossSum = 0;
@@ -328,7 +462,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     let totalSum = 0;
     for (const [step, rows] of batches.entries()) {
       const counts = { valid: 0, total: 0 };
-      const { value, grads } = gradientsOf(rows, counts);
+      const { value, grads } = gradientsOf(rows, counts, drawInputs(rows, inputRng));
       const { valid: validCount, total: totalCount } = counts;
       const lossValue = (await value.data())[0] as number;
       value.dispose();
@@ -376,7 +510,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     log(describe(record));
   }
 
-  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig };
+  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, preprocessing };
   await writeFileAtomic(
     path.join(out, 'report.json'),
     `${JSON.stringify({ format: 'dmlkit.train-report/1', createdAt: new Date().toISOString(), versions: collectVersions(), backendSelection: backend, configHash, ...result }, null, 2)}\n`,

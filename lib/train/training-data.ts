@@ -8,6 +8,7 @@ import type { ManifestItem } from '../data/manifest.js';
 import { DmlError } from '../errors.js';
 import { loadImageBatch } from '../image/batch-loader.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
 
 /** Rows of inputs with labels. */
 export interface TrainingData {
@@ -21,6 +22,11 @@ export interface TrainingData {
   labelNames: string[];
   /** Item id per row. */
   ids: string[];
+  /**
+   * Further views of the same rows in the same layout as `inputs` (augmented backbone features);
+   * empty for images. A step draws per row one of `inputs` and these.
+   */
+  augmentedViews: Float32Array[];
 }
 
 /** Default cap on preloaded inputs: 4 GiB of float32. */
@@ -51,7 +57,7 @@ export async function preloadImages(
   if (bytes > maxBytes) {
     throw new DmlError(
       'E_ARG',
-      `The ${what} needs ${(bytes / 2 ** 30).toFixed(1)} GiB as float32 images (${items.length} x ${pre.height}x${pre.width}x${pre.channels}), more than the ${(maxBytes / 2 ** 30).toFixed(1)} GiB limit; train a head on backbone features instead (model kind "backbone-head")`,
+      `The ${what} needs ${(bytes / 2 ** 30).toFixed(1)} GiB as float32 images (${items.length} x ${pre.height}x${pre.width}x${pre.channels}), more than the ${(maxBytes / 2 ** 30).toFixed(1)} GiB limit; train a head on backbone features instead (data.features)`,
     );
   }
   const inputs = new Float32Array(items.length * per);
@@ -74,5 +80,25 @@ export async function preloadImages(
     labels: codes,
     labelNames: names,
     ids: items.map((it) => it.id),
+    augmentedViews: [],
+  };
+}
+
+/**
+ * Training data from backbone features: `views[0]` (the plain view) becomes `inputs`, the other views
+ * (same rows, same order, see models/backbone-features.ts) `augmentedViews`.
+ */
+export function featureTrainingData(views: readonly EmbeddingSet[], what: string): TrainingData {
+  const plain = views[0];
+  if (plain === undefined || plain.count === 0) throw new DmlError('E_EMPTY', `The ${what} has no features`);
+  const { codes, names } = encodeTrainingLabels(plain.labels);
+  return {
+    inputs: plain.vectors,
+    inputShape: [plain.dim],
+    count: plain.count,
+    labels: codes,
+    labelNames: names,
+    ids: plain.ids,
+    augmentedViews: views.slice(1).map((v) => v.vectors),
   };
 }

@@ -112,6 +112,59 @@ describe('train', function () {
     });
   });
 
+  describe('recipe (c): a head on backbone features (models/default.onnx, PCA-64, as the backbone)', () => {
+    const featureConfig = (out: string, features: Record<string, unknown>): TrainConfigInput =>
+      tinyConfig(out, {
+        data: { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', features: { backbone: 'models/default.onnx', cacheDir: path.join(dir, 'cache'), ...features } },
+        model: { kind: 'mlp', inputDim: 64, hidden: [], embeddingDim: 16 },
+        epochs: 2,
+      });
+
+    // On PCA features the untrained head already finds most nearest neighbours (Recall@1 ~ 0.88 on
+    // these 300 held-out images); training makes the classes more compact, which MAP@R measures.
+    it('trains, raises held-out MAP@R, caches the features and records the backbone preprocessing', async () => {
+      const out = path.join(dir, 'features');
+      const result = await train(parseTrainConfig(featureConfig(out, {}), 'test'));
+      const first = result.history[0]!;
+      const last = result.history[result.history.length - 1]!;
+      expect(last.validation!.mapAtR!).to.be.above(first.validation!.mapAtR! + 0.02);
+      expect(result.preprocessing).to.include({ height: 28, width: 28, channels: 1 });
+      expect(readdirSync(path.join(dir, 'cache')).filter((f) => f.endsWith('.npy'))).to.have.length(2); // training + validation
+    });
+
+    it('draws augmented views per row, deterministically for a seed', async () => {
+      const config = (out: string): TrainConfigInput => featureConfig(out, { augmentedViews: 2 });
+      await train(parseTrainConfig(config(path.join(dir, 'v1')), 'test'));
+      await train(parseTrainConfig(config(path.join(dir, 'v2')), 'test'));
+      expect(stepLosses(path.join(dir, 'v2'))).to.deep.equal(stepLosses(path.join(dir, 'v1')));
+      await train(parseTrainConfig(featureConfig(path.join(dir, 'plain'), {}), 'test'));
+      expect(stepLosses(path.join(dir, 'plain'))).not.to.deep.equal(stepLosses(path.join(dir, 'v1')));
+      expect(readdirSync(path.join(dir, 'cache')).filter((f) => f.endsWith('.npy'))).to.have.length(4); // + 2 augmented views
+    });
+
+    it('refuses a head whose inputDim is not the backbone dimension, before training', async () => {
+      const out = path.join(dir, 'bad-dim');
+      const config = { ...featureConfig(out, {}), model: { kind: 'mlp' as const, inputDim: 784, embeddingDim: 4 } };
+      await expectDmlError(train(parseTrainConfig(config, 'test')), 'E_ARG', /^model\.inputDim: expected 64, the embedding dimension of the backbone models\/default\.onnx, but received 784$/);
+      expect(existsSync(out)).to.equal(false);
+    });
+
+    it('refuses a model that is not a head', async () => {
+      const config = { ...featureConfig(path.join(dir, 'cnn'), {}), model: { kind: 'cnn' as const, inputShape: [28, 28, 1] as [number, number, number], embeddingDim: 4 } };
+      await expectDmlError(train(parseTrainConfig(config, 'test')), 'E_ARG', /needs model kind "mlp", but received "cnn"/);
+    });
+  });
+
+  it('augments preloaded images (data.augmentation) deterministically for a seed', async () => {
+    const config = (out: string): TrainConfigInput =>
+      tinyConfig(out, { data: { ...tinyConfig(out).data, augmentation: { scale: [0.5, 1] } }, epochs: 1 });
+    await train(parseTrainConfig(config(path.join(dir, 'a1')), 'test'));
+    await train(parseTrainConfig(config(path.join(dir, 'a2')), 'test'));
+    await train(parseTrainConfig(tinyConfig(path.join(dir, 'plain'), { epochs: 1 }), 'test'));
+    expect(stepLosses(path.join(dir, 'a2'))).to.deep.equal(stepLosses(path.join(dir, 'a1')));
+    expect(stepLosses(path.join(dir, 'plain'))).not.to.deep.equal(stepLosses(path.join(dir, 'a1')));
+  });
+
   it('keeps no temporary files in the output', async () => {
     const out = path.join(dir, 'clean');
     await train(parseTrainConfig(tinyConfig(out, { epochs: 1 }), 'test'));
