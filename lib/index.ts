@@ -51,3 +51,9 @@ export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
 export { createSampler, type SamplerSpec, type BatchSampler } from './train/samplers/sampler.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 export { tripletScatter, type TripletScatter } from './train/scatter.js';
+
+export { exportEmbedder, exportCheckpoint, type EmbedderExportOptions, type ExportedEmbedder, type CheckpointExportOptions, type CheckpointExport } from './export/export-model.js';
+export { convertLayersModel, type ConvertOptions, type ConvertedModel } from './export/tfjs-to-onnx.js';
+export { composeBackboneAndHead, type ComposeOptions, type ComposedModel } from './export/compose.js';
+export { registerLayerConverter, supportedLayerClasses, type LayerConverter } from './export/layer-converters.js';
+export { PARITY_TOLERANCE, type ParityReport } from './export/parity.js';

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { DmlError } from '../errors.js';
 import { collectVersions } from '../report/report.js';
 import { registerEvalCommand } from './eval-command.js';
+import { registerExportCommand } from './export-command.js';
 import { registerTrainCommand } from './train-command.js';
 
 /** The program with every command registered; `commandLine` is recorded in reports. */
@@ -20,6 +21,7 @@ export function createProgram(commandLine: string[]): Command {
     .showHelpAfterError('(run dml help for usage)');
   registerEvalCommand(program, commandLine);
   registerTrainCommand(program);
+  registerExportCommand(program);
   return program;
 }
 

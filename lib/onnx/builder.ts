@@ -3,9 +3,11 @@
  *
  * It covers what dmlkit writes itself: float32 and int64 initializers (as little-endian `raw_data`),
  * graph inputs/outputs with fixed or symbolic dimensions, nodes with explicitly typed attributes, and
- * a model pinned to {@link ONNX_OPSET_VERSION} / {@link ONNX_IR_VERSION} carrying `metadata_props` and
- * the producer name {@link ONNX_PRODUCER_NAME}. Everything else in dmlkit goes through these helpers,
- * so the protobuf package behind them can be swapped without touching the callers.
+ * a model pinned to {@link ONNX_OPSET_VERSION} / {@link ONNX_IR_VERSION} (unless the spec names other
+ * operator sets, as a model merged with someone else's graph must) carrying `metadata_props` and the
+ * producer name {@link ONNX_PRODUCER_NAME}; and decoding a model for graph surgery (lib/export/compose.ts).
+ * Everything else in dmlkit goes through these helpers, so the protobuf package behind them can be
+ * swapped without touching the callers.
  *
  * Attribute types are never inferred: a JavaScript number cannot tell `1` from `1.0`, and a Gemm whose
  * `alpha` was written as INT is rejected by onnxruntime. Callers say `{ f: 1 }` or `{ i: 1 }`.
@@ -34,6 +36,21 @@ export type ValueInfoProto = OnnxTypes.IValueInfoProto;
 
 /** One operator invocation in a graph. */
 export type NodeProto = OnnxTypes.INodeProto;
+
+/** A node attribute in protobuf form (as decoded; may hold subgraphs). */
+export type AttributeProto = OnnxTypes.IAttributeProto;
+
+/** A graph in protobuf form (as decoded). */
+export type GraphProto = OnnxTypes.IGraphProto;
+
+/** A whole model in protobuf form (as decoded). int64 fields hold numbers or protobufjs `Long`s. */
+export type ModelProto = OnnxTypes.IModelProto;
+
+/** An operator set a model imports; `domain` `''` is the default ONNX domain. */
+export interface OperatorSetId {
+  domain: string;
+  version: number;
+}
 
 /** Element types the builder can declare for graph values and initializers. */
 export type ElementType = 'float32' | 'int64';
@@ -76,6 +93,10 @@ export interface ModelSpec {
   producerVersion?: string;
   /** `doc_string` of the model. */
   docString?: string;
+  /** Operator sets imported; default: the default domain at {@link ONNX_OPSET_VERSION}. */
+  opsetImports?: readonly OperatorSetId[];
+  /** IR version; default {@link ONNX_IR_VERSION}. */
+  irVersion?: number;
 }
 
 const ELEMENT_TYPE_CODES: Readonly<Record<ElementType, number>> = {
@@ -198,14 +219,22 @@ export function node(
 }
 
 /**
- * Serialises `spec` as an ONNX ModelProto: IR {@link ONNX_IR_VERSION}, default-domain opset
- * {@link ONNX_OPSET_VERSION}, producer {@link ONNX_PRODUCER_NAME}. Throws E_MODEL when onnx-proto's
- * structural check rejects the message.
+ * Serialises `spec` as an ONNX ModelProto: IR {@link ONNX_IR_VERSION} and default-domain opset
+ * {@link ONNX_OPSET_VERSION} unless `spec` says otherwise, producer {@link ONNX_PRODUCER_NAME}.
+ * Throws E_MODEL when onnx-proto's structural check rejects the message.
  */
 export function encodeModel(spec: ModelSpec): Uint8Array {
+  const irVersion = spec.irVersion ?? ONNX_IR_VERSION;
+  if (!Number.isSafeInteger(irVersion) || irVersion < 1) throw invalidParameterError('irVersion', 'a positive integer', irVersion);
+  const opsetImports = spec.opsetImports ?? [{ domain: '', version: ONNX_OPSET_VERSION }];
+  for (const [i, opset] of opsetImports.entries()) {
+    if (typeof opset.domain !== 'string' || !Number.isSafeInteger(opset.version) || opset.version < 1) {
+      throw invalidParameterError(`opsetImports[${i}]`, '{ domain: string, version: positive integer }', opset);
+    }
+  }
   const model: OnnxTypes.IModelProto = {
-    irVersion: ONNX_IR_VERSION,
-    opsetImport: [{ domain: '', version: ONNX_OPSET_VERSION }],
+    irVersion,
+    opsetImport: opsetImports.map((o) => ({ domain: o.domain, version: o.version })),
     producerName: ONNX_PRODUCER_NAME,
     producerVersion: spec.producerVersion ?? '',
     docString: spec.docString ?? '',
@@ -222,4 +251,33 @@ export function encodeModel(spec: ModelSpec): Uint8Array {
   const problem = onnx.ModelProto.verify(model);
   if (problem !== null) throw new DmlError('E_MODEL', `Cannot encode ONNX model ${spec.graphName}: ${problem}`);
   return onnx.ModelProto.encode(model).finish();
+}
+
+/**
+ * Decodes a serialised ONNX model (`name` names it in errors). Weights stay in place as views of
+ * `bytes`; int64 fields come back as numbers or protobufjs `Long`s (read them with {@link int64Value}).
+ * Throws E_MODEL when the bytes are not a ModelProto.
+ */
+export function decodeModel(bytes: Uint8Array, name: string): ModelProto {
+  try {
+    return onnx.ModelProto.decode(bytes);
+  } catch (err) {
+    throw new DmlError('E_MODEL', `${name} is not a readable ONNX model: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+  }
+}
+
+/** An int64 field of a decoded message (a number or a protobufjs `Long`) as a number; undefined when unset. */
+export function int64Value(value: number | { toNumber(): number } | null | undefined): number | undefined {
+  if (value === null || value === undefined) return undefined;
+  return typeof value === 'number' ? value : value.toNumber();
+}
+
+/** Element type and dimensions of a (decoded or built) tensor value; undefined parts are undeclared. */
+export function describeValueInfo(info: ValueInfoProto): { elementType: ElementType | 'other' | undefined; dims: Dim[] | undefined } {
+  const tensorType = info.type?.tensorType;
+  if (!tensorType) return { elementType: undefined, dims: undefined };
+  const code = tensorType.elemType;
+  const elementType = (Object.keys(ELEMENT_TYPE_CODES) as ElementType[]).find((k) => ELEMENT_TYPE_CODES[k] === code) ?? (code ? 'other' : undefined);
+  const dims = tensorType.shape?.dim?.map((d): Dim => (d.dimParam ? d.dimParam : (int64Value(d.dimValue) ?? '?')));
+  return { elementType, dims };
 }

@@ -27,6 +27,7 @@ import { validateAugmentation } from '../image/validate.js';
 import { histogramSvg, scatterSvg } from '../report/svg-scatter.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { definedFields } from '../util/defined-fields.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { createProgress } from '../util/progress.js';
 import { Rng } from '../util/rng.js';
@@ -43,7 +44,7 @@ import { applyWeightDecay, createOptimizer, learningRateAt, withLearningRate } f
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { tripletScatter } from './scatter.js';
-import { featureTrainingData, preloadImages, type TrainingData } from './training-data.js';
+import { featureTrainingData, preloadImages, trainingImagePreprocessing, type TrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -95,33 +96,20 @@ interface InputDraw {
   augmentation?: BatchAugmentationDraw;
 }
 
-/** Image preprocessing for the model: the config's image spec, else the model's NHWC input shape. */
+/**
+ * Image preprocessing for a model on pixels: {@link trainingImagePreprocessing}, required, and for an
+ * `mlp` on flattened pixels an inputDim equal to the pixel count.
+ */
 function imagePreprocessing(config: TrainConfig, model: tf.LayersModel): Preprocessing {
-  const spec = config.data.image;
-  const shape = model.inputs[0]?.shape ?? [];
-  let height: number;
-  let width: number;
-  let channels: number;
-  if (spec) {
-    ({ height, width, channels } = spec);
-  } else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
-    [height, width, channels] = shape.slice(1) as [number, number, number];
-  } else {
-    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${shape.join(', ')}])`);
+  const preprocessing = trainingImagePreprocessing(config.data.image, model);
+  if (preprocessing === undefined) {
+    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${(model.inputs[0]?.shape ?? []).join(', ')}])`);
   }
-  if (channels !== 1 && channels !== 3) throw new DmlError('E_ARG', `data.image.channels: expected 1 or 3 but the model takes ${channels}`);
+  const { height, width, channels } = preprocessing;
   if (config.model.kind === 'mlp' && config.model.inputDim !== height * width * channels) {
     throw new DmlError('E_ARG', `model.inputDim: expected ${height * width * channels} (= ${height} x ${width} x ${channels} image pixels) but received ${config.model.inputDim}`);
   }
-  return {
-    height,
-    width,
-    channels,
-    resizeShorter: spec?.resizeShorter ?? Math.max(height, width),
-    layout: 'NHWC',
-    mean: spec?.mean ?? new Array<number>(channels).fill(0),
-    std: spec?.std ?? new Array<number>(channels).fill(1),
-  };
+  return preprocessing;
 }
 
 /** A seeded sample of at most `max` items, in manifest order. */
@@ -165,11 +153,6 @@ function embedAll(model: tf.LayersModel, data: TrainingData, inputShape: number[
     offset += c.length;
   }
   return { vectors, count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
-}
-
-/** `spec` without its undefined fields. */
-function definedFields<T extends object>(spec: T): Partial<{ [K in keyof T]: Exclude<T[K], undefined> }> {
-  return Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined)) as Partial<{ [K in keyof T]: Exclude<T[K], undefined> }>;
 }
 
 /** Preloaded training and validation inputs, and the image preprocessing that produced them. */

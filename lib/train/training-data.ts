@@ -4,11 +4,12 @@
  * feature vectors. Preloading bounds the per-step cost to the model itself; a set larger than
  * `maxBytes` is refused with a message pointing to the feature (backbone + head) recipe.
  */
+import type * as tf from '@tensorflow/tfjs';
 import type { ManifestItem } from '../data/manifest.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError } from '../errors.js';
 import { loadImageBatch } from '../image/batch-loader.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import type { EmbeddingSet } from '../embed/embedding-set.js';
 
 /** Rows of inputs with labels. */
 export interface TrainingData {
@@ -37,6 +38,44 @@ export function encodeTrainingLabels(labels: readonly string[]): { codes: Int32A
   const names = [...new Set(labels)].sort();
   const codeOf = new Map(names.map((n, i) => [n, i]));
   return { codes: Int32Array.from(labels, (l) => codeOf.get(l) as number), names };
+}
+
+/** The `data.image` part of a training config: size and normalisation of the training images. */
+export interface TrainingImageSpec {
+  height: number;
+  width: number;
+  channels: number;
+  resizeShorter?: number | undefined;
+  mean?: number[] | undefined;
+  std?: number[] | undefined;
+}
+
+/**
+ * How the trainer turns an image into input of `model`: size and channels from `image` (the config's
+ * `data.image`) or else from the model's NHWC input shape (undefined when neither gives them); resize
+ * of the shorter side to `image.resizeShorter` (default max(height, width), i.e. no crop margin), centre
+ * crop, mean 0 and std 1 unless given, layout NHWC. The exporter writes the same into the ONNX metadata.
+ * Errors: E_ARG when the channels are not 1 or 3.
+ */
+export function trainingImagePreprocessing(image: TrainingImageSpec | undefined, model: tf.LayersModel): Preprocessing | undefined {
+  const shape = model.inputs[0]?.shape ?? [];
+  let size: { height: number; width: number; channels: number };
+  if (image) size = image;
+  else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
+    const [height, width, channels] = shape.slice(1) as [number, number, number];
+    size = { height, width, channels };
+  } else return undefined;
+  const { height, width, channels } = size;
+  if (channels !== 1 && channels !== 3) throw new DmlError('E_ARG', `data.image.channels: expected 1 or 3 but the model takes ${channels}`);
+  return {
+    height,
+    width,
+    channels,
+    resizeShorter: image?.resizeShorter ?? Math.max(height, width),
+    layout: 'NHWC',
+    mean: image?.mean ?? new Array<number>(channels).fill(0),
+    std: image?.std ?? new Array<number>(channels).fill(1),
+  };
 }
 
 /**
