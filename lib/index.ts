@@ -57,3 +57,8 @@ export { convertLayersModel, type ConvertOptions, type ConvertedModel } from './
 export { composeBackboneAndHead, type ComposeOptions, type ComposedModel } from './export/compose.js';
 export { registerLayerConverter, supportedLayerClasses, type LayerConverter } from './export/layer-converters.js';
 export { PARITY_TOLERANCE, type ParityReport } from './export/parity.js';
+
+export { createSearchApp, type SearchAppOptions } from './serve/app.js';
+export { SearchIndexStore, type SearchIndexMetadata, type IndexedItem, type NewItem, type SearchHit } from './serve/index-store.js';
+export { InferenceWorkerPool, type WorkerPoolOptions } from './serve/worker-pool.js';
+export { RequestMetrics } from './serve/metrics.js';

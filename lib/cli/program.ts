@@ -7,6 +7,8 @@ import { DmlError } from '../errors.js';
 import { collectVersions } from '../report/report.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerExportCommand } from './export-command.js';
+import { registerIndexCommand } from './index-command.js';
+import { registerServeCommand } from './serve-command.js';
 import { registerTrainCommand } from './train-command.js';
 
 /** The program with every command registered; `commandLine` is recorded in reports. */
@@ -22,6 +24,8 @@ export function createProgram(commandLine: string[]): Command {
   registerEvalCommand(program, commandLine);
   registerTrainCommand(program);
   registerExportCommand(program);
+  registerIndexCommand(program);
+  registerServeCommand(program);
   return program;
 }
 

@@ -1,0 +1,232 @@
+/**
+ * @file `dml index`: builds and changes the image search index that `dml serve` serves.
+ *
+ *   dml index build <model.onnx> <images> --out <dir> [options]
+ *   dml index add <dir> <images> [options]
+ *   dml index remove <dir> <id> [more ids ...]
+ *   dml index info <dir>
+ *
+ * `<images>` is a dataset spec as `dml eval --data` takes it (`folder:path`, `csv:file`,
+ * `fashion-mnist:dir`, ...). `build` embeds every item (through the embedding cache), builds the HNSW
+ * graph and writes the folder atomically (see lib/serve/index-store.ts). `add` and `remove` hold the
+ * index's lock, commit in batches and print one `added <id>` / `removed <id>` line per item once it is
+ * on disk, so an interrupted run has kept every item it printed. Preprocessing is the model's own
+ * (its dml metadata or its input shape); `add` reuses what the index recorded.
+ */
+import type { Command } from 'commander';
+import type { ImageSource, ManifestItem } from '../data/manifest.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { embedItemsCached } from '../embed/cache.js';
+import { OnnxEmbedder, type EmbedderOptions, type ImageFailure } from '../embed/embedder.js';
+import { DmlError } from '../errors.js';
+import { checkNewIndexFolder, DEFAULT_SNAPSHOT_EVERY, SearchIndexStore } from '../serve/index-store.js';
+import { createProgress } from '../util/progress.js';
+import { parseChoice, parsePositiveInt, parseSeed } from './parse-options.js';
+
+/** Flags shared by `build` and `add`. */
+interface EmbedFlags {
+  device: string;
+  threads?: string;
+  batchSize: string;
+  skipBadImages?: boolean;
+  limitInputPixels?: string;
+}
+
+interface BuildFlags extends EmbedFlags {
+  out: string;
+  outputName?: string;
+  hnswM: string;
+  hnswEfConstruction: string;
+  hnswEf: string;
+  seed: string;
+  cacheDir: string;
+  cache: boolean;
+}
+
+interface AddFlags extends EmbedFlags {
+  snapshotEvery: string;
+}
+
+function addEmbedOptions(command: Command): Command {
+  return command
+    .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
+    .option('--threads <n>', 'onnxruntime intra-op threads')
+    .option('--batch-size <n>', 'images per inference call (and per commit, for add)', '32')
+    .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
+    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs');
+}
+
+/** Registers `index` and its subcommands on the program. */
+export function registerIndexCommand(program: Command): void {
+  const index = program.command('index').description('Build and change the image search index that dml serve serves');
+
+  addEmbedOptions(
+    index
+      .command('build')
+      .description('Embed a dataset with an ONNX model and write an HNSW search index folder')
+      .argument('<model>', 'ONNX embedder (copied into the index)')
+      .argument('<images>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
+      .requiredOption('--out <dir>', 'index folder to create (must not exist, or be empty)')
+      .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
+      .option('--hnsw-m <n>', 'HNSW M', '16')
+      .option('--hnsw-ef-construction <n>', 'HNSW efConstruction', '200')
+      .option('--hnsw-ef <n>', 'HNSW ef at query time (raised to k by a search for k neighbours)', '64')
+      .option('--seed <n>', 'seed of the HNSW level generator', '0')
+      .option('--cache-dir <dir>', 'embedding cache folder', '.dml-cache/embeddings')
+      .option('--no-cache', 'do not read or write the embedding cache'),
+  ).action(async (model: string, images: string, flags: BuildFlags) => {
+    await runBuild(model, images, flags);
+  });
+
+  addEmbedOptions(
+    index
+      .command('add')
+      .description('Embed the items of a dataset and add them to an index (ids must be new)')
+      .argument('<dir>', 'index folder')
+      .argument('<images>', 'dataset spec, as for build')
+      .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many commits', String(DEFAULT_SNAPSHOT_EVERY)),
+  ).action(async (dir: string, images: string, flags: AddFlags) => {
+    await runAdd(dir, images, flags);
+  });
+
+  index
+    .command('remove')
+    .description('Remove items from an index by id (all or none: every id must be in the index)')
+    .argument('<dir>', 'index folder')
+    .argument('<ids...>', 'item ids')
+    .action(async (dir: string, ids: string[]) => {
+      const store = await SearchIndexStore.open(dir, { writable: true });
+      try {
+        await store.remove(ids);
+        for (const id of new Set(ids)) process.stdout.write(`removed ${id}\n`);
+      } finally {
+        await store.close();
+      }
+    });
+
+  index
+    .command('info')
+    .description('Print what an index holds, as JSON')
+    .argument('<dir>', 'index folder')
+    .action(async (dir: string) => {
+      const store = await SearchIndexStore.open(dir);
+      const info = { dir: store.dir, items: store.count, generation: store.generation, journalLines: store.journalLines, labels: store.labelCounts(), ...store.metadata };
+      await store.close();
+      process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+    });
+}
+
+function embedderOptions(flags: EmbedFlags): EmbedderOptions {
+  return {
+    device: parseChoice(flags.device, ['auto', 'cuda', 'cpu'] as const, '--device'),
+    batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
+    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+  };
+}
+
+function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number } {
+  return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
+}
+
+function warn(message: string): void {
+  process.stderr.write(`warning: ${message}\n`);
+}
+
+function reportFailures(failures: ImageFailure[]): void {
+  if (failures.length === 0) return;
+  warn(`skipped ${failures.length} undecodable image${failures.length === 1 ? '' : 's'}, first: ${failures[0]?.message ?? ''}`);
+}
+
+async function runBuild(model: string, images: string, flags: BuildFlags): Promise<void> {
+  const options = embedderOptions(flags);
+  const hnsw = {
+    m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
+    efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
+    ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
+    seed: parseSeed(flags.seed, '--seed'),
+  };
+  await checkNewIndexFolder(flags.out, '--out');
+  const manifest = await openDataset(images, { warn });
+  const hash = await manifestHash(manifest);
+  const embedder = await OnnxEmbedder.open(model, { ...options, ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}) });
+  try {
+    const bar = createProgress('embedding');
+    const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
+      skipBadImages: flags.skipBadImages === true,
+      ...limitInputPixels(flags),
+      onProgress: (done, total) => bar.update(done, total),
+    });
+    bar.stop();
+    reportFailures(failures);
+    const sources = new Map(manifest.items.map((item) => [item.id, item.source]));
+    const graphBar = createProgress('hnsw');
+    await SearchIndexStore.create(flags.out, {
+      modelPath: model,
+      metadata: {
+        model: { sha256: embedder.modelSha256, source: model, outputName: embedder.signature.outputName },
+        preprocessing: embedder.preprocessing,
+        dataset: { spec: images, manifestHash: hash },
+      },
+      set,
+      sources: set.ids.map((id) => sources.get(id) as ImageSource),
+      hnsw,
+      onProgress: (done, total) => graphBar.update(done, total),
+    });
+    graphBar.stop();
+    const labels = new Set(set.labels).size;
+    process.stdout.write(
+      `Indexed ${set.count} items (${labels} labels, ${set.dim}-d${fromCache ? ', embeddings from the cache' : ''}) from ${images} into ${flags.out}\n`,
+    );
+  } finally {
+    await embedder.release();
+  }
+}
+
+async function runAdd(dir: string, images: string, flags: AddFlags): Promise<void> {
+  const options = embedderOptions(flags);
+  const snapshotEvery = parsePositiveInt(flags.snapshotEvery, '--snapshot-every');
+  const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
+  try {
+    const manifest = await openDataset(images, { warn });
+    const taken = manifest.items.filter((item) => store.get(item.id) !== undefined);
+    if (taken.length > 0) {
+      const listed = taken.slice(0, 3).map((item) => JSON.stringify(item.id)).join(', ');
+      throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids)`);
+    }
+    const { metadata } = store;
+    const embedder = await OnnxEmbedder.open(store.modelPath, { ...options, preprocessing: metadata.preprocessing, outputName: metadata.model.outputName });
+    try {
+      if (embedder.modelSha256 !== metadata.model.sha256) {
+        throw new DmlError('E_MODEL', `${store.modelPath} has sha256 ${embedder.modelSha256} but index ${dir} was built with ${metadata.model.sha256}`);
+      }
+      const bar = createProgress('adding');
+      let added = 0;
+      const failures: ImageFailure[] = [];
+      for (let start = 0; start < manifest.items.length; start += embedder.batchSize) {
+        const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);
+        const { set, failures: skipped } = await embedder.embedItems(chunk, { skipBadImages: flags.skipBadImages === true, ...limitInputPixels(flags) });
+        failures.push(...skipped);
+        if (set.count === 0) continue;
+        const sources = new Map(chunk.map((item) => [item.id, item.source]));
+        await store.add(
+          set.ids.map((id, row) => ({
+            id,
+            label: set.labels[row] as string,
+            vector: set.vectors.slice(row * set.dim, (row + 1) * set.dim),
+            image: sources.get(id) as ImageSource,
+          })),
+        );
+        process.stdout.write(set.ids.map((id) => `added ${id}\n`).join(''));
+        added += set.count;
+        bar.update(Math.min(start + embedder.batchSize, manifest.items.length), manifest.items.length);
+      }
+      bar.stop();
+      reportFailures(failures);
+      process.stderr.write(`Added ${added} items; index ${dir} holds ${store.count}\n`);
+    } finally {
+      await embedder.release();
+    }
+  } finally {
+    await store.close();
+  }
+}

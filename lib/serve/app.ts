@@ -1,0 +1,283 @@
+/**
+ * @file The search service as a fastify app: `createSearchApp(options)` opens an index folder for
+ * writing, starts the inference workers and returns the app, used both by `dml serve` (which calls
+ * `listen`) and by the tests (`app.inject`). Closing the app waits for requests in flight, stops the
+ * workers and closes the index (a final snapshot, then the lock is released).
+ *
+ * Endpoints (described in full by `GET /openapi.json`, see openapi.ts):
+ * - `POST /search`: an image as multipart/form-data (one file; fields `k`, `label`) or as the raw body
+ *   (`image/*` or `application/octet-stream`; `?k=&label=`) -> its nearest neighbours.
+ * - `GET /search?id=`: the neighbours of an indexed item (the item itself left out).
+ * - `POST /search/vector`: `{ "vector": [...], "k": 10, "label": "..." }` -> neighbours.
+ * - `GET /items`, `POST /items` (image + `label`, optional `id`; persisted before the answer),
+ *   `DELETE /items/:id`, `GET /items/:id/image` (PNG thumbnail).
+ * - `GET /healthz`, `GET /metrics`, `GET /openapi.json`, and the page at `/`.
+ *
+ * Every error is a JSON {@link ErrorBody}: bad input of any kind is a 4xx (see errors.ts), never a 500.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import { DmlError, invalidParameterError } from '../errors.js';
+import { decodeImageSource } from '../image/decode.js';
+import { rawInput } from '../image/raw-image.js';
+import type { DeviceChoice } from '../onnx/session.js';
+import { errorBody, HttpError } from './errors.js';
+import { checkItemText, checkVector, SearchIndexStore, type IndexedItem, type SearchHit } from './index-store.js';
+import { RequestMetrics } from './metrics.js';
+import { openApiDocument } from './openapi.js';
+import { searchPage } from './page.js';
+import { InferenceWorkerPool } from './worker-pool.js';
+
+/** Options of {@link createSearchApp}. */
+export interface SearchAppOptions {
+  /** The index folder (built by `dml index build`). */
+  dir: string;
+  /** Inference worker threads. Default 1. */
+  workers?: number;
+  /** onnxruntime intra-op threads per worker. */
+  threads?: number | undefined;
+  /** Execution provider choice. Default `auto`. */
+  device?: DeviceChoice;
+  /** Largest request body or uploaded file, in bytes. Default {@link DEFAULT_MAX_UPLOAD_BYTES}. */
+  maxUploadBytes?: number;
+  /** Largest width x height of an uploaded image (decompression-bomb guard); decode.ts's default when absent. */
+  limitInputPixels?: number | undefined;
+  /** Largest k a request may ask for. Default 100. */
+  maxK?: number;
+  /** Images being embedded at once before requests are refused with 503. Default 256. */
+  maxPending?: number;
+  /** Journal lines after which the index takes a snapshot. */
+  snapshotEvery?: number;
+  /** fastify's logger option: false (default), true, or pino options such as `{ level: 'info' }`. */
+  logger?: boolean | { level: string };
+}
+
+/** Default of {@link SearchAppOptions.maxUploadBytes}: 10 MiB. */
+export const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
+
+/** Neighbours returned when a request gives no k. */
+export const DEFAULT_K = 10;
+
+const THUMBNAIL_SIZES = { min: 16, max: 1024, default: 128 };
+
+/** An image read from a request, with the request's text fields (query string, then multipart fields). */
+interface ImageRequest {
+  bytes: Uint8Array;
+  /** Names the image in error messages. */
+  name: string;
+  fields: Record<string, string | undefined>;
+}
+
+/** Parses an optional integer `name` in [min, max] from a query string, form field or JSON value; `fallback` when absent. */
+function parseIntParam(name: string, raw: unknown, min: number, max: number, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isInteger(n) || n < min || n > max) throw invalidParameterError(name, `an integer in [${min}, ${max}]`, raw);
+  return n;
+}
+
+function optionalText(name: string, raw: unknown): string | undefined {
+  return raw === undefined || raw === '' ? undefined : checkItemText(name, raw);
+}
+
+/** An uploaded image that is not empty (an empty one is refused here, with decode.ts's wording). */
+function nonEmpty(bytes: Buffer, name: string): { bytes: Buffer; name: string } {
+  if (bytes.length === 0) throw new DmlError('E_IMAGE', `${name}: empty file (expected encoded image data)`);
+  return { bytes, name };
+}
+
+/** The image of a request: the one file of a multipart body, or the raw body (see the file comment). */
+async function readImageRequest(request: FastifyRequest): Promise<ImageRequest> {
+  const fields: Record<string, string | undefined> = { ...(request.query as Record<string, string | undefined>) };
+  if (request.isMultipart()) {
+    let file: { bytes: Buffer; name: string } | undefined;
+    try {
+      for await (const part of request.parts()) {
+        if (part.type === 'file') file = { bytes: await part.toBuffer(), name: `file ${JSON.stringify(part.filename ?? part.fieldname)}` };
+        else fields[part.fieldname] = String(part.value);
+      }
+    } catch (err) {
+      const status = (err as { statusCode?: number }).statusCode;
+      if (err instanceof DmlError || (status !== undefined && status < 500)) throw err;
+      throw new HttpError(400, 'E_ARG', `Malformed multipart body: ${(err as Error).message} (expected multipart/form-data holding one image file)`, { cause: err });
+    }
+    if (!file) throw new HttpError(400, 'E_ARG', 'Expected an image file in the multipart body (e.g. field "image") but received none');
+    return { ...nonEmpty(file.bytes, file.name), fields };
+  }
+  const body = request.body;
+  if (Buffer.isBuffer(body)) return { ...nonEmpty(body, 'request body'), fields };
+  if (body === undefined || body === null) {
+    throw new HttpError(400, 'E_ARG', 'Expected an image in the request body (multipart/form-data, image/* or application/octet-stream) but received no body');
+  }
+  throw new HttpError(415, 'E_ARG', `Expected an image (multipart/form-data, image/* or application/octet-stream) but received Content-Type ${JSON.stringify(request.headers['content-type'] ?? '')}`);
+}
+
+/** URL of an item's thumbnail. */
+function imageUrl(id: string): string {
+  return `/items/${encodeURIComponent(id)}/image`;
+}
+
+function searchResult(hits: SearchHit[], k: number, started: number): { k: number; count: number; tookMs: number; neighbours: Array<SearchHit & { image: string }> } {
+  return {
+    k,
+    count: hits.length,
+    tookMs: Math.round((performance.now() - started) * 1000) / 1000,
+    neighbours: hits.map((hit) => ({ ...hit, image: imageUrl(hit.id) })),
+  };
+}
+
+/** Opens the index, starts the workers and builds the app (see the file comment). */
+export async function createSearchApp(options: SearchAppOptions): Promise<FastifyInstance> {
+  const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
+  const maxK = options.maxK ?? 100;
+  if (!Number.isInteger(maxUploadBytes) || maxUploadBytes < 1) throw invalidParameterError('maxUploadBytes', 'a positive integer', maxUploadBytes);
+  if (!Number.isInteger(maxK) || maxK < 1) throw invalidParameterError('maxK', 'a positive integer', maxK);
+  const store = await SearchIndexStore.open(options.dir, {
+    writable: true,
+    ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
+  });
+  // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
+  let pool: InferenceWorkerPool;
+  try {
+    const { metadata } = store;
+    pool = await InferenceWorkerPool.start({
+      modelPath: store.modelPath,
+      modelSha256: metadata.model.sha256,
+      preprocessing: metadata.preprocessing,
+      outputName: metadata.model.outputName,
+      device: options.device ?? 'auto',
+      threads: options.threads,
+      limitInputPixels: options.limitInputPixels,
+      ...(options.workers !== undefined ? { workers: options.workers } : {}),
+      ...(options.maxPending !== undefined ? { maxPending: options.maxPending } : {}),
+      onWorkerError: (err) => app.log.error({ err }, 'inference worker stopped'),
+    });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const metrics = new RequestMetrics();
+
+  await app.register(multipart, { limits: { fileSize: maxUploadBytes, files: 1, fields: 3, parts: 4, fieldSize: 1024 } });
+  app.removeContentTypeParser('text/plain');
+  const rawBody = (_request: FastifyRequest, body: Buffer, done: (err: null, body: Buffer) => void): void => done(null, body);
+  app.addContentTypeParser(/^image\//, { parseAs: 'buffer' }, rawBody);
+  app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer' }, rawBody);
+  app.setErrorHandler((err, request, reply) => {
+    const body = errorBody(err, { uploadLimitBytes: maxUploadBytes, contentType: request.headers['content-type'] });
+    if (body.statusCode >= 500) request.log.error({ err }, 'request failed');
+    return reply.status(body.statusCode).send(body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const missing = new HttpError(404, 'E_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]} (see GET /openapi.json)`);
+    const body = errorBody(missing, { uploadLimitBytes: maxUploadBytes, contentType: request.headers['content-type'] });
+    return reply.status(404).send(body);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.record(`${request.method} ${request.routeOptions.url ?? '(no route)'}`, reply.statusCode, reply.elapsedTime);
+  });
+  app.addHook('onClose', async () => {
+    await pool.close();
+    await store.close();
+  });
+
+  const knownItem = (id: string): IndexedItem => {
+    const item = store.get(id);
+    if (item === undefined) throw new DmlError('E_NOT_FOUND', `No item with id ${JSON.stringify(id)} in the index`);
+    return item;
+  };
+
+  app.post('/search', async (request) => {
+    const started = performance.now();
+    const { bytes, name, fields } = await readImageRequest(request);
+    const k = parseIntParam('k', fields['k'], 1, maxK, DEFAULT_K);
+    const label = optionalText('label', fields['label']);
+    const vector = await pool.embed(bytes, name);
+    return searchResult(store.search(vector, { k, label }), k, started);
+  });
+
+  app.get('/search', async (request) => {
+    const started = performance.now();
+    const query = request.query as Record<string, string | undefined>;
+    const id = checkItemText('id', query['id']);
+    const k = parseIntParam('k', query['k'], 1, maxK, DEFAULT_K);
+    const label = optionalText('label', query['label']);
+    knownItem(id);
+    return searchResult(store.search(store.vector(id), { k, label, excludeId: id }), k, started);
+  });
+
+  app.post('/search/vector', async (request) => {
+    const started = performance.now();
+    const body = request.body as { vector?: unknown; k?: unknown; label?: unknown } | undefined;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw invalidParameterError('the request body', 'a JSON object such as {"vector": [...], "k": 10}', body);
+    }
+    const raw = body.vector;
+    if (!Array.isArray(raw) || raw.length !== store.dim) throw invalidParameterError('vector', `an array of ${store.dim} numbers (the index's dimension)`, raw);
+    const bad = raw.findIndex((v) => typeof v !== 'number');
+    if (bad >= 0) throw invalidParameterError(`vector[${bad}]`, 'a number', raw[bad]);
+    const vector = checkVector('vector', Float32Array.from(raw as number[]), store.dim);
+    const k = parseIntParam('k', body.k, 1, maxK, DEFAULT_K);
+    return searchResult(store.search(vector, { k, label: optionalText('label', body.label) }), k, started);
+  });
+
+  app.get('/items', async (request) => {
+    const query = request.query as Record<string, string | undefined>;
+    const offset = parseIntParam('offset', query['offset'], 0, Number.MAX_SAFE_INTEGER, 0);
+    const limit = parseIntParam('limit', query['limit'], 1, 1000, 100);
+    const { total, items } = store.list({ offset, limit, label: optionalText('label', query['label']) });
+    return {
+      total,
+      offset,
+      items: items.map(({ id, label }) => ({ id, label, image: imageUrl(id) })),
+      labels: store.labelCounts(),
+    };
+  });
+
+  app.post('/items', async (request, reply) => {
+    const { bytes, name, fields } = await readImageRequest(request);
+    const label = checkItemText('label', fields['label']);
+    const id = optionalText('id', fields['id']) ?? randomUUID();
+    const conflict = (): HttpError => new HttpError(409, 'E_ARG', `An item with id ${JSON.stringify(id)} is already in the index (expected a new id)`);
+    if (store.get(id) !== undefined) throw conflict();
+    const vector = await pool.embed(bytes, name);
+    try {
+      await store.add([{ id, label, vector, image: bytes }]);
+    } catch (err) {
+      // Another request added the same id while this image was being embedded.
+      throw store.get(id) !== undefined ? conflict() : err;
+    }
+    return reply.status(201).send({ id, label, image: imageUrl(id), count: store.count });
+  });
+
+  app.delete('/items/:id', async (request) => {
+    const { id } = request.params as { id: string };
+    knownItem(id);
+    await store.remove([id]);
+    return { id, removed: true, count: store.count };
+  });
+
+  app.get('/items/:id/image', async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const size = parseIntParam('size', (request.query as Record<string, string | undefined>)['size'], THUMBNAIL_SIZES.min, THUMBNAIL_SIZES.max, THUMBNAIL_SIZES.default);
+    const raw = await decodeImageSource(store.resolveSource(knownItem(id)), { channels: 3, limitInputPixels: options.limitInputPixels });
+    const png = await rawInput(raw).resize(size, size, { fit: 'inside', withoutEnlargement: true }).png().toBuffer();
+    return reply.type('image/png').header('cache-control', 'private, max-age=60').send(png);
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok', items: store.count, workers: pool.size, pending: pool.pending, generation: store.generation }));
+
+  app.get('/metrics', async () => ({
+    ...metrics.snapshot(),
+    index: { items: store.count, labels: store.labelCounts().length, dim: store.dim, generation: store.generation, journalLines: store.journalLines },
+    inference: { workers: pool.size, pending: pool.pending },
+  }));
+
+  app.get('/openapi.json', async () => openApiDocument({ dim: store.dim, maxK, defaultK: DEFAULT_K, maxUploadBytes }));
+
+  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(searchPage({ maxK, defaultK: DEFAULT_K })));
+
+  return app;
+}

@@ -1,0 +1,175 @@
+/**
+ * @file The search service's web page (`GET /`): one self-contained HTML document with inline CSS and
+ * JavaScript and no external assets. Upload an image (or pick a gallery item) and see its neighbours
+ * with scores and labels; optional label filter and k. Everything shown comes from the JSON API
+ * (`/search`, `/items`, `/healthz`), and text from the index is inserted as text, never as HTML.
+ */
+
+/** Settings the page needs. */
+export interface PageSettings {
+  maxK: number;
+  defaultK: number;
+}
+
+/** The page's HTML. */
+export function searchPage(settings: PageSettings): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>dmlkit image search</title>
+<style>
+  body { font: 15px/1.4 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f5f6f8; }
+  header { background: #1d2330; color: #fff; padding: 12px 20px; display: flex; gap: 16px; align-items: baseline; }
+  header h1 { font-size: 18px; margin: 0; }
+  header a { color: #9cc3ff; }
+  main { padding: 16px 20px; display: grid; gap: 16px; }
+  section { background: #fff; border-radius: 8px; padding: 12px 16px; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
+  h2 { font-size: 15px; margin: 0 0 8px; }
+  form { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; }
+  #query img { max-width: 160px; max-height: 160px; image-rendering: pixelated; border: 1px solid #ccd; }
+  .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(128px, 1fr)); gap: 10px; }
+  .card { border: 1px solid #dde; border-radius: 6px; padding: 6px; text-align: center; cursor: pointer; background: #fff; }
+  .card:hover { border-color: #4a7bd0; }
+  .card img { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; }
+  .card .label { font-weight: 600; overflow-wrap: anywhere; }
+  .card .score, .card .id { font-size: 12px; color: #556; overflow-wrap: anywhere; }
+  #error { color: #a00; font-weight: 600; min-height: 1.4em; }
+</style>
+</head>
+<body>
+<header><h1>dmlkit image search</h1><span id="status">loading...</span><a href="/openapi.json">API</a><a href="/metrics">metrics</a></header>
+<main>
+  <section>
+    <h2>Query</h2>
+    <form id="search-form">
+      <input id="file" name="image" type="file" accept="image/*">
+      <label>k <input id="k" type="number" min="1" max="${settings.maxK}" value="${settings.defaultK}" style="width: 4em"></label>
+      <label>label <select id="label"><option value="">any</option></select></label>
+      <button id="search" type="submit">Search</button>
+    </form>
+    <div id="error" role="alert"></div>
+    <div id="query"></div>
+  </section>
+  <section>
+    <h2>Neighbours <span id="took"></span></h2>
+    <div id="results" class="grid"></div>
+  </section>
+  <section>
+    <h2>Gallery (click an item to search with it)</h2>
+    <div id="gallery" class="grid"></div>
+    <p><button id="more" type="button">More</button></p>
+  </section>
+</main>
+<script>
+"use strict";
+const $ = (id) => document.getElementById(id);
+let galleryOffset = 0;
+
+function card(item, extra) {
+  const div = document.createElement("div");
+  div.className = extra ? "card result" : "card";
+  const img = document.createElement("img");
+  img.src = item.image;
+  img.alt = item.label;
+  img.loading = "lazy";
+  div.append(img);
+  for (const [cls, text] of [["label", item.label], ...(extra ? [["score", "score " + item.score.toFixed(4)]] : []), ["id", item.id]]) {
+    const line = document.createElement("div");
+    line.className = cls;
+    line.textContent = text;
+    div.append(line);
+  }
+  div.addEventListener("click", () => searchById(item.id, item.image));
+  return div;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+}
+
+async function call(url, init) {
+  const response = await fetch(url, init);
+  const body = await response.json().catch(() => ({ message: response.statusText }));
+  if (!response.ok) throw new Error(body.message || response.statusText);
+  return body;
+}
+
+function params() {
+  const query = new URLSearchParams({ k: $("k").value });
+  if ($("label").value) query.set("label", $("label").value);
+  return query;
+}
+
+function showResults(result) {
+  $("took").textContent = "(" + result.count + " in " + result.tookMs.toFixed(1) + " ms)";
+  $("results").replaceChildren(...result.neighbours.map((n) => card(n, true)));
+}
+
+function showQuery(src) {
+  const img = document.createElement("img");
+  img.src = src;
+  img.alt = "query";
+  $("query").replaceChildren(img);
+}
+
+async function searchUpload() {
+  const file = $("file").files[0];
+  if (!file) return showError("Choose an image first.");
+  showError("");
+  showQuery(URL.createObjectURL(file));
+  const form = new FormData();
+  form.append("image", file);
+  try {
+    showResults(await call("/search?" + params(), { method: "POST", body: form }));
+  } catch (err) {
+    $("results").replaceChildren();
+    showError(err.message);
+  }
+}
+
+async function searchById(id, image) {
+  showError("");
+  showQuery(image);
+  const query = params();
+  query.set("id", id);
+  try {
+    showResults(await call("/search?" + query));
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+async function loadGallery() {
+  try {
+    const page = await call("/items?limit=40&offset=" + galleryOffset);
+    if (galleryOffset === 0) {
+      for (const { label, count } of page.labels) {
+        const option = document.createElement("option");
+        option.value = label;
+        option.textContent = label + " (" + count + ")";
+        $("label").append(option);
+      }
+    }
+    $("gallery").append(...page.items.map((item) => card(item, false)));
+    galleryOffset += page.items.length;
+    $("more").disabled = galleryOffset >= page.total;
+    $("status").textContent = page.total + " items";
+  } catch (err) {
+    showError(err.message);
+  }
+}
+
+$("search-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  searchUpload();
+});
+$("file").addEventListener("change", searchUpload);
+$("more").addEventListener("click", loadGallery);
+loadGallery();
+</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { sha256 } from '../../lib/util/hash.js';
+import { runCliCaptured } from '../helpers/run-cli.js';
+import { makeTempDir } from '../image/image-fixtures.js';
+import { copyImages, MODEL } from '../serve/fixtures.js';
+
+describe('dml index', function () {
+  this.timeout(60_000);
+  let dir: string;
+  let images: string;
+  beforeEach(() => {
+    dir = makeTempDir('dml-index-cli-');
+    images = copyImages(path.join(dir, 'images'), 3, 4);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const build = (out: string, ...extra: string[]): ReturnType<typeof runCliCaptured> =>
+    runCliCaptured(['index', 'build', MODEL, `folder:${images}`, '--out', out, '--cache-dir', path.join(dir, 'cache'), ...extra]);
+
+  it('build embeds a dataset (through the cache) into an index folder that records model, preprocessing and HNSW parameters', async () => {
+    const out = path.join(dir, 'index');
+    const first = await build(out, '--hnsw-m', '8', '--hnsw-ef', '32', '--seed', '7');
+    expect(first).to.deep.equal({ code: 0, stdout: `Indexed 12 items (3 labels, 64-d) from folder:${images} into ${out}\n`, stderr: '' });
+    const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as Record<string, unknown>;
+    expect(metadata).to.deep.include({ format: 'dmlkit.search-index/1', dim: 64, generation: 1 });
+    expect(metadata['hnsw']).to.deep.equal({ space: 'cosine', m: 8, efConstruction: 200, ef: 32, seed: 7 });
+    expect(metadata['model']).to.deep.equal({ sha256: sha256(readFileSync(MODEL)), source: MODEL, outputName: 'embedding' });
+    expect(metadata['preprocessing']).to.deep.equal({ height: 28, width: 28, resizeShorter: 28, channels: 1, layout: 'NCHW', mean: [0], std: [1] });
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx']);
+    expect(readdirSync(path.join(dir, 'cache'))).to.have.length(2);
+
+    const second = await build(path.join(dir, 'again'));
+    expect(second.stdout).to.equal(`Indexed 12 items (3 labels, 64-d, embeddings from the cache) from folder:${images} into ${path.join(dir, 'again')}\n`);
+
+    const info = await runCliCaptured(['index', 'info', out]);
+    expect(info.code).to.equal(0);
+    const parsed = JSON.parse(info.stdout) as { items: number; labels: unknown[]; generation: number; journalLines: number };
+    expect(parsed).to.deep.include({ items: 12, generation: 1, journalLines: 0 });
+    expect(parsed.labels).to.have.length(3);
+  });
+
+  it('add and remove change the index, print one line per item, and leave it unchanged when they fail', async () => {
+    const out = path.join(dir, 'index');
+    expect((await build(out, '--no-cache')).code).to.equal(0);
+    expect(existsSync(path.join(dir, 'cache'))).to.equal(false);
+    const more = copyImages(path.join(dir, 'more'), 2, 3, 10);
+    const added = await runCliCaptured(['index', 'add', out, `folder:${more}`, '--batch-size', '2']);
+    expect(added.code, added.stderr).to.equal(0);
+    const ids = added.stdout.trim().split('\n').map((l) => l.replace(/^added /, ''));
+    expect(ids).to.have.length(6);
+    expect(added.stderr).to.equal(`Added 6 items; index ${out} holds 18\n`);
+
+    const again = await runCliCaptured(['index', 'add', out, `folder:${more}`]);
+    expect(again.code).to.equal(2);
+    expect(again.stderr).to.match(/^dml: 6 item ids are already in index .*: "ankle_boot\/t10k-\d+\.png", .*, \.\.\. \(expected new ids\)\n$/);
+
+    const removed = await runCliCaptured(['index', 'remove', out, ids[0] as string, ids[1] as string]);
+    expect(removed).to.deep.equal({ code: 0, stdout: `removed ${ids[0]}\nremoved ${ids[1]}\n`, stderr: '' });
+    const unknown = await runCliCaptured(['index', 'remove', out, ids[2] as string, 'nope']);
+    expect(unknown).to.deep.equal({ code: 1, stdout: '', stderr: 'dml: No item with id "nope" in the index\n' });
+
+    const store = await SearchIndexStore.open(out);
+    expect(store.count).to.equal(16);
+    expect(store.get(ids[0] as string)).to.equal(undefined);
+    expect(store.get(ids[2] as string)?.source).to.deep.equal({ kind: 'file', path: path.join(more, ids[2] as string) });
+    // build = 1, the add's final snapshot = 2, the remove's = 3; the failed commands wrote nothing.
+    expect(store.generation).to.equal(3);
+    await store.close();
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-3', 'index.json', 'model.onnx']);
+  });
+
+  it('fails with one line, the right exit code and nothing written on bad input', async () => {
+    const out = path.join(dir, 'taken');
+    mkdirSync(out);
+    writeFileSync(path.join(out, 'x'), '');
+    const cases: Array<[string[], number, RegExp]> = [
+      [['index', 'build', MODEL, `folder:${images}`, '--out', out], 2, /^dml: Expected a new or empty folder for --out but received ".*taken"\n$/],
+      [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o1'), '--hnsw-m', 'x'], 2, /^dml: Expected a positive integer for --hnsw-m but received "x"\n$/],
+      [['index', 'build', path.join(dir, 'none.onnx'), `folder:${images}`, '--out', path.join(dir, 'o2'), '--no-cache'], 1, /^dml: Cannot read model .*none\.onnx: no such file\n$/],
+      [['index', 'build', MODEL, path.join(dir, 'nothing'), '--out', path.join(dir, 'o3')], 1, /^dml: Dataset path .*nothing does not exist/],
+      [['index', 'add', path.join(dir, 'o4'), `folder:${images}`], 1, /^dml: No search index at .*o4 \(index\.json is missing\)\n$/],
+      [['index', 'remove', path.join(dir, 'o5'), 'a'], 1, /^dml: No search index at .*o5/],
+    ];
+    for (const [argv, code, stderr] of cases) {
+      const res = await runCliCaptured(argv);
+      expect(res.code, res.stderr).to.equal(code);
+      expect(res.stderr).to.match(stderr);
+      expect(res.stdout).to.equal('');
+    }
+    expect(readdirSync(dir).sort()).to.deep.equal(['images', 'taken']);
+  });
+
+  it('crash test: kill -9 during `dml index add` leaves a loadable index holding every acknowledged item', async function () {
+    this.timeout(120_000);
+    const out = path.join(dir, 'index');
+    expect((await build(out, '--no-cache')).code).to.equal(0);
+    let expected = 12;
+    // Three runs killed at different points; --snapshot-every 3 makes snapshots (folder renames) frequent.
+    for (const [round, killAfter] of [[0, 3], [1, 25], [2, 60]] as const) {
+      const more = copyImages(path.join(dir, `more-${round}`), 10, 8, 10 + round * 8);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'index', 'add', out, `folder:${more}`, '--batch-size', '2', '--snapshot-every', '3', '--device', 'cpu']);
+      const acknowledged: string[] = [];
+      let pending = '';
+      // 'close', not 'exit': every line the child wrote before it died has been read by then.
+      const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      child.stdout.on('data', (chunk: Buffer) => {
+        const lines = (pending + chunk.toString()).split('\n');
+        pending = lines.pop() as string;
+        for (const line of lines) acknowledged.push(line.replace(/^added /, ''));
+        if (acknowledged.length >= killAfter) child.kill('SIGKILL');
+      });
+      const code = await done;
+      expect(code, `round ${round}: the run was killed before it finished`).to.equal(null);
+      const store = await SearchIndexStore.open(out);
+      for (const id of acknowledged) expect(store.get(id)?.source, `round ${round}: ${id}`).to.deep.equal({ kind: 'file', path: path.join(more, id) });
+      expect(store.count).to.be.at.least(expected + acknowledged.length);
+      // Items added beyond the acknowledged ones were committed but not yet printed: at most one batch.
+      expect(store.count).to.be.at.most(expected + acknowledged.length + 2);
+      for (const id of acknowledged) expect(store.search(store.vector(id), { k: 1 })[0]?.id).to.equal(id);
+      expected = store.count;
+      await store.close();
+      // The lock of the killed process is taken over by the next writer.
+      const writer = await SearchIndexStore.open(out, { writable: true });
+      await writer.close();
+    }
+  });
+});

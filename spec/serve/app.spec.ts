@@ -1,0 +1,327 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import sharp from 'sharp';
+import { createSearchApp, type SearchAppOptions } from '../../lib/serve/app.js';
+import type { ErrorBody } from '../../lib/serve/errors.js';
+import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { encodeBombPng, makeTempDir } from '../image/image-fixtures.js';
+import { bruteForce, buildFixtureIndex, rowOf, type ExpectedHit, type FixtureIndex } from './fixtures.js';
+
+interface SearchBody {
+  k: number;
+  count: number;
+  tookMs: number;
+  neighbours: Array<ExpectedHit & { image: string }>;
+}
+
+const UPLOAD_LIMIT = 100_000;
+const QUERY_ID = 'bag/t10k-00018.png';
+
+/** A multipart body holding `fields` and, unless `file` is null, one file. */
+function form(fields: Record<string, string>, file: { bytes: Uint8Array; name?: string } | null = null, extraFiles = 0): FormData {
+  const body = new FormData();
+  for (const [name, value] of Object.entries(fields)) body.append(name, value);
+  if (file) body.append('image', new Blob([file.bytes]), file.name ?? 'upload.png');
+  for (let i = 0; i < extraFiles; i++) body.append(`extra${i}`, new Blob([new Uint8Array(4)]), `extra${i}.png`);
+  return body;
+}
+
+function expectNeighbours(res: LightMyRequestResponse, want: ExpectedHit[]): SearchBody {
+  expect(res.statusCode, res.body).to.equal(200);
+  const body = res.json<SearchBody>();
+  expect(body.neighbours.map((n) => n.id)).to.deep.equal(want.map((w) => w.id));
+  body.neighbours.forEach((n, j) => {
+    expect(n.label).to.equal(want[j]?.label);
+    expect(n.score).to.be.closeTo(want[j]?.score as number, 1e-5);
+    expect(n.image).to.equal(`/items/${encodeURIComponent(n.id)}/image`);
+  });
+  expect(body.count).to.equal(want.length);
+  expect(body.tookMs).to.be.a('number');
+  return body;
+}
+
+function expectError(res: LightMyRequestResponse, status: number, code: string, message: string | RegExp): void {
+  expect(res.statusCode, res.body).to.equal(status);
+  expect(res.headers['content-type']).to.match(/^application\/json/);
+  const body = res.json<ErrorBody>();
+  expect(body.statusCode).to.equal(status);
+  expect(body.code).to.equal(code);
+  if (typeof message === 'string') expect(body.message).to.equal(message);
+  else expect(body.message).to.match(message);
+}
+
+describe('serve/createSearchApp', function () {
+  this.timeout(60_000);
+  let tmp: string;
+  let fixture: FixtureIndex;
+  let copies = 0;
+  const png = (id: string): Buffer => readFileSync(path.join(fixture.images, id));
+  const row = (id: string): number => fixture.set.ids.indexOf(id);
+
+  before(async () => {
+    tmp = makeTempDir('dml-app-');
+    fixture = await buildFixtureIndex(tmp);
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  /** An app over a fresh copy of the fixture index. */
+  async function startApp(options: Partial<SearchAppOptions> = {}): Promise<{ app: FastifyInstance; dir: string }> {
+    const dir = path.join(tmp, `copy-${copies++}`);
+    spawnSync('cp', ['-r', fixture.dir, dir]);
+    const app = await createSearchApp({ dir, device: 'cpu', maxUploadBytes: UPLOAD_LIMIT, maxK: 50, ...options });
+    return { app, dir };
+  }
+
+  describe('searching', () => {
+    let app: FastifyInstance;
+    before(async () => ({ app } = await startApp()));
+    after(() => app.close());
+
+    it('POST /search with raw image bytes: the brute-force neighbours of the upload, the image itself first', async () => {
+      const want = bruteForce(fixture.set, rowOf(fixture.set, row(QUERY_ID)), 5);
+      const res = await app.inject({ method: 'POST', url: '/search?k=5', headers: { 'content-type': 'image/png' }, payload: png(QUERY_ID) });
+      const body = expectNeighbours(res, want);
+      expect(body.k).to.equal(5);
+      expect(body.neighbours[0]?.id).to.equal(QUERY_ID);
+      expect(body.neighbours[0]?.score).to.be.closeTo(1, 1e-6);
+    });
+
+    it('POST /search with a multipart upload, k and a label filter as form fields', async () => {
+      const query = 'coat/t10k-00006.png';
+      const want = bruteForce(fixture.set, rowOf(fixture.set, row(query)), 3, { label: 'dress' });
+      const res = await app.inject({ method: 'POST', url: '/search', payload: form({ k: '3', label: 'dress' }, { bytes: png(query) }) });
+      expectNeighbours(res, want);
+      const octet = await app.inject({ method: 'POST', url: '/search?label=dress&k=3', headers: { 'content-type': 'application/octet-stream' }, payload: png(query) });
+      expectNeighbours(octet, want);
+      const defaultK = await app.inject({ method: 'POST', url: '/search', payload: form({}, { bytes: png(query) }) });
+      expect(defaultK.json<SearchBody>()).to.deep.include({ k: 10, count: 10 });
+    });
+
+    it('GET /search?id=: the neighbours of an indexed item, the item itself left out', async () => {
+      for (const id of [QUERY_ID, 'ankle_boot/t10k-00000.png', 'dress/t10k-00013.png']) {
+        const r = row(id);
+        const res = await app.inject({ url: `/search?id=${encodeURIComponent(id)}&k=4` });
+        expectNeighbours(res, bruteForce(fixture.set, rowOf(fixture.set, r), 4, { exclude: r }));
+      }
+      const filtered = await app.inject({ url: `/search?id=${encodeURIComponent(QUERY_ID)}&k=50&label=bag` });
+      expectNeighbours(filtered, bruteForce(fixture.set, rowOf(fixture.set, row(QUERY_ID)), 50, { exclude: row(QUERY_ID), label: 'bag' }));
+      expect(filtered.json<SearchBody>().count).to.equal(5);
+    });
+
+    it('POST /search/vector: the neighbours of a raw (unnormalised) embedding', async () => {
+      const vector = Array.from(rowOf(fixture.set, 7), (v) => v * 3);
+      const res = await app.inject({ method: 'POST', url: '/search/vector', payload: { vector, k: 6 } });
+      expectNeighbours(res, bruteForce(fixture.set, rowOf(fixture.set, 7), 6));
+      const filtered = await app.inject({ method: 'POST', url: '/search/vector', payload: { vector, k: '2', label: 'coat' } });
+      expectNeighbours(filtered, bruteForce(fixture.set, rowOf(fixture.set, 7), 2, { label: 'coat' }));
+    });
+
+    it('GET /items pages through the items with their thumbnails and label counts', async () => {
+      const res = await app.inject({ url: '/items?offset=4&limit=3' });
+      expect(res.statusCode).to.equal(200);
+      const body = res.json<{ total: number; offset: number; items: Array<{ id: string; label: string; image: string }>; labels: unknown }>();
+      expect(body.total).to.equal(24);
+      expect(body.offset).to.equal(4);
+      expect(body.items.map((i) => i.id)).to.deep.equal(fixture.set.ids.slice(4, 7));
+      expect(body.items[0]?.image).to.equal(`/items/${encodeURIComponent(fixture.set.ids[4] as string)}/image`);
+      expect(body.labels).to.deep.equal(['ankle_boot', 'bag', 'coat', 'dress'].map((label) => ({ label, count: 6 })));
+      const coats = (await app.inject({ url: '/items?label=coat' })).json<{ total: number }>();
+      expect(coats.total).to.equal(6);
+    });
+
+    it('GET /items/:id/image: a PNG thumbnail of the gallery image (ids with slashes URL-encoded)', async () => {
+      const res = await app.inject({ url: `/items/${encodeURIComponent(QUERY_ID)}/image` });
+      expect(res.statusCode).to.equal(200);
+      expect(res.headers['content-type']).to.equal('image/png');
+      const meta = await sharp(res.rawPayload).metadata();
+      expect([meta.format, meta.width, meta.height]).to.deep.equal(['png', 28, 28]);
+      const { data } = await sharp(res.rawPayload).greyscale().raw().toBuffer({ resolveWithObject: true });
+      const { data: original } = await sharp(png(QUERY_ID)).greyscale().raw().toBuffer({ resolveWithObject: true });
+      expect(data.equals(original)).to.equal(true);
+      const small = await app.inject({ url: `/items/${encodeURIComponent(QUERY_ID)}/image?size=16` });
+      expect((await sharp(small.rawPayload).metadata()).width).to.equal(16);
+    });
+
+    it('GET /healthz, GET /metrics (counts and latency quantiles per route), GET /openapi.json and the page', async () => {
+      const health = await app.inject({ url: '/healthz' });
+      expect(health.json()).to.deep.equal({ status: 'ok', items: 24, workers: 1, pending: 0, generation: 1 });
+      const metrics = (await app.inject({ url: '/metrics' })).json<{
+        requests: number;
+        routes: Record<string, { count: number; statuses: Record<string, number>; latencyMs: Record<string, number> }>;
+        index: { items: number; dim: number };
+      }>();
+      const search = metrics.routes['POST /search'];
+      expect(search?.count).to.equal(4);
+      expect(search?.statuses).to.deep.equal({ '200': 4 });
+      expect(search?.latencyMs['p50']).to.be.above(0);
+      expect(search?.latencyMs['p99']).to.be.at.least(search?.latencyMs['p50'] as number);
+      expect(metrics.routes['GET /healthz']?.count).to.equal(1);
+      expect(metrics.index).to.deep.include({ items: 24, dim: 64 });
+
+      const doc = (await app.inject({ url: '/openapi.json' })).json<{ openapi: string; paths: Record<string, Record<string, unknown>> }>();
+      expect(doc.openapi).to.equal('3.1.0');
+      // Every operation described is served, and the app serves no other (HEAD aside, which fastify adds).
+      const described = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => ({ method: m.toUpperCase(), url: p.replace(/\{(\w+)\}/g, ':$1') })));
+      for (const route of described) expect(app.hasRoute(route as { method: 'GET'; url: string }), `${route.method} ${route.url}`).to.equal(true);
+      const served = [...app.printRoutes({ commonPrefix: false }).matchAll(/\(([A-Z, ]+)\)/g)].flatMap((m) => (m[1] as string).split(', ')).filter((m) => m !== 'HEAD');
+      expect(served).to.have.length(described.length);
+
+      const page = await app.inject({ url: '/' });
+      expect(page.statusCode).to.equal(200);
+      expect(page.headers['content-type']).to.equal('text/html; charset=utf-8');
+      expect(page.body).to.contain('<input id="file" name="image" type="file" accept="image/*">');
+      expect(page.body, 'no external assets').not.to.match(/(src|href)="(https?:)?\/\//);
+    });
+  });
+
+  describe('changing the index', () => {
+    it('POST /items adds an image (persisted before the answer), DELETE /items/:id removes one', async () => {
+      const { app, dir } = await startApp();
+      const image = png('coat/t10k-00006.png');
+      const added = await app.inject({ method: 'POST', url: '/items', payload: form({ label: 'my coat', id: 'mine/1' }, { bytes: image }) });
+      expect(added.statusCode, added.body).to.equal(201);
+      expect(added.json()).to.deep.equal({ id: 'mine/1', label: 'my coat', image: '/items/mine%2F1/image', count: 25 });
+      // On disk before the answer: a reader that opens the folder now sees it (from the journal).
+      const reader = await SearchIndexStore.open(dir);
+      expect(reader.get('mine/1')?.label).to.equal('my coat');
+      await reader.close();
+
+      const raw = await app.inject({ method: 'POST', url: '/items?label=plain', headers: { 'content-type': 'image/png' }, payload: png('dress/t10k-00013.png') });
+      expect(raw.statusCode).to.equal(201);
+      const generated = raw.json<{ id: string }>().id;
+      expect(generated).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+
+      const search = await app.inject({ method: 'POST', url: '/search?k=2', headers: { 'content-type': 'image/png' }, payload: image });
+      expect(search.json<SearchBody>().neighbours.map((n) => n.id).sort()).to.deep.equal(['coat/t10k-00006.png', 'mine/1']);
+      const thumb = await app.inject({ url: '/items/mine%2F1/image' });
+      expect(thumb.statusCode).to.equal(200);
+      expect((await sharp(thumb.rawPayload).metadata()).width).to.equal(28);
+
+      const removed = await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent('coat/t10k-00006.png')}` });
+      expect(removed.json()).to.deep.equal({ id: 'coat/t10k-00006.png', removed: true, count: 25 });
+      const after = await app.inject({ method: 'POST', url: '/search?k=1', headers: { 'content-type': 'image/png' }, payload: image });
+      expect(after.json<SearchBody>().neighbours.map((n) => n.id)).to.deep.equal(['mine/1']);
+      expectError(await app.inject({ url: `/search?id=${encodeURIComponent('coat/t10k-00006.png')}` }), 404, 'E_NOT_FOUND', 'No item with id "coat/t10k-00006.png" in the index');
+      await app.close();
+
+      const reopened = await SearchIndexStore.open(dir);
+      expect(reopened.count).to.equal(25);
+      expect(reopened.generation).to.equal(2);
+      expect(reopened.get(generated)?.label).to.equal('plain');
+      expect(reopened.get('coat/t10k-00006.png')).to.equal(undefined);
+      await reopened.close();
+    });
+
+    it('keeps answering searches while items are added and removed concurrently', async () => {
+      const { app } = await startApp({ snapshotEvery: 3 });
+      const query = png(QUERY_ID);
+      const searches = Array.from({ length: 30 }, () => app.inject({ method: 'POST', url: '/search?k=3', headers: { 'content-type': 'image/png' }, payload: query }));
+      const adds = Array.from({ length: 8 }, (_, i) =>
+        app.inject({ method: 'POST', url: `/items?label=new&id=n${i}`, headers: { 'content-type': 'image/png' }, payload: png(fixture.set.ids[i + 6] as string) }),
+      );
+      const removes = fixture.set.ids.slice(18, 22).map((id) => app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent(id)}` }));
+      const byId = Array.from({ length: 10 }, () => app.inject({ url: `/search?id=${encodeURIComponent(QUERY_ID)}&k=2` }));
+      const results = await Promise.all([...searches, ...adds, ...removes, ...byId]);
+      results.forEach((res) => expect(res.statusCode, res.body).to.be.oneOf([200, 201]));
+      for (const res of results.slice(0, searches.length)) expect(res.json<SearchBody>().neighbours[0]?.id).to.equal(QUERY_ID);
+      const health = (await app.inject({ url: '/healthz' })).json<{ items: number; generation: number }>();
+      expect(health.items).to.equal(24 + 8 - 4);
+      expect(health.generation).to.be.above(1);
+      await app.close();
+    });
+
+    it('refuses to open an index that another process holds', async () => {
+      const { app, dir } = await startApp();
+      try {
+        let error: unknown;
+        await createSearchApp({ dir, device: 'cpu' }).catch((err: unknown) => (error = err));
+        expect((error as Error).message).to.match(new RegExp(`^Index .* is in use by process ${process.pid} on `));
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
+  describe('bad input: a 4xx JSON error naming the problem, never a 500, and the server keeps serving', () => {
+    let app: FastifyInstance;
+    before(async () => ({ app } = await startApp()));
+    after(() => app.close());
+    const post = (url: string, payload: string | Buffer | FormData, contentType?: string): Promise<LightMyRequestResponse> =>
+      app.inject({ method: 'POST', url, payload, ...(contentType !== undefined ? { headers: { 'content-type': contentType } } : {}) });
+
+    it('rejects images that cannot be decoded: not an image, truncated, empty, a decompression bomb', async () => {
+      expectError(await post('/search', Buffer.from('definitely not an image'), 'image/png'), 422, 'E_IMAGE', /^request body: not an image in a supported format \(expected JPEG, PNG, /);
+      expectError(await post('/search', form({}, { bytes: Buffer.from('%PDF-1.4'), name: 'doc.pdf' })), 422, 'E_IMAGE', /^file "doc\.pdf": not an image in a supported format/);
+      const jpeg = await sharp(png(QUERY_ID)).resize(200, 200).jpeg().toBuffer();
+      expectError(await post('/search', jpeg.subarray(0, jpeg.length >> 1), 'image/jpeg'), 422, 'E_IMAGE', /^request body: truncated image data, .*premature end of JPEG image \(expected a complete image file\)$/);
+      expectError(await post('/search', png(QUERY_ID).subarray(0, 100), 'image/png'), 422, 'E_IMAGE', 'request body: corrupt image data, vipspng: libpng read error (expected a decodable image file)');
+      const bomb = encodeBombPng(12_000, 12_000);
+      expect(bomb.length).to.be.below(UPLOAD_LIMIT);
+      expectError(await post('/search', form({}, { bytes: bomb, name: 'bomb.png' })), 422, 'E_IMAGE', 'file "bomb.png": too many pixels, 12000x12000 = 144000000 (expected at most limitInputPixels = 40000000 pixels)');
+      expectError(await post('/items?label=x', bomb, 'image/png'), 422, 'E_IMAGE', /^request body: too many pixels/);
+      expectError(await post('/search', form({}, { bytes: new Uint8Array(0) })), 422, 'E_IMAGE', 'file "upload.png": empty file (expected encoded image data)');
+      expectError(await post('/search', Buffer.alloc(0), 'image/png'), 422, 'E_IMAGE', 'request body: empty file (expected encoded image data)');
+    });
+
+    it('rejects bodies over the size limit, a wrong Content-Type, and malformed or empty multipart bodies', async () => {
+      const big = Buffer.alloc(UPLOAD_LIMIT + 1);
+      expectError(await post('/search', big, 'image/png'), 413, 'FST_ERR_CTP_BODY_TOO_LARGE', `Request body is too large (expected at most ${UPLOAD_LIMIT} bytes)`);
+      expectError(await post('/search', form({}, { bytes: big })), 413, 'FST_REQ_FILE_TOO_LARGE', `Uploaded file is too large (expected at most ${UPLOAD_LIMIT} bytes)`);
+      expectError(await post('/search', form({}, { bytes: png(QUERY_ID) }, 1)), 413, 'FST_FILES_LIMIT', 'Too many files in the multipart body (expected one image file)');
+      expectError(await post('/search', 'hello', 'text/plain'), 415, 'FST_ERR_CTP_INVALID_MEDIA_TYPE', 'Expected multipart/form-data, image/* or application/octet-stream (application/json for /search/vector) but received Content-Type "text/plain"');
+      expectError(await post('/search', '{"vector": []}', 'application/json'), 415, 'E_ARG', 'Expected an image (multipart/form-data, image/* or application/octet-stream) but received Content-Type "application/json"');
+      expectError(await app.inject({ method: 'POST', url: '/search' }), 400, 'E_ARG', 'Expected an image in the request body (multipart/form-data, image/* or application/octet-stream) but received no body');
+      expectError(await post('/search', form({ k: '3' })), 400, 'E_ARG', 'Expected an image file in the multipart body (e.g. field "image") but received none');
+      const cut = '--xx\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\n\r\nabc';
+      expectError(await post('/search', cut, 'multipart/form-data; boundary=xx'), 400, 'E_ARG', 'Malformed multipart body: Unexpected end of multipart data (expected multipart/form-data holding one image file)');
+    });
+
+    it('rejects bad parameters: k, label, id, size, offset', async () => {
+      const image = png(QUERY_ID);
+      for (const k of ['0', '51', 'abc', '2.5', '-1']) {
+        expectError(await post(`/search?k=${k}`, image, 'image/png'), 400, 'E_ARG', `Expected an integer in [1, 50] for k but received "${k}"`);
+      }
+      expectError(await post('/search', form({ k: '99' }, { bytes: image })), 400, 'E_ARG', 'Expected an integer in [1, 50] for k but received "99"');
+      expectError(await post('/search?label=%0A', image, 'image/png'), 400, 'E_ARG', 'Expected a non-empty string of at most 512 characters without control characters for label but received "\\n"');
+      expectError(await app.inject({ url: '/search' }), 400, 'E_ARG', 'Expected a non-empty string of at most 512 characters without control characters for id but received undefined');
+      expectError(await app.inject({ url: '/search?id=nope' }), 404, 'E_NOT_FOUND', 'No item with id "nope" in the index');
+      expectError(await app.inject({ url: `/items/${encodeURIComponent(QUERY_ID)}/image?size=2000` }), 400, 'E_ARG', 'Expected an integer in [16, 1024] for size but received "2000"');
+      expectError(await app.inject({ url: '/items/nope/image' }), 404, 'E_NOT_FOUND', 'No item with id "nope" in the index');
+      expectError(await app.inject({ url: '/items?offset=-3' }), 400, 'E_ARG', `Expected an integer in [0, ${Number.MAX_SAFE_INTEGER}] for offset but received "-3"`);
+      expectError(await app.inject({ url: '/items?limit=0' }), 400, 'E_ARG', 'Expected an integer in [1, 1000] for limit but received "0"');
+    });
+
+    it('rejects bad vectors and JSON bodies on POST /search/vector', async () => {
+      const vector = (v: unknown): Promise<LightMyRequestResponse> => app.inject({ method: 'POST', url: '/search/vector', payload: { vector: v } });
+      expectError(await vector([1, 2, 3]), 400, 'E_ARG', "Expected an array of 64 numbers (the index's dimension) for vector but received array of length 3");
+      expectError(await vector(undefined), 400, 'E_ARG', "Expected an array of 64 numbers (the index's dimension) for vector but received undefined");
+      expectError(await vector([...Array(63).fill(0), 'x']), 400, 'E_ARG', 'Expected a number for vector[63] but received "x"');
+      expectError(await vector(Array(64).fill(0)), 400, 'E_ARG', 'Expected a vector with a non-zero norm for vector but received "all zeros"');
+      expectError(await vector(Array(64).fill(1e39)), 400, 'E_ARG', 'Expected finite values for vector but received Infinity');
+      expectError(await post('/search/vector', '[1, 2]', 'application/json'), 400, 'E_ARG', 'Expected a JSON object such as {"vector": [...], "k": 10} for the request body but received array of length 2');
+      expectError(await post('/search/vector', '{"vector": [1,', 'application/json'), 400, 'FST_ERR_CTP_INVALID_JSON_BODY', "Body is not valid JSON but content-type is set to 'application/json'");
+      expectError(await app.inject({ method: 'POST', url: '/search/vector', payload: { vector: Array(64).fill(1), k: 0 } }), 400, 'E_ARG', 'Expected an integer in [1, 50] for k but received 0');
+    });
+
+    it('rejects adds without a label or with a taken id, and removals of unknown ids; unknown routes are 404', async () => {
+      const image = png(QUERY_ID);
+      expectError(await post('/items', image, 'image/png'), 400, 'E_ARG', 'Expected a non-empty string of at most 512 characters without control characters for label but received undefined');
+      expectError(await post('/items', form({ label: 'x', id: QUERY_ID }, { bytes: image })), 409, 'E_ARG', `An item with id "${QUERY_ID}" is already in the index (expected a new id)`);
+      expectError(await app.inject({ method: 'DELETE', url: '/items/nope' }), 404, 'E_NOT_FOUND', 'No item with id "nope" in the index');
+      expectError(await app.inject({ url: '/nothing/here?x=1' }), 404, 'E_NOT_FOUND', 'No route GET /nothing/here (see GET /openapi.json)');
+      expectError(await app.inject({ method: 'PUT', url: '/items/x' }), 404, 'E_NOT_FOUND', 'No route PUT /items/x (see GET /openapi.json)');
+    });
+
+    it('is still healthy afterwards, and no request got a 5xx', async () => {
+      expect((await app.inject({ url: '/healthz' })).statusCode).to.equal(200);
+      const metrics = (await app.inject({ url: '/metrics' })).json<{ routes: Record<string, { statuses: Record<string, number> }>; index: { items: number } }>();
+      const statuses = Object.values(metrics.routes).flatMap((r) => Object.keys(r.statuses).map(Number));
+      expect(statuses.filter((s) => s >= 500)).to.deep.equal([]);
+      expect(statuses.filter((s) => s >= 400).length).to.be.above(5);
+      expect(metrics.index.items).to.equal(24);
+    });
+  });
+});

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { runCliCaptured } from '../helpers/run-cli.js';
+import { makeTempDir } from '../image/image-fixtures.js';
+import { buildFixtureIndex, type FixtureIndex } from './fixtures.js';
+
+/** Starts `dml serve` in a child process and resolves with its URL once it listens. */
+function startServer(dir: string, extra: string[] = []): { child: ChildProcess; url: Promise<string>; output: () => { stdout: string; stderr: string } } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'serve', dir, '--port', '0', '--log-level', 'warn', '--device', 'cpu', ...extra]);
+  let stdout = '';
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolve(match[1] as string);
+    });
+    child.on('exit', (code) => reject(new Error(`dml serve exited with ${code}: ${stderr}`)));
+  });
+  return { child, url, output: () => ({ stdout, stderr }) };
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) resolve(child.exitCode);
+    else child.on('exit', (code) => resolve(code));
+  });
+}
+
+describe('dml serve', function () {
+  this.timeout(60_000);
+  let tmp: string;
+  let fixture: FixtureIndex;
+
+  before(async () => {
+    tmp = makeTempDir('dml-serve-');
+    fixture = await buildFixtureIndex(tmp);
+  });
+  after(() => rmSync(tmp, { recursive: true, force: true }));
+
+  it('serves an index over HTTP and shuts down cleanly on SIGTERM, keeping what was added', async () => {
+    const server = startServer(fixture.dir);
+    const url = await server.url;
+    expect(server.output().stdout).to.equal(`dml serve: serving ${fixture.dir}, listening on ${url}\n`);
+    const health = (await (await fetch(`${url}/healthz`)).json()) as { items: number };
+    expect(health.items).to.equal(24);
+    const image = readFileSync(path.join(fixture.images, 'bag', 't10k-00018.png'));
+    const added = await fetch(`${url}/items?label=posted&id=posted-1`, { method: 'POST', headers: { 'content-type': 'image/png' }, body: image });
+    expect(added.status).to.equal(201);
+    const search = (await (await fetch(`${url}/search?k=2`, { method: 'POST', headers: { 'content-type': 'image/png' }, body: image })).json()) as {
+      neighbours: Array<{ id: string }>;
+    };
+    expect(search.neighbours.map((n) => n.id).sort()).to.deep.equal(['bag/t10k-00018.png', 'posted-1']);
+
+    server.child.kill('SIGTERM');
+    expect(await exited(server.child)).to.equal(0);
+    expect(server.output().stderr).to.equal('dml serve: SIGTERM, shutting down\ndml serve: stopped\n');
+    expect(readdirSync(fixture.dir).sort()).to.deep.equal(['gen-2', 'index.json', 'model.onnx', 'uploads']);
+    const store = await SearchIndexStore.open(fixture.dir);
+    expect(store.get('posted-1')?.label).to.equal('posted');
+    expect(store.count).to.equal(25);
+    await store.close();
+  });
+
+  it('fails with one line and exit code 2 or 1 on bad flags or a missing index', async () => {
+    const badPort = await runCliCaptured(['serve', fixture.dir, '--port', '70000']);
+    expect(badPort).to.deep.equal({ code: 2, stdout: '', stderr: 'dml: Expected an integer in [0, 65535] for --port but received "70000"\n' });
+    const badWorkers = await runCliCaptured(['serve', fixture.dir, '--workers', '0']);
+    expect(badWorkers.stderr).to.equal('dml: Expected a positive integer for --workers but received "0"\n');
+    const missing = await runCliCaptured(['serve', path.join(tmp, 'none')]);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.equal(`dml: No search index at ${path.join(tmp, 'none')} (index.json is missing)\n`);
+    expect(existsSync(path.join(fixture.dir, 'lock'))).to.equal(false);
+  });
+});
