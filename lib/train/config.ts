@@ -50,10 +50,10 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
-/** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (METHODS.md section 7). */
+/** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (METHODS.md section 7; `pairing`: LoOp's, section 3). */
 export const samplerSpecSchema = z
   .object({
-    kind: z.enum(['filled', 'sample', 'exact']).default('exact'),
+    kind: z.enum(['filled', 'sample', 'exact', 'pairing']).default('exact'),
     groupSize: z.number().int().min(2),
     batchSize: positiveInt,
     repeat: positiveInt.default(1),

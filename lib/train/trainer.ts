@@ -287,7 +287,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
     const loaded = await loadCheckpoint(checkpointDir, { optimizer });
-    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string } | undefined;
+    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; lossVariables?: number[][] } | undefined;
     if (!state || state.configHash !== configHash) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
     }
@@ -296,6 +296,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     optimizer = loaded.optimizer ?? optimizer;
     history = state.history;
     startEpoch = state.epoch;
+    // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
+    loss.trainableVariables.forEach((v, i) => {
+      const values = state.lossVariables?.[i];
+      if (values?.length !== v.size) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no value for the loss parameter ${v.name}`);
+      v.assign(tf.tensor(values, v.shape, v.dtype));
+    });
     currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
     log(`resuming after epoch ${startEpoch}`);
   } else {
@@ -306,6 +312,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const logFile = path.join(out, 'log.jsonl');
   const writeLog = (entry: Record<string, unknown>): Promise<void> => appendFile(logFile, `${JSON.stringify(entry)}\n`);
 
+  /** Values of the loss's trainable variables, saved in each checkpoint's state. */
+  const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
   const kernels = model.trainableWeights.filter((w) => w.name.endsWith('kernel')).map((w) => w.read() as tf.Variable);
   const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
@@ -424,7 +432,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(0, untrained);
     history.push(untrained);
     await writeLog({ type: 'epoch', ...untrained });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, lossVariables: lossVariableValues() } });
     log(describe(untrained));
   }
 
@@ -489,7 +497,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(epoch, record);
     history.push(record);
     await writeLog({ type: 'epoch', ...record });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, lossVariables: lossVariableValues() } });
     log(describe(record));
   }
 

@@ -164,7 +164,7 @@ describe('train/samplers', () => {
     const labels = labelsOf([3, 3, 3]);
     it('names the bad parameter, what was expected and what was received', () => {
       const bad: Array<[unknown, string]> = [
-        [{ kind: 'random', groupSize: 2, batchSize: 4 }, "Expected one of 'filled', 'sample', 'exact' for sampler.kind but received \"random\""],
+        [{ kind: 'random', groupSize: 2, batchSize: 4 }, "Expected one of 'filled', 'sample', 'exact', 'pairing' for sampler.kind but received \"random\""],
         [{ kind: 'filled', groupSize: 1, batchSize: 4 }, 'Expected an integer >= 2 for sampler.groupSize but received 1'],
         [{ kind: 'filled', groupSize: 2.5, batchSize: 5 }, 'Expected an integer >= 2 for sampler.groupSize but received 2.5'],
         [{ kind: 'sample', groupSize: 4, batchSize: 10 }, 'Expected a multiple of groupSize 4 holding at least 2 groups (8, 12, ...) for sampler.batchSize but received 10'],

@@ -78,6 +78,14 @@ describe('train', function () {
     expect(stepLosses(other)).not.to.deep.equal(stepLosses(a));
   });
 
+  it('restores the loss parameters (the margin loss\'s learnable beta) on resume', async () => {
+    const margin = (out: string, epochs: number): TrainConfigInput => tinyConfig(out, { loss: { name: 'margin', learnBeta: true, beta: 0.8 }, optimizer: { kind: 'sgd', learningRate: 0.05 }, epochs });
+    await train(parseTrainConfig(margin(path.join(dir, 'whole'), 2), 'test'));
+    await train(parseTrainConfig(margin(path.join(dir, 'split'), 1), 'test'));
+    await train(parseTrainConfig(margin(path.join(dir, 'split'), 2), 'test'), { resume: true });
+    expect(stepLosses(path.join(dir, 'split'))).to.deep.equal(stepLosses(path.join(dir, 'whole')));
+  });
+
   it('stops on divergence with one clear message and keeps the last good checkpoint', async () => {
     const out = path.join(dir, 'nan');
     const config = parseTrainConfig(tinyConfig(out, { optimizer: { kind: 'sgd', learningRate: 1e38 } }), 'test');

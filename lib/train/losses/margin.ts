@@ -20,9 +20,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { invalidParameterError } from '../../errors.js';
 import { allTriplets, groupTripletsByAnchor } from '../mining/triplet-margin-miner.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, oneHotRows } from '../similarity.js';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
+import { ClassBeta } from './class-beta.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -51,39 +51,28 @@ export class MarginLoss implements MetricLoss {
   readonly config: Readonly<Record<string, unknown>>;
   readonly trainableVariables: readonly tf.Variable[];
   private readonly options: z.output<typeof marginOptionsSchema>;
-  /** The learnable β ([1] or [numClasses]), when `learnBeta`. */
-  private readonly betaVariable: tf.Variable<tf.Rank.R1> | null;
+  private readonly beta: ClassBeta;
 
   constructor(options: MarginOptions = {}) {
     this.options = parseLossOptions(marginOptionsSchema, options, 'loss');
     this.config = { name: this.name, ...this.options };
     const { learnBeta, beta, numClasses } = this.options;
-    this.betaVariable = learnBeta ? tf.variable(tf.fill([numClasses ?? 1], beta) as tf.Tensor1D, true) : null;
-    this.trainableVariables = this.betaVariable === null ? [] : [this.betaVariable];
+    this.beta = new ClassBeta(beta, learnBeta, numClasses);
+    this.trainableVariables = this.beta.variables;
   }
 
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
-    const { margin, beta, learnBeta, numClasses, nu } = this.options;
-    if (numClasses !== null) {
-      for (let i = 0; i < labels.length; i++) {
-        if (labels[i]! < 0 || labels[i]! >= numClasses) {
-          throw invalidParameterError(`labels[${i}]`, `a class index in [0, ${numClasses}) (the margin loss's numClasses)`, labels[i]);
-        }
-      }
-    }
+    const { margin, learnBeta, numClasses, nu } = this.options;
+    this.beta.checkLabels(labels);
     const triplets = allTriplets(labelPairMasks(labels));
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
     const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
     // [B, slots, B] as in triplet-slots.ts; a slot's positive term repeats once per triplet of the slot.
     const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
-    const betaValues: tf.Tensor1D = this.betaVariable ?? (tf.fill([numClasses ?? 1], beta) as tf.Tensor1D);
     // [B, 1]: the anchor's beta (one shared value broadcasts).
-    const anchorBeta =
-      numClasses === null
-        ? tf.reshape(betaValues, [1, 1])
-        : tf.matMul(oneHotRows(labels, numClasses), tf.reshape(betaValues, [numClasses, 1]));
+    const anchorBeta = this.beta.ofRows(labels);
     const repeats = tf.tensor2d(t.tripletsPerSlot, t.positive.shape);
     const positive = tf.mul(tf.relu(tf.add(tf.sub(t.positive, anchorBeta), margin)), repeats);
     const negative = tf.mul(tf.relu(tf.add(tf.sub(tf.expandDims(anchorBeta, 2), t.negative), margin)), t.tripletMask);
@@ -97,7 +86,7 @@ export class MarginLoss implements MetricLoss {
     if (learnBeta && nu > 0) {
       loss =
         numClasses === null
-          ? tf.add(loss, tf.mul(tf.sum(betaValues), nu))
+          ? tf.add(loss, tf.mul(tf.sum(this.beta.values()), nu))
           : tf.add(loss, tf.div(tf.mul(tf.sum(tf.mul(anchorBeta, repeats)), nu), divisor));
     }
     return { loss: loss as tf.Scalar, validCount: divisor, totalCount: 2 * count };

@@ -2,11 +2,13 @@
  * @file Batch samplers for metric learning: batches of c classes × n images ("groups" of n), in the
  * three variants of METHODS.md section 7 — `filled` (EPHN round-robin, see filled.ts), `sample` (one
  * truncated group per class, see truncated.ts) and `exact` (exactly n per class, with replacement for
- * small classes, see exact.ts).
+ * small classes, see exact.ts); plus `pairing` (LoOp's Algorithm 1: n even, c distinct classes per
+ * batch chosen by walking the images, see pairing.ts).
  *
- * An epoch is `repeat` rounds (each visits every eligible class once, in a fresh random order),
- * concatenated and cut into batches of `batchSize` item indices; the last, shorter batch is kept
- * unless `dropLast` (PyTorch's DataLoader default, which the EPHN code uses, keeps it).
+ * An epoch is `repeat` rounds (each visits every eligible class once, in a fresh random order; a
+ * `pairing` round is about one walk over the images instead), concatenated and cut into batches of
+ * `batchSize` item indices; the last, shorter batch is kept unless `dropLast` (PyTorch's DataLoader
+ * default, which the EPHN code uses, keeps it).
  *
  * Determinism and resuming: the batches of epoch e are a pure function of (labels, spec, seed, e) —
  * each epoch draws from its own generator `new Rng(epochSeed(seed, e))` — so a run resumed at
@@ -14,21 +16,22 @@
  * batches the uninterrupted run would have seen.
  *
  * Small classes: classes with fewer than `minClassSize` images are left out of sampling (and counted
- * in {@link BatchSampler.describe}). The default is 2 for `filled` and `exact`, whose groups would
- * otherwise be n copies of one image (positives identical to their anchor), and 1 for `sample`, which
- * follows the EPHN code: a one-image class enters the batch as a negative for the others, and the
- * losses drop its anchor for lack of a positive.
+ * in {@link BatchSampler.describe}). The default is 2 for `filled`, `exact` and `pairing`, whose
+ * groups would otherwise be n copies of one image (positives identical to their anchor), and 1 for
+ * `sample`, which follows the EPHN code: a one-image class enters the batch as a negative for the
+ * others, and the losses drop its anchor for lack of a positive.
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { groupByClass, type SamplerClass } from './classes.js';
 import { epochRng } from './epoch-rng.js';
 import { exactPlan } from './exact.js';
 import { filledPlan, type FilledLengthRule } from './filled.js';
+import { pairingPlan } from './pairing.js';
 import type { RoundPlan } from './plan.js';
 import { truncatedPlan } from './truncated.js';
 
 /** The sampler variants. */
-export type SamplerKind = 'filled' | 'sample' | 'exact';
+export type SamplerKind = 'filled' | 'sample' | 'exact' | 'pairing';
 
 /** Fields every variant has. */
 interface SamplerSpecBase {
@@ -66,8 +69,13 @@ export interface ExactSamplerSpec extends SamplerSpecBase {
   replacement?: boolean;
 }
 
+/** LoOp's pairing sampler: `groupSize` even, every batch `batchSize / groupSize` distinct classes. */
+export interface PairingSamplerSpec extends SamplerSpecBase {
+  kind: 'pairing';
+}
+
 /** A sampler specification, as a config file or CLI gives it. */
-export type SamplerSpec = FilledSamplerSpec | TruncatedSamplerSpec | ExactSamplerSpec;
+export type SamplerSpec = FilledSamplerSpec | TruncatedSamplerSpec | ExactSamplerSpec | PairingSamplerSpec;
 
 /** Everything that determines a sampler's batches, with defaults filled in, and its sizes. */
 export interface SamplerDescription {
@@ -100,7 +108,7 @@ export interface BatchSampler {
   describe(): SamplerDescription;
 }
 
-const KINDS: readonly SamplerKind[] = ['filled', 'sample', 'exact'];
+const KINDS: readonly SamplerKind[] = ['filled', 'sample', 'exact', 'pairing'];
 
 function checkInteger(name: string, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
@@ -172,6 +180,17 @@ export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: numbe
       plan = exactPlan(classes, n);
       break;
     }
+    case 'pairing':
+      if (n % 2 !== 0) throw invalidParameterError('sampler.groupSize', 'an even integer >= 2 (the pairing sampler pairs the images of a class)', n);
+      if (classes.length < batchSize / n) {
+        throw invalidParameterError(
+          'sampler.batchSize',
+          `at most groupSize × ${classes.length} (the pairing sampler puts batchSize / groupSize distinct classes in a batch, and ${classes.length} classes are sampled)`,
+          batchSize,
+        );
+      }
+      plan = pairingPlan(classes, n, batchSize);
+      break;
   }
 
   const epochLength = plan.roundLength * repeat;

@@ -36,6 +36,15 @@ export function clusteredBatch(seed: number, labels: readonly number[], dim: num
   return { values, rows: labels.length, dim, labels: Int32Array.from(labels) };
 }
 
+/** The rows of a raw batch, L2-normalised in float64 (for reference computations). */
+export function normalizedRows(batch: RawBatch): number[][] {
+  return Array.from({ length: batch.rows }, (_, i) => {
+    const row = Array.from(batch.values.subarray(i * batch.dim, (i + 1) * batch.dim));
+    const norm = Math.hypot(...row);
+    return row.map((x) => x / norm);
+  });
+}
+
 /** The loss's output on a raw batch, normalised as the trainer does; returns plain numbers. */
 export function evaluate(loss: MetricLoss, batch: RawBatch): { value: number; validCount: number; totalCount: number } {
   return tf.tidy(() => {
