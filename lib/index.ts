@@ -39,7 +39,7 @@ export { evaluateModel, type EvaluateModelOptions } from './eval/evaluate-model.
 export { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from './eval/evaluation.js';
 export { buildReport, type Report, type RunReport } from './report/report.js';
 
-export { train, type TrainOptions, type TrainResult, type EpochRecord } from './train/trainer.js';
+export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
 export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
 export { selectBackend, type BackendPreference, type SelectedBackend } from './train/backend.js';
 export { buildModel } from './train/models/build-model.js';
@@ -50,7 +50,7 @@ export { createLoss, LOSS_NAMES, type LossSpec, type LossName } from './train/lo
 export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
 export { createSampler, type SamplerSpec, type BatchSampler } from './train/samplers/sampler.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
-export { tripletScatter, type TripletScatter } from './train/scatter.js';
+export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
 
 export { exportEmbedder, exportCheckpoint, type EmbedderExportOptions, type ExportedEmbedder, type CheckpointExportOptions, type CheckpointExport } from './export/export-model.js';
 export { convertLayersModel, type ConvertOptions, type ConvertedModel } from './export/tfjs-to-onnx.js';

@@ -1,51 +1,73 @@
 /**
- * @file Training-step benchmark: steps/s of a 2048 -> 512 embedding head (Dense + L2 normalisation,
- * the recipe-(c) head on ResNet-50-sized features) at batch 128 (32 classes x 4), with the EPHN loss
- * and Adam, on every TensorFlow.js backend that loads here (tfjs-node-gpu, tfjs-node, wasm, cpu).
+ * @file Training-step benchmark, every TensorFlow.js backend that loads here in the same run
+ * (tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu), with each backend's speed-up over `cpu`:
+ * - `head`: a 2048 -> 512 embedding head (Dense + L2 normalisation, the recipe-(c) head on
+ *   ResNet-50-sized features) at batch 128 (32 classes x 4);
+ * - `cnn`: the trainer's default small CNN on 28 x 28 x 1 images (conv 32 - pool - conv 64 - pool -
+ *   Dense 128 - embedding 64, models/cnn.ts) at batch 128.
+ * Both use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu).
  * Each backend runs in its own child process (a process holds one tfjs backend); each step is timed
- * (forward, loss, backward and the optimiser update, synchronised by reading the loss), after warm-up
- * steps, and the median is reported with the spread.
+ * (forward, loss, backward and the optimiser update, synchronised by reading the loss) after warm-up
+ * steps, and the median is reported with the spread. Where Debian's python3 has torch, the same
+ * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
+ * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--steps 30] [--warmup 3] [--batch 128] [--in 2048] [--out 512] [--hidden 0]
+ *   npx tsx scripts/bench-train.ts [--models head,cnn] [--steps 20] [--cnn-steps 5] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
  *
- * Inputs are seeded random unit vectors; the numbers measure compute, not learning.
+ * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
+ * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
+ * a lot when another process holds a core.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { selectBackend, type BackendChoice } from '../lib/train/backend.js';
 import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
-import { createOptimizer } from '../lib/train/optimizer.js';
+import type { ModelSpec } from '../lib/train/models/model-spec.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../lib/train/optimizer.js';
 import { Rng } from '../lib/util/rng.js';
 
-const BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu'];
+const ALL_BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
+type BenchModel = 'head' | 'cnn';
 
 interface Args {
+  models: BenchModel[];
   steps: number;
+  cnnSteps: number;
   warmup: number;
   batch: number;
-  inputDim: number;
-  embeddingDim: number;
-  hidden: number;
+  backends: BackendChoice[];
 }
 
-function parseArgs(argv: string[]): Args & { child?: BackendChoice } {
-  const get = (flag: string, def: number): number => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? Number(argv[i + 1]) : def;
-  };
-  const c = argv.indexOf('--child');
+function argument(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+function parseArgs(argv: string[]): Args & { child?: { backend: BackendChoice; model: BenchModel } } {
+  const number = (flag: string, fallback: number): number => Number(argument(argv, flag) ?? fallback);
+  const child = argument(argv, '--child');
   return {
-    steps: get('--steps', 30),
-    warmup: get('--warmup', 3),
-    batch: get('--batch', 128),
-    inputDim: get('--in', 2048),
-    embeddingDim: get('--out', 512),
-    hidden: get('--hidden', 0),
-    ...(c >= 0 ? { child: argv[c + 1] as BackendChoice } : {}),
+    models: (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[],
+    steps: number('--steps', 20),
+    cnnSteps: number('--cnn-steps', 5),
+    warmup: number('--warmup', 2),
+    batch: number('--batch', 128),
+    backends: (argument(argv, '--backends')?.split(',') as BackendChoice[] | undefined) ?? ALL_BACKENDS,
+    ...(child ? { child: { backend: child.split(':')[0] as BackendChoice, model: child.split(':')[1] as BenchModel } } : {}),
   };
 }
+
+const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title: string }> = {
+  head: { spec: { kind: 'mlp', inputDim: 2048, hidden: [], embeddingDim: 512 }, inputShape: [2048], title: 'head 2048 -> 512 + L2' },
+  cnn: {
+    spec: { kind: 'cnn', inputShape: [28, 28, 1], filters: [32, 64], hidden: [128], embeddingDim: 64 },
+    inputShape: [28, 28, 1],
+    title: 'small CNN 28x28x1: conv32-pool-conv64-pool-128-64 + L2',
+  },
+};
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -53,69 +75,122 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-/** Runs the benchmark on one backend and prints one JSON line. */
-async function child(backend: BackendChoice, args: Args): Promise<void> {
+interface Timing {
+  medianMs: number;
+  minMs: number;
+  maxMs: number;
+}
+
+/** Runs one model on one backend and prints one JSON line. */
+async function child(backend: BackendChoice, which: BenchModel, args: Args): Promise<void> {
   let selected;
   try {
     selected = await selectBackend(backend);
+    if (selected.name !== backend) throw new Error(selected.warning ?? `got ${selected.name}`);
   } catch (err) {
-    console.log(JSON.stringify({ backend, error: (err as Error).message }));
+    console.log(JSON.stringify({ error: (err as Error).message.split('\n')[0] }));
     return;
   }
-  const model = await buildModel(
-    { kind: 'mlp', inputDim: args.inputDim, hidden: args.hidden > 0 ? [args.hidden] : [], embeddingDim: args.embeddingDim },
-    0,
-  );
+  const { spec, inputShape } = MODELS[which];
+  const model = await buildModel(spec, 0);
   const loss = createLoss({ name: 'ephn' });
-  const optimizer = createOptimizer({ kind: 'adam', learningRate: 1e-3, momentum: 0.9, weightDecay: 0, milestones: [], gamma: 0.1 }, 1e-3);
+  const config = { kind: 'adam' as const, learningRate: 1e-3, momentum: 0.9, weightDecay: 5e-4, milestones: [], gamma: 0.1 };
+  const kernels = decayedVariables(model);
+  const kernelNames = new Set(kernels.map((v) => v.name));
+  const optimizer = createOptimizer(config, config.learningRate, { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (n) => kernelNames.has(n) });
   const rng = new Rng(0);
-  const groupSize = 4;
-  const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / groupSize));
-  const inputs = Float32Array.from({ length: args.batch * args.inputDim }, () => rng.nextGaussian());
-  const x = tf.tensor2d(inputs, [args.batch, args.inputDim]);
+  const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));
+  const size = inputShape.reduce((a, b) => a * b, args.batch);
+  const x = tf.tensor(Float32Array.from({ length: size }, () => rng.nextGaussian()), [args.batch, ...inputShape]);
   const variables = model.trainableWeights.map((w) => w.read() as tf.Variable);
+  const steps = which === 'cnn' ? args.cnnSteps : args.steps;
   const times: number[] = [];
-  for (let step = 0; step < args.warmup + args.steps; step++) {
+  for (let step = 0; step < args.warmup + steps; step++) {
     const start = performance.now();
     const { value, grads } = tf.variableGrads(() => loss.compute(model.apply(x, { training: true }) as tf.Tensor2D, labels).loss, variables);
-    optimizer.applyGradients(grads as Record<string, tf.Tensor>);
+    optimizer.applyGradients(grads);
+    if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, config.learningRate, config.weightDecay);
     await value.data();
     tf.dispose([value, grads]);
     if (step >= args.warmup) times.push(performance.now() - start);
   }
-  const ms = median(times);
-  console.log(
-    JSON.stringify({
-      backend,
-      tfBackend: selected.tfBackend,
-      note: selected.note ?? null,
-      medianMs: ms,
-      minMs: Math.min(...times),
-      maxMs: Math.max(...times),
-      stepsPerSecond: 1000 / ms,
-      imagesPerSecond: (1000 / ms) * args.batch,
-    }),
-  );
+  const timing: Timing = { medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times) };
+  console.log(JSON.stringify({ ...timing, note: selected.note ?? null }));
+}
+
+/** The PyTorch reference step, or null when python3 has no torch. */
+function torchReference(which: BenchModel, args: Args): (Timing & { version: string }) | null {
+  const program = `
+import json, sys, time, statistics
+try:
+    import torch
+except ImportError:
+    print(json.dumps(None)); sys.exit(0)
+torch.manual_seed(0); torch.set_num_threads(${os.availableParallelism()})
+B = ${args.batch}
+if "${which}" == "head":
+    model = torch.nn.Linear(2048, 512); x = torch.randn(B, 2048)
+else:
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+        torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+    x = torch.randn(B, 1, 28, 28)
+labels = torch.arange(B) // 4
+same = labels[:, None] == labels[None, :]
+eye = torch.eye(B, dtype=torch.bool)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=5e-4)
+def step():
+    e = torch.nn.functional.normalize(model(x), dim=1)
+    s = e @ e.T
+    with torch.no_grad():
+        pos = s.masked_fill(~same | eye, -2).argmax(1); neg = s.masked_fill(same, -2).argmax(1)
+    sp = s.gather(1, pos[:, None]).squeeze(1); sn = s.gather(1, neg[:, None]).squeeze(1)
+    loss = torch.nn.functional.softplus((sn - sp) / 0.1).mean()
+    opt.zero_grad(); loss.backward(); opt.step(); return loss.item()
+steps = ${which === 'cnn' ? args.cnnSteps : args.steps}
+for _ in range(${args.warmup}): step()
+times = []
+for _ in range(steps):
+    t = time.perf_counter(); step(); times.append(1000 * (time.perf_counter() - t))
+print(json.dumps({"medianMs": statistics.median(times), "minMs": min(times), "maxMs": max(times), "version": torch.__version__}))
+`;
+  const result = spawnSync('/usr/bin/python3', ['-c', program], { encoding: 'utf8' });
+  if (result.status !== 0) return null;
+  const line = result.stdout.trim().split('\n').pop() ?? 'null';
+  return JSON.parse(line) as (Timing & { version: string }) | null;
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.child) return child(args.child, args);
+  if (args.child) return child(args.child.backend, args.child.model, args);
   const script = fileURLToPath(import.meta.url);
-  const head = `${args.inputDim} -> ${args.hidden > 0 ? `${args.hidden} -> ` : ''}${args.embeddingDim}`;
-  console.log(`Training steps/s: head ${head} + L2, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam; median of ${args.steps} steps after ${args.warmup} warm-up`);
-  console.log('| backend | median ms/step (min-max) | steps/s | images/s |');
-  console.log('|---|---|---|---|');
-  for (const backend of BACKENDS) {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', script, ...process.argv.slice(2), '--child', backend], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    const line = out.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}';
-    const r = JSON.parse(line) as { error?: string; medianMs: number; minMs: number; maxMs: number; stepsPerSecond: number; imagesPerSecond: number; note: string | null };
-    if (r.error !== undefined) {
-      console.log(`| ${backend} | not available: ${r.error} | | |`);
-      continue;
+  for (const which of args.models) {
+    const steps = which === 'cnn' ? args.cnnSteps : args.steps;
+    console.log(`\nTraining steps, ${MODELS[which].title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
+    console.log('| backend | median ms/step (min-max) | steps/s | images/s | x cpu |');
+    console.log('|---|---|---|---|---|');
+    const rows: Array<{ name: string; timing: Timing | null; error?: string }> = [];
+    for (const backend of args.backends) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', script, ...process.argv.slice(2), '--child', `${backend}:${which}`], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      const r = JSON.parse(out.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}') as Partial<Timing> & { error?: string; note?: string | null };
+      if (r.error !== undefined) rows.push({ name: backend, timing: null, error: r.error });
+      else rows.push({ name: `${backend}${r.note ? ` (${r.note})` : ''}`, timing: r as Timing });
     }
-    const note = r.note ? ` (${r.note})` : '';
-    console.log(`| ${backend}${note} | ${r.medianMs.toFixed(1)} (${r.minMs.toFixed(1)}-${r.maxMs.toFixed(1)}) | ${r.stepsPerSecond.toFixed(2)} | ${r.imagesPerSecond.toFixed(0)} |`);
+    const torch = torchReference(which, args);
+    if (torch) rows.push({ name: `PyTorch ${torch.version} (reference, not used by dmlkit)`, timing: torch });
+    const cpu = rows.find((r) => r.name === 'cpu')?.timing;
+    for (const row of rows) {
+      if (!row.timing) {
+        console.log(`| ${row.name} | not available: ${row.error} | | | |`);
+        continue;
+      }
+      const t = row.timing;
+      const ratio = cpu ? `${(cpu.medianMs / t.medianMs).toFixed(1)}x` : '';
+      console.log(`| ${row.name} | ${t.medianMs.toFixed(1)} (${t.minMs.toFixed(1)}-${t.maxMs.toFixed(1)}) | ${(1000 / t.medianMs).toFixed(2)} | ${((1000 / t.medianMs) * args.batch).toFixed(0)} | ${ratio} |`);
+    }
   }
 }
 

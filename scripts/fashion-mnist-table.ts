@@ -1,90 +1,158 @@
 /**
- * @file The trainer's acceptance table on Fashion-MNIST, class-disjoint (train classes 0-4, held-out
+ * @file The trainer's acceptance tables on Fashion-MNIST, class-disjoint (train classes 0-4, held-out
  * classes 5-9 from both IDX files): per method and seed one `train()` run of the config
- * `scripts/configs/fashion-mnist-mlp.json` with the method's loss, then Recall@1, Recall@2, MAP@R and
- * NMI of the last epoch on the held-out sample, against epoch 0 (the same architecture, untrained,
- * with that seed's initial weights). Prints a Markdown table (mean ± sample standard deviation over
- * seeds, and min-max) and writes it, with every run's numbers, to `<out>/table.md` and `table.json`.
+ * `scripts/configs/fashion-mnist-mlp.json` with the method's loss (and sampler, where the method needs
+ * its own), then Recall@1, Recall@2, MAP@R, NMI and NMI+ of the last epoch on the held-out sample,
+ * against epoch 0 (the same architecture, untrained, with that seed's initial weights). Prints a
+ * Markdown table (mean ± sample standard deviation over seeds, and min-max) and writes it, with every
+ * run's numbers and NMI curve, to `<out>/table.md` and `table.json`.
  *
- *   npx tsx scripts/fashion-mnist-table.ts [--seeds 3] [--out runs/fashion-mnist] [--data <dir with the IDX files>]
+ *   npx tsx scripts/fashion-mnist-table.ts [--methods trainer|seed-methods-ii] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
+ *                                          [--max-train-items N] [--epochs N] [--max-validation-items N]   (smoke runs only)
+ *
+ * Method sets (`--methods`): `trainer` (default; the trainer issue's five losses, out dir
+ * runs/fashion-mnist) and `seed-methods-ii` (issue 5: the direct-gradient presets dg-best, dg-circle,
+ * dg-ms, dg-sct; LoOp triplet, HPHN and MS with the pairing sampler; EPS triplet, margin and MS; the
+ * triplet-margin baseline of the `trainer` set for reference; out dir runs/fashion-mnist/seed-methods-ii).
+ * Every method gets the same budget: the base config's model, optimiser, 6,000 training images, 3
+ * epochs of 75 batches of 80. LoOp's pairing sampler keeps batch 80 with groupSize 16 (5 classes x 16,
+ * N even): groupSize 4 would need 20 distinct classes per batch, and there are 5 training classes.
+ *
+ * NMI+ (paper 004, METHODS.md 5.4 and 8.4): NMI with 10x as many k-means clusters as held-out labels
+ * (50 here); the runs record the NMI curve at 1x, 2x, 5x, 10x and 30x (`validation.clusterCounts`, the
+ * default `dml eval --nmi-k` sweep), kept in table.json.
+ *
+ * The smoke flags shrink the budget (training sample, epochs, validation sample) and are for checking
+ * that every method runs; tables for the README use the defaults.
  *
  * Needs the Fashion-MNIST IDX files (Debian: `apt-get install -y dataset-fashion-mnist`, installed
  * under /usr/share/datasets/fashion-mnist), or any copy given with --data.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DEFAULT_CLUSTER_COUNT_SPECS } from '../lib/eval/cluster-counts.js';
 import { parseTrainConfig, type TrainConfigInput } from '../lib/train/config.js';
 import { train, type EpochRecord } from '../lib/train/trainer.js';
 import { writeFileAtomic } from '../lib/util/atomic-write.js';
+import { argument, integerArgument, summary } from './table-support.js';
 
-/** The methods of the table: a row name and the loss spec. */
-const METHODS: Array<{ name: string; loss: Record<string, unknown> }> = [
-  { name: 'EPHN, 1st order (paper 000)', loss: { name: 'ephn', order: 1 } },
-  { name: 'EPHN, 2nd order (paper 000)', loss: { name: 'ephn', order: 2 } },
-  { name: 'EPSHN (paper 000)', loss: { name: 'epshn' } },
-  { name: 'N-pair (NCA, all negatives)', loss: { name: 'npair' } },
-  { name: 'Triplet margin (all triplets, margin 0.05)', loss: { name: 'triplet-margin' } },
-];
-
-const METRICS = ['R@1', 'R@2', 'MAP@R', 'NMI'] as const;
-type Metric = (typeof METRICS)[number];
-
-function argument(flag: string, fallback: string): string {
-  const i = process.argv.indexOf(flag);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+/** One row of a table: its name, the run folder's name, the loss spec and, where needed, its own sampler. */
+interface Method {
+  name: string;
+  key: string;
+  loss: Record<string, unknown>;
+  sampler?: TrainConfigInput['sampler'];
 }
+
+/** LoOp's pairing sampler at the base config's batch size (see the file comment). */
+const PAIRING_SAMPLER: TrainConfigInput['sampler'] = { kind: 'pairing', groupSize: 16, batchSize: 80 };
+
+/** The triplet baseline of both sets: all triplets, margin 0.05. */
+const TRIPLET_BASELINE: Method = { name: 'Triplet margin (all triplets, margin 0.05)', key: 'triplet-margin', loss: { name: 'triplet-margin' } };
+
+/** The method sets of `--methods`. */
+const METHOD_SETS: Record<string, { out: string; methods: Method[] }> = {
+  trainer: {
+    out: 'runs/fashion-mnist',
+    methods: [
+      { name: 'EPHN, 1st order (paper 000)', key: 'ephn', loss: { name: 'ephn', order: 1 } },
+      { name: 'EPHN, 2nd order (paper 000)', key: 'ephn-2nd', loss: { name: 'ephn', order: 2 } },
+      { name: 'EPSHN (paper 000)', key: 'epshn', loss: { name: 'epshn' } },
+      { name: 'N-pair (NCA, all negatives)', key: 'npair', loss: { name: 'npair' } },
+      TRIPLET_BASELINE,
+    ],
+  },
+  'seed-methods-ii': {
+    out: 'runs/fashion-mnist/seed-methods-ii',
+    methods: [
+      { name: 'Direct gradient, best combination (paper 003)', key: 'dg-best', loss: { name: 'dg-best' } },
+      { name: 'Direct gradient, circle preset (paper 003)', key: 'dg-circle', loss: { name: 'dg-circle' } },
+      { name: 'Direct gradient, MS preset (paper 003)', key: 'dg-ms', loss: { name: 'dg-ms' } },
+      { name: 'Direct gradient, SCT preset (paper 003)', key: 'dg-sct', loss: { name: 'dg-sct' } },
+      { name: 'LoOp triplet (paper 001, pairing 5 x 16)', key: 'loop-triplet', loss: { name: 'loop-triplet' }, sampler: PAIRING_SAMPLER },
+      { name: 'LoOp HPHN-triplet (paper 001, pairing 5 x 16)', key: 'loop-hphn', loss: { name: 'loop-hphn' }, sampler: PAIRING_SAMPLER },
+      { name: 'LoOp multi-similarity (paper 001, pairing 5 x 16)', key: 'loop-ms', loss: { name: 'loop-ms' }, sampler: PAIRING_SAMPLER },
+      { name: 'EPS + triplet, semi-hard (paper 004)', key: 'eps-triplet', loss: { name: 'eps-triplet' } },
+      { name: 'EPS + margin, DWS, beta per class (paper 004)', key: 'eps-margin', loss: { name: 'eps-margin', numClasses: 5 } },
+      { name: 'EPS + multi-similarity (paper 004)', key: 'eps-ms', loss: { name: 'eps-ms' } },
+      TRIPLET_BASELINE,
+    ],
+  },
+};
+
+const METRICS = ['R@1', 'R@2', 'MAP@R', 'NMI', 'NMI+'] as const;
+type Metric = (typeof METRICS)[number];
 
 function metricsOf(record: EpochRecord | undefined): Record<Metric, number> {
   const v = record?.validation;
-  if (!v || v.mapAtR === null) throw new Error(`epoch ${record?.epoch} has no validation`);
-  return { 'R@1': 100 * (v.recall['1'] ?? Number.NaN), 'R@2': 100 * (v.recall['2'] ?? Number.NaN), 'MAP@R': 100 * v.mapAtR, NMI: 100 * v.nmi };
-}
-
-function summary(values: number[]): string {
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  const sd = values.length > 1 ? Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / (values.length - 1)) : 0;
-  return `${mean.toFixed(2)} ± ${sd.toFixed(2)} (${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
+  if (!v || v.mapAtR === null || v.nmiPlus === null) throw new Error(`epoch ${record?.epoch} has no validation with MAP@R and NMI+`);
+  return { 'R@1': 100 * (v.recall['1'] ?? Number.NaN), 'R@2': 100 * (v.recall['2'] ?? Number.NaN), 'MAP@R': 100 * v.mapAtR, NMI: 100 * v.nmi, 'NMI+': 100 * v.nmiPlus };
 }
 
 async function main(): Promise<void> {
-  const seeds = Number(argument('--seeds', '3'));
-  const out = argument('--out', 'runs/fashion-mnist');
+  const setName = argument('--methods', 'trainer');
+  const set = METHOD_SETS[setName];
+  if (!set) throw new Error(`Expected one of ${Object.keys(METHOD_SETS).join(', ')} for --methods but received ${JSON.stringify(setName)}`);
+  const seeds = integerArgument('--seeds', 3) as number;
+  const out = argument('--out', set.out);
   const data = argument('--data', '/usr/share/datasets/fashion-mnist');
-  const base = JSON.parse(readFileSync('scripts/configs/fashion-mnist-mlp.json', 'utf8')) as TrainConfigInput;
-  const rows: Array<{ method: string; seed: number; untrained: Record<Metric, number>; trained: Record<Metric, number>; seconds: number }> = [];
-  for (const method of METHODS) {
+  const file = JSON.parse(readFileSync('scripts/configs/fashion-mnist-mlp.json', 'utf8')) as TrainConfigInput;
+  const maxTrainItems = integerArgument('--max-train-items', file.data.maxTrainItems);
+  const maxValidationItems = integerArgument('--max-validation-items', file.validation?.maxItems);
+  const base: TrainConfigInput = {
+    ...file,
+    data: { ...file.data, dataset: `fashion-mnist:${data}`, ...(maxTrainItems !== undefined ? { maxTrainItems } : {}) },
+    epochs: integerArgument('--epochs', file.epochs) as number,
+    validation: { ...file.validation, ...(maxValidationItems !== undefined ? { maxItems: maxValidationItems } : {}), clusterCounts: DEFAULT_CLUSTER_COUNT_SPECS },
+  };
+  const rows: Array<{
+    method: string;
+    key: string;
+    seed: number;
+    untrained: Record<Metric, number>;
+    trained: Record<Metric, number>;
+    nmiCurve: Array<{ clusters: number; nmi: number }>;
+    seconds: number;
+  }> = [];
+  for (const method of set.methods) {
     for (let seed = 0; seed < seeds; seed++) {
       const config: TrainConfigInput = {
         ...base,
-        data: { ...base.data, dataset: `fashion-mnist:${data}` },
         loss: method.loss as TrainConfigInput['loss'],
+        ...(method.sampler ? { sampler: method.sampler } : {}),
         seed,
-        out: path.join(out, `${String(method.loss['name'])}${method.loss['order'] === 2 ? '-2nd' : ''}-seed${seed}`),
+        out: path.join(out, `${method.key}-seed${seed}`),
       };
       const start = performance.now();
       const result = await train(parseTrainConfig(config, 'table config'), { log: (line) => console.error(`[${method.name}, seed ${seed}] ${line}`) });
+      const last = result.history[result.history.length - 1];
       rows.push({
         method: method.name,
+        key: method.key,
         seed,
         untrained: metricsOf(result.history[0]),
-        trained: metricsOf(result.history[result.history.length - 1]),
+        trained: metricsOf(last),
+        nmiCurve: last?.validation?.nmiCurve ?? [],
         seconds: (performance.now() - start) / 1000,
       });
     }
   }
   const lines = [
-    `| model (${seeds} seeds) | ${METRICS.join(' | ')} |`,
+    `| model (${seeds} seed${seeds === 1 ? '' : 's'}) | ${METRICS.join(' | ')} |`,
     `|---|${METRICS.map(() => '---').join('|')}|`,
     `| untrained (epoch 0 of every run) | ${METRICS.map((m) => summary(rows.map((r) => r.untrained[m]))).join(' | ')} |`,
-    ...METHODS.map((method) => {
-      const mine = rows.filter((r) => r.method === method.name);
+    ...set.methods.map((method) => {
+      const mine = rows.filter((r) => r.key === method.key);
       return `| ${method.name} | ${METRICS.map((m) => summary(mine.map((r) => r.trained[m]))).join(' | ')} |`;
     }),
   ];
   const table = `${lines.join('\n')}\n`;
   process.stdout.write(table);
   await writeFileAtomic(path.join(out, 'table.md'), table);
-  await writeFileAtomic(path.join(out, 'table.json'), `${JSON.stringify({ config: base, rows }, null, 2)}\n`);
+  await writeFileAtomic(
+    path.join(out, 'table.json'),
+    `${JSON.stringify({ methods: setName, config: base, samplers: Object.fromEntries(set.methods.filter((m) => m.sampler).map((m) => [m.key, m.sampler])), rows }, null, 2)}\n`,
+  );
 }
 
 await main();

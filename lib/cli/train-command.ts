@@ -28,7 +28,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--epochs <n>', 'override epochs')
     .option('--seed <n>', 'override seed')
     .option('--out <dir>', 'override the output folder')
-    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, wasm, cpu')
+    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu')
     .option('--resume', 'continue from <out>/checkpoints/last')
     .action(async (flags: TrainFlags) => {
       let text: string;

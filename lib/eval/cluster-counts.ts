@@ -29,3 +29,20 @@ export function resolveClusterCounts(specs: string[], labelCount: number, pointC
   }
   return [...counts].sort((a, b) => a - b);
 }
+
+/**
+ * The cluster-count spec of NMI+ as a single number: paper 004 (Levi et al.; METHODS.md sections 5.4
+ * and 8.4) reports NMI with K = 10 x the number of classes (CUB, Cars) as "NMI+".
+ */
+export const NMI_PLUS_SPEC = '10x';
+
+/**
+ * NMI+ read off an NMI curve: the NMI of the point whose cluster count is {@link NMI_PLUS_SPEC}
+ * resolved for `labelCount` labels and `pointCount` clustered points (as {@link resolveClusterCounts}
+ * resolves it, so capped at the point count), or null when the curve was computed without that count
+ * (e.g. with the specs `['1x']`). `curve` is what the evaluation returns (`EvaluationMetrics.nmiCurve`).
+ */
+export function nmiPlusOf(curve: ReadonlyArray<{ k: number; nmi: number }>, labelCount: number, pointCount: number): number | null {
+  const k = Math.max(...resolveClusterCounts([NMI_PLUS_SPEC], labelCount, pointCount));
+  return curve.find((p) => p.k === k)?.nmi ?? null;
+}

@@ -14,6 +14,21 @@ export interface ScatterOptions {
   /** Draw the diagonal y = x (points below it are correctly ordered triplets). */
   diagonal?: boolean;
   size?: number;
+  /**
+   * Further point series drawn over the main one, each in its own colour, with a legend (e.g. the
+   * LoOp synthetic optimal negatives of the triplet scatter diagram).
+   */
+  series?: ReadonlyArray<ScatterSeries>;
+  /** Legend label of the main series (coloured by y < x: blue, else red); used when `series` is given. */
+  mainLabel?: string;
+}
+
+/** A further point series of {@link scatterSvg}. */
+export interface ScatterSeries {
+  name: string;
+  /** CSS colour, e.g. `#2ca02c`. */
+  colour: string;
+  points: ReadonlyArray<{ x: number; y: number }>;
 }
 
 const MARGIN = { left: 60, right: 20, top: 40, bottom: 50 };
@@ -46,6 +61,28 @@ export function scatterSvg(points: ReadonlyArray<{ x: number; y: number }>, opti
     if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) continue;
     const colour = p.y < p.x ? '#1f77b4' : '#d62728';
     parts.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="1.6" fill="${colour}" fill-opacity="0.5"/>`);
+  }
+  for (const series of options.series ?? []) {
+    for (const p of series.points) {
+      if (!Number.isFinite(p.x) || !Number.isFinite(p.y)) continue;
+      parts.push(`<rect x="${(px(p.x) - 1.5).toFixed(1)}" y="${(py(p.y) - 1.5).toFixed(1)}" width="3" height="3" fill="${series.colour}" fill-opacity="0.5"/>`);
+    }
+  }
+  if (options.series && options.series.length > 0) {
+    const entries: Array<{ name: string; colour: string; square: boolean }> = [
+      { name: `${options.mainLabel ?? 'points'}, y < x`, colour: '#1f77b4', square: false },
+      { name: `${options.mainLabel ?? 'points'}, y >= x`, colour: '#d62728', square: false },
+      ...options.series.map((s) => ({ name: s.name, colour: s.colour, square: true })),
+    ];
+    entries.forEach((e, i) => {
+      const y = MARGIN.top + 14 + i * 15;
+      parts.push(
+        e.square
+          ? `<rect x="${MARGIN.left + 8}" y="${y - 4}" width="8" height="8" fill="${e.colour}"/>`
+          : `<circle cx="${MARGIN.left + 12}" cy="${y}" r="4" fill="${e.colour}"/>`,
+        `<text x="${MARGIN.left + 22}" y="${y}" dominant-baseline="middle" font-size="11">${escapeXml(e.name)}</text>`,
+      );
+    });
   }
   parts.push(
     `<text x="${MARGIN.left + plot / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,

@@ -3,10 +3,13 @@
  * can run the kernels a piece of work needs.
  *
  * `auto` tries, in order: `@tensorflow/tfjs-node-gpu` (TensorFlow's C library with CUDA),
- * `@tensorflow/tfjs-node` (TensorFlow's C library on the CPU), `@tensorflow/tfjs-backend-wasm`
- * (XNNPACK, SIMD, one thread in Node) and tfjs's pure-JavaScript `cpu` backend. Each attempt and why it
- * failed is recorded, so a run can report which backend actually ran. A forced backend that cannot be
- * loaded is an error naming the reason; it never falls back silently.
+ * `@tensorflow/tfjs-node` (TensorFlow's C library on the CPU), `ort-cpu` (tfjs's `cpu` backend with
+ * matrix products and convolutions run by onnxruntime, see ort-backend/ort-cpu-backend.ts),
+ * `@tensorflow/tfjs-backend-wasm` (XNNPACK, SIMD, one thread in Node) and tfjs's pure-JavaScript `cpu`
+ * backend. Each attempt and why it failed is recorded, so a run can report which backend actually ran.
+ * A forced backend that cannot be loaded is an error naming the reason; it never falls back silently,
+ * with one exception: a forced `ort-cpu` whose onnxruntime binding fails its self-test falls back to
+ * `cpu` (same results, slower) and says so in {@link SelectedBackend.warning}.
  *
  * The two tfjs-node packages are optionalDependencies: their install downloads libtensorflow, and where
  * that fails npm drops them and still exits 0 (STACK.md section 3). Both register a backend named
@@ -22,9 +25,11 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../errors.js';
+import { ORT_CPU_BACKEND_NAME, registerOrtCpuBackend } from './ort-backend/ort-cpu-backend.js';
+import type { NativeBindingLoader } from './ort-backend/ort-sync-runtime.js';
 
 /** What the user asks for. */
-export type BackendPreference = 'auto' | 'tfjs-node-gpu' | 'tfjs-node' | 'wasm' | 'cpu';
+export type BackendPreference = 'auto' | 'tfjs-node-gpu' | 'tfjs-node' | 'ort-cpu' | 'wasm' | 'cpu';
 
 /** A concrete backend choice (a preference other than `auto`). */
 export type BackendChoice = Exclude<BackendPreference, 'auto'>;
@@ -40,27 +45,38 @@ export interface BackendAttempt {
 export interface SelectedBackend {
   /** The choice that loaded. */
   name: BackendChoice;
-  /** The name tfjs registers it under (`tensorflow`, `wasm` or `cpu`): what `tf.getBackend()` returns. */
+  /** The name tfjs registers it under (`tensorflow`, `ort-cpu`, `wasm` or `cpu`): what `tf.getBackend()` returns. */
   tfBackend: string;
   /** Every attempt in order; the last one succeeded. */
   attempts: BackendAttempt[];
   /** A remark worth recording, e.g. that tfjs-node-gpu loaded but TensorFlow saw no GPU. */
   note?: string;
+  /** One line to show the user when the forced `ort-cpu` fell back to `cpu`. */
+  warning?: string;
 }
 
-const PREFERENCES: readonly BackendPreference[] = ['auto', 'tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu'];
-const AUTO_ORDER: readonly BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu'];
+/** Options of {@link selectBackend}. */
+export interface SelectBackendOptions {
+  /** onnxruntime threads of the ort-cpu backend (default: $DML_ORT_CPU_THREADS, else every core). */
+  ortThreads?: number;
+  /** Replaces onnxruntime's native-binding loader (tests simulate a broken binding with it). */
+  ortBindingLoader?: NativeBindingLoader;
+}
+
+const PREFERENCES: readonly BackendPreference[] = ['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
+const AUTO_ORDER: readonly BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
 
 /** The backend name each choice registers with tfjs. */
 const TF_BACKEND_NAME: Readonly<Record<BackendChoice, string>> = {
   'tfjs-node-gpu': 'tensorflow',
   'tfjs-node': 'tensorflow',
+  'ort-cpu': ORT_CPU_BACKEND_NAME,
   wasm: 'wasm',
   cpu: 'cpu',
 };
 
-/** The package each choice imports (cpu is built into @tensorflow/tfjs). */
-const PACKAGE: Readonly<Record<Exclude<BackendChoice, 'cpu'>, string>> = {
+/** The package each choice imports (cpu is built into @tensorflow/tfjs; ort-cpu is dmlkit's own). */
+const PACKAGE: Readonly<Record<Exclude<BackendChoice, 'cpu' | 'ort-cpu'>, string>> = {
   'tfjs-node-gpu': '@tensorflow/tfjs-node-gpu',
   'tfjs-node': '@tensorflow/tfjs-node',
   wasm: '@tensorflow/tfjs-backend-wasm',
@@ -71,11 +87,17 @@ function firstLine(err: unknown): string {
 }
 
 /** Imports the package of `choice` (registering its backend) and makes it the active backend. */
-async function activate(choice: BackendChoice): Promise<string | undefined> {
+async function activate(choice: BackendChoice, options: SelectBackendOptions): Promise<string | undefined> {
   const tfName = TF_BACKEND_NAME[choice];
+  if (choice === 'ort-cpu') {
+    registerOrtCpuBackend({
+      ...(options.ortThreads !== undefined ? { threads: options.ortThreads } : {}),
+      ...(options.ortBindingLoader ? { loadBinding: options.ortBindingLoader } : {}),
+    });
+  }
   // A variable specifier keeps TypeScript from resolving the optional packages at compile time.
-  const specifier: string = choice === 'cpu' ? '@tensorflow/tfjs' : PACKAGE[choice];
-  if (choice !== 'cpu') {
+  const specifier: string = choice === 'cpu' || choice === 'ort-cpu' ? '@tensorflow/tfjs' : PACKAGE[choice];
+  if (choice !== 'cpu' && choice !== 'ort-cpu') {
     try {
       await import(specifier);
     } catch (err) {
@@ -105,18 +127,25 @@ async function activate(choice: BackendChoice): Promise<string | undefined> {
  * Errors: E_ARG for an unknown preference, or when a forced backend cannot be loaded (the message
  * names the package and the reason).
  */
-export async function selectBackend(preference: BackendPreference): Promise<SelectedBackend> {
+export async function selectBackend(preference: BackendPreference, options: SelectBackendOptions = {}): Promise<SelectedBackend> {
   if (!PREFERENCES.includes(preference)) {
     throw invalidParameterError('backend', `one of ${PREFERENCES.map((p) => `'${p}'`).join(', ')}`, preference);
   }
-  const order: readonly BackendChoice[] = preference === 'auto' ? AUTO_ORDER : [preference];
+  const order: readonly BackendChoice[] = preference === 'auto' ? AUTO_ORDER : preference === 'ort-cpu' ? ['ort-cpu', 'cpu'] : [preference];
   const attempts: BackendAttempt[] = [];
   let lastError: unknown;
   for (const choice of order) {
     try {
-      const note = await activate(choice);
+      const note = await activate(choice, options);
       attempts.push({ backend: choice });
-      return { name: choice, tfBackend: TF_BACKEND_NAME[choice], attempts, ...(note !== undefined ? { note } : {}) };
+      const fellBack = preference === 'ort-cpu' && choice === 'cpu';
+      return {
+        name: choice,
+        tfBackend: TF_BACKEND_NAME[choice],
+        attempts,
+        ...(note !== undefined ? { note } : {}),
+        ...(fellBack ? { warning: `backend ort-cpu unavailable (${attempts[0]?.error ?? ''}); using the cpu backend instead (same results, slower)` } : {}),
+      };
     } catch (err) {
       lastError = err;
       attempts.push({ backend: choice, error: firstLine(err) });

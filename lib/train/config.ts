@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { DmlError } from '../errors.js';
+import { parseClusterCountSpecs } from '../eval/cluster-counts.js';
 
 const positiveInt = z.number().int().positive();
 const activation = z.enum(['relu', 'elu', 'tanh', 'sigmoid']);
@@ -130,8 +131,26 @@ export const trainConfigSchema = z
       .object({
         /** Dataset spec `<layout>:<path>`, as for dml eval. Training uses split "train". */
         dataset: z.string().min(1),
-        /** Class-disjoint split: these labels are training classes, the rest is held out (e.g. "0-4"). */
+        /**
+         * Class-disjoint split: these labels are training classes, the rest is held out (e.g. "0-4").
+         * Absent: the dataset's own split, e.g. for `fashion-mnist:` (IDX) the training file trains and
+         * the test file (the same ten classes) is held out; a folder with `train/` and `test/` likewise.
+         * Both protocols therefore exist without a further option: set trainClasses for the
+         * class-disjoint one (METHODS.md 8.1), leave it out for the same-classes one (paper 004's
+         * class-collapse experiment).
+         */
         trainClasses: z.string().optional(),
+        /**
+         * Coarse training labels (paper 004's class-collapse experiment, METHODS.md section 5): group
+         * name -> the training classes it merges, each a label or a range term as in trainClasses
+         * (numbers are read as labels), e.g. `{ "tops": [0, 2, 4, 6], "footwear": [5, 7, 9], "other":
+         * [1, 3, 8] }`. The sampler, the loss and the scatter diagram of the training set see the group
+         * names as labels; validation keeps the fine labels. Every training class must be in exactly
+         * one group, and only training classes may be named (checked before training, see
+         * lib/train/label-groups.ts). The run's config.json records the resolved groups. Absent: the
+         * dataset's labels.
+         */
+        trainLabelGroups: z.record(z.string().min(1), z.array(z.union([z.string().min(1), z.number().int().min(0)])).min(1)).optional(),
         image: imageSpecSchema.optional(),
         /** Train on a seeded sample of at most this many training items (all when absent). */
         maxTrainItems: positiveInt.optional(),
@@ -153,7 +172,7 @@ export const trainConfigSchema = z
     optimizer: optimizerSchema,
     epochs: positiveInt,
     seed: z.number().int().min(0).max(0xffffffff).default(0),
-    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu']).default('auto'),
+    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu']).default('auto'),
     validation: z
       .object({
         /** Validate every this many epochs (and after the last). */
@@ -161,9 +180,25 @@ export const trainConfigSchema = z
         /** Held-out items used per validation (seeded sample, all labels kept). */
         maxItems: positiveInt.default(5000),
         ks: z.array(positiveInt).default([1, 2, 4, 8]),
+        /**
+         * Cluster counts of the NMI curve recorded per validation, as `dml eval --nmi-k` takes them:
+         * integers or multiples of the held-out label count (`["1x", "2x", "5x", "10x", "30x"]`, the
+         * NMI+ sweep). 1x is always included (it gives `nmi`); NMI+ (`nmiPlus`) is the point at 10x and
+         * is null unless 10x is listed. Default `["1x"]`: NMI alone.
+         */
+        clusterCounts: z
+          .array(z.string())
+          .default(['1x'])
+          .superRefine((specs, context) => {
+            try {
+              parseClusterCountSpecs(specs, 'validation.clusterCounts');
+            } catch (err) {
+              context.addIssue({ code: 'custom', message: (err as Error).message });
+            }
+          }),
       })
       .strict()
-      .default({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8] }),
+      .default({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8], clusterCounts: ['1x'] }),
     scatter: z
       .object({
         every: positiveInt.default(1),

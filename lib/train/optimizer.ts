@@ -1,12 +1,33 @@
 /**
- * @file Optimisers for the trainer: SGD, SGD with momentum and Adam from TensorFlow.js, a step-wise
- * learning-rate schedule (multiply by gamma after each milestone epoch) and decoupled weight decay.
+ * @file Optimisers for the trainer: SGD, SGD with momentum and Adam, a step-wise learning-rate
+ * schedule (multiply by gamma after each milestone epoch) and decoupled weight decay.
  *
  * tfjs optimisers have no weight decay (STACK.md section 3), so it is applied after each step as
  * w <- w * (1 - lr * weightDecay) on kernels only (SGDW / AdamW style, Loshchilov & Hutter).
+ *
+ * Two implementations give the same numbers: tfjs's optimisers followed by {@link applyWeightDecay},
+ * and the fused optimisers of fused-optimizer.ts, which do the step and the decay in one pass over
+ * each variable's array. The fused ones are used on backends whose tensors live in JavaScript memory
+ * ({@link FUSED_OPTIMIZER_BACKENDS}), where they save a dozen full-size kernels per variable.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from './config.js';
+import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, type DecayFilter, type FusedWeightDecay } from './fused-optimizer.js';
+import { ORT_CPU_BACKEND_NAME } from './ort-backend/ort-cpu-backend.js';
+
+/**
+ * tfjs backends on which the trainer uses the fused optimisers. `cpu` keeps tfjs's own optimisers,
+ * so the ort-cpu parity spec compares the fused step against tfjs's.
+ */
+export const FUSED_OPTIMIZER_BACKENDS: ReadonlySet<string> = new Set([ORT_CPU_BACKEND_NAME]);
+
+/** How the trainer wants its optimiser built. */
+export interface OptimizerOptions {
+  /** Use the fused optimisers (which then also apply the weight decay). */
+  fused: boolean;
+  /** The variables that get weight decay (by tfjs variable name). */
+  decayed: DecayFilter;
+}
 
 type OptimizerConfig = TrainConfig['optimizer'];
 
@@ -16,8 +37,22 @@ export function learningRateAt(config: OptimizerConfig, epoch: number): number {
   return config.learningRate * config.gamma ** passed;
 }
 
-/** A fresh optimiser of the configured kind at learning rate `lr`. */
-export function createOptimizer(config: OptimizerConfig, lr: number): tf.Optimizer {
+/**
+ * A fresh optimiser of the configured kind at learning rate `lr`; with `options.fused`, the fused
+ * implementation, which applies the weight decay itself ({@link appliesWeightDecay}).
+ */
+export function createOptimizer(config: OptimizerConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
+  if (options?.fused) {
+    const decay: FusedWeightDecay = { rate: config.weightDecay, appliesTo: options.decayed };
+    switch (config.kind) {
+      case 'sgd':
+        return new FusedSgdOptimizer(lr, decay);
+      case 'momentum':
+        return new FusedMomentumOptimizer(lr, config.momentum, decay);
+      case 'adam':
+        return new FusedAdamOptimizer(lr, decay);
+    }
+  }
   switch (config.kind) {
     case 'sgd':
       return tf.train.sgd(lr);
@@ -33,12 +68,26 @@ export function createOptimizer(config: OptimizerConfig, lr: number): tf.Optimiz
  * setter), so a new optimiser of the same kind is made and the old one's state (moments, step count)
  * copied into it; the old one is disposed.
  */
-export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerConfig, lr: number): Promise<tf.Optimizer> {
-  const next = createOptimizer(config, lr);
+export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
+  const next = createOptimizer(config, lr, options);
   const weights = await optimizer.getWeights();
   if (weights.length > 0) await next.setWeights(weights);
   optimizer.dispose();
   return next;
+}
+
+/**
+ * The variables of `model` that get weight decay: its kernels (`kernel`, `depthwise_kernel`, ...),
+ * not biases or normalisation parameters. Matched on the layer weight's original name: tfjs suffixes
+ * the names of later models' weights (`dense/kernel_1`) when a process builds more than one model.
+ */
+export function decayedVariables(model: tf.LayersModel): tf.Variable[] {
+  return model.trainableWeights.filter((w) => (w as unknown as { originalName: string }).originalName.endsWith('kernel')).map((w) => w.read() as tf.Variable);
+}
+
+/** Whether `optimizer` applies the weight decay in its own step (the fused optimisers do). */
+export function appliesWeightDecay(optimizer: tf.Optimizer): boolean {
+  return isFusedOptimizer(optimizer);
 }
 
 /** Multiplies every kernel in `kernels` by (1 - lr * decay). */

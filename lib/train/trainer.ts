@@ -2,11 +2,13 @@
  * @file The training loop of `dml train`.
  *
  * Setup (everything that can fail does so before the first step): backend, dataset and class split,
- * model, loss, sampler, preloaded training and validation inputs. Then per epoch: the sampler's
- * batches (a pure function of seed and epoch), one optimiser step per batch with a valid tuple
- * (a batch without one changes nothing), decoupled weight decay, NaN/Inf detection; validation through
- * the evaluator (Recall@K, MAP@R, NMI on a seeded held-out sample), the triplet scatter diagram, a
- * checkpoint, and a JSONL log line per step and per epoch. Epoch 0 of the history is the untrained model.
+ * coarse training labels (`data.trainLabelGroups`), model, loss, sampler, preloaded training and
+ * validation inputs. Then per epoch: the sampler's batches (a pure function of seed and epoch), one
+ * optimiser step per batch with a valid tuple (a batch without one changes nothing), decoupled weight
+ * decay, NaN/Inf detection; validation through the evaluator (Recall@K, MAP@R, NMI and the NMI curve
+ * over `validation.clusterCounts` with NMI+, on a seeded held-out sample with its fine labels), the
+ * triplet scatter diagram (with the LoOp synthetic negatives for LoOp losses), a checkpoint, and a
+ * JSONL log line per step and per epoch. Epoch 0 of the history is the untrained model.
  *
  * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
  * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
@@ -21,6 +23,7 @@ import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { nmiPlusOf } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
@@ -35,16 +38,18 @@ import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
 import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
 import type { FeaturesSpec, TrainConfig } from './config.js';
+import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
+import { LoopLoss } from './losses/loop.js';
 import { createLoss } from './losses/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { computeBackboneFeatures } from './models/backbone-features.js';
 import { buildModel } from './models/build-model.js';
 import type { ModelSpec } from './models/model-spec.js';
-import { applyWeightDecay, createOptimizer, learningRateAt, withLearningRate } from './optimizer.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, learningRateAt, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { tripletScatter } from './scatter.js';
-import { featureTrainingData, preloadImages, trainingImagePreprocessing, type TrainingData } from './training-data.js';
+import { featureTrainingData, preloadImages, relabelTrainingData, trainingImagePreprocessing, type TrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -59,8 +64,27 @@ export interface EpochRecord {
   learningRate: number;
   seconds: number;
   stepsPerSecond: number | null;
-  validation?: { recall: Record<string, number>; mapAtR: number | null; nmi: number; queryCount: number };
-  scatter?: { correctFraction: number; points: number };
+  /** Held-out metrics (fine labels, also with `data.trainLabelGroups`); see {@link ValidationRecord}. */
+  validation?: ValidationRecord;
+  /**
+   * The triplet scatter diagram's summary: fraction of anchors below the diagonal and their count;
+   * for LoOp losses also the fraction of the synthetic-negative series below it (lib/train/scatter.ts).
+   */
+  scatter?: { correctFraction: number; points: number; loopCorrectFraction?: number };
+}
+
+/** The metrics of one validation, from the evaluation spine (lib/eval/evaluate-embeddings.ts). */
+export interface ValidationRecord {
+  /** Recall@K keyed by K (validation.ks). */
+  recall: Record<string, number>;
+  mapAtR: number | null;
+  /** NMI with K = the number of held-out labels. */
+  nmi: number;
+  /** NMI at each cluster count of validation.clusterCounts (resolved, ascending; always holds 1x). */
+  nmiCurve: Array<{ clusters: number; nmi: number }>;
+  /** NMI+ (paper 004): the curve's NMI at 10x the label count; null unless 10x is in validation.clusterCounts. */
+  nmiPlus: number | null;
+  queryCount: number;
 }
 
 /** Options of {@link train}. */
@@ -70,6 +94,11 @@ export interface TrainOptions {
   /** One line per epoch and per notice (stderr in the CLI). */
   log?: (line: string) => void;
   signal?: AbortSignal;
+  /**
+   * Called before each training step with the batch's labels as the sampler and the loss see them
+   * (with `data.trainLabelGroups`, the group names), for diagnostics and tests.
+   */
+  onBatch?: (batch: { epoch: number; step: number; labels: string[] }) => void;
 }
 
 /** What a finished run returns (also written to `<out>/report.json`). */
@@ -251,6 +280,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // ---- setup: everything that can fail, before the first step ----
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
   const backend = await selectBackend(config.backend);
+  if (backend.warning) log(`warning: ${backend.warning}`);
   let manifest = await openDataset(config.data.dataset, { warn: (m) => log(`warning: ${m}`) });
   if (config.data.trainClasses !== undefined) {
     manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
@@ -260,6 +290,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (allTrainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
   const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
   const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
+  const labelGroups: LabelGroups | undefined =
+    config.data.trainLabelGroups === undefined
+      ? undefined
+      : resolveLabelGroups(config.data.trainLabelGroups, new Set(manifest.items.map((it) => it.label)), new Set(allTrainItems.map((it) => it.label)));
 
   if (config.data.features && config.data.augmentation) {
     throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
@@ -271,17 +305,27 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
     : await loadImageData(config, model, trainItems, validationItems, options.signal);
-  const { trainData, validationData, preprocessing } = loaded;
+  const { validationData, preprocessing } = loaded;
+  // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
+  const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
   const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed);
 
   const check = await ensureBackendSupports(model, { training: true });
   if (check.warning) log(`warning: ${check.warning}`);
 
-  const resolvedConfig = { ...config, loss: { name: loss.name, ...loss.config }, sampler: sampler.describe() };
+  const resolvedConfig = {
+    ...config,
+    ...(labelGroups ? { data: { ...config.data, trainLabelGroups: labelGroups.groups } } : {}),
+    loss: { name: loss.name, ...loss.config },
+    sampler: sampler.describe(),
+  };
   // The number of epochs may change between a run and its resumption; everything else must not.
   const configHash = sha256(canonicalJson({ ...config, epochs: undefined }));
   let currentLearningRate = learningRateAt(config.optimizer, 0);
-  let optimizer = createOptimizer(config.optimizer, currentLearningRate);
+  const kernels = decayedVariables(model);
+  const kernelNames = new Set(kernels.map((v) => v.name));
+  const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
+  let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
   let history: EpochRecord[] = [];
   let startEpoch = 0;
   const checkpointDir = path.join(out, CHECKPOINT);
@@ -314,7 +358,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
 
   /** Values of the loss's trainable variables, saved in each checkpoint's state. */
   const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
-  const kernels = model.trainableWeights.filter((w) => w.name.endsWith('kernel')).map((w) => w.read() as tf.Variable);
   const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
   /**
@@ -367,37 +410,59 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     }
   }
 
+  /** The geometry of the LoOp series of the scatter diagram when the loss is a LoOp loss. */
+  const loopGeometry = loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined;
   const validate = async (epoch: number, record: EpochRecord): Promise<void> => {
     if (!validationData) return;
     const last = epoch === config.epochs;
     if (epoch % config.validation.every !== 0 && !last && epoch !== 0) return;
     const set = embedAll(model, validationData, inputShape);
-    const evaluation = await evaluateEmbeddings(set, null, {
+    const { metrics } = await evaluateEmbeddings(set, null, {
       ks: config.validation.ks,
-      clusterCountSpecs: ['1x'],
+      clusterCountSpecs: config.validation.clusterCounts,
       clusterSet: 'union',
       index: { kind: 'exact', chunkSize: 512 },
       kmeans: { iterations: 20, restarts: 1, seed: config.seed },
     });
     record.validation = {
-      recall: evaluation.metrics.recall,
-      mapAtR: evaluation.metrics.mapAtR,
-      nmi: evaluation.metrics.nmi,
-      queryCount: evaluation.metrics.queryCount,
+      recall: metrics.recall,
+      mapAtR: metrics.mapAtR,
+      nmi: metrics.nmi,
+      nmiCurve: metrics.nmiCurve.map((p) => ({ clusters: p.k, nmi: p.nmi })),
+      // The clustered set is the validation set itself (query set = gallery set).
+      nmiPlus: nmiPlusOf(metrics.nmiCurve, metrics.labelCount, set.count),
+      queryCount: metrics.queryCount,
     };
     if (epoch % config.scatter.every === 0 || last) {
       const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
-      const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, { maxPoints: config.scatter.maxPoints, seed: config.seed });
-      record.scatter = { correctFraction: scatter.correctFraction, points: scatter.points.length };
+      const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, {
+        maxPoints: config.scatter.maxPoints,
+        seed: config.seed,
+        ...(loopGeometry !== undefined ? { loop: { geometry: loopGeometry } } : {}),
+      });
+      record.scatter = {
+        correctFraction: scatter.correctFraction,
+        points: scatter.points.length,
+        ...(scatter.loop ? { loopCorrectFraction: scatter.loop.correctFraction } : {}),
+      };
       const name = `epoch-${String(epoch).padStart(3, '0')}`;
       await writeFileAtomic(path.join(out, 'scatter', `${name}.json`), JSON.stringify(scatter));
+      const below = `${(100 * scatter.correctFraction).toFixed(1)}%`;
       await writeFileAtomic(
         path.join(out, 'scatter', `${name}.svg`),
         scatterSvg(scatter.points, {
-          title: `Triplet scatter, epoch ${epoch} (${config.scatter.set}; ${(100 * scatter.correctFraction).toFixed(1)}% below diagonal)`,
+          title: scatter.loop
+            ? `Epoch ${epoch}, ${config.scatter.set}: ${below} below diagonal, LoOp ${(100 * scatter.loop.correctFraction).toFixed(1)}%`
+            : `Triplet scatter, epoch ${epoch} (${config.scatter.set}; ${below} below diagonal)`,
           xLabel: 'similarity of the easiest positive',
-          yLabel: 'similarity of the hardest negative',
+          yLabel: scatter.loop ? 'similarity of the hardest (real or LoOp) negative' : 'similarity of the hardest negative',
           diagonal: true,
+          ...(scatter.loop
+            ? {
+                mainLabel: 'hardest real negative',
+                series: [{ name: `LoOp optimal negative (${scatter.loop.geometry}s, 1 - d²/2)`, colour: '#2ca02c', points: scatter.loop.points }],
+              }
+            : {}),
         }),
       );
       await writeFileAtomic(
@@ -423,6 +488,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       parts.push(`val R@1 ${(100 * (r.validation.recall['1'] ?? Number.NaN)).toFixed(2)}`);
       if (r.validation.mapAtR !== null) parts.push(`MAP@R ${(100 * r.validation.mapAtR).toFixed(2)}`);
       parts.push(`NMI ${(100 * r.validation.nmi).toFixed(2)}`);
+      if (r.validation.nmiPlus !== null) parts.push(`NMI+ ${(100 * r.validation.nmiPlus).toFixed(2)}`);
     }
     return parts.join(', ');
   };
@@ -440,7 +506,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Training cancelled');
     const lr = learningRateAt(config.optimizer, epoch - 1);
     if (lr !== currentLearningRate) {
-      optimizer = await withLearningRate(optimizer, config.optimizer, lr);
+      optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
       currentLearningRate = lr;
     }
     const batches = sampler.batchesOfEpoch(epoch - 1);
@@ -452,6 +518,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     let validSum = 0;
     let totalSum = 0;
     for (const [step, rows] of batches.entries()) {
+      options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       const counts = { valid: 0, total: 0 };
       const { value, grads } = gradientsOf(rows, counts, drawInputs(rows, inputRng));
       const { valid: validCount, total: totalCount } = counts;
@@ -466,7 +533,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       }
       if (validCount > 0) {
         optimizer.applyGradients(grads as Record<string, tf.Tensor>);
-        applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
+        if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
         lossSum += lossValue;
         updates++;
       }

@@ -141,3 +141,20 @@ export function featureTrainingData(views: readonly EmbeddingSet[], what: string
     augmentedViews: views.slice(1).map((v) => v.vectors),
   };
 }
+
+/**
+ * `data` with every row's label replaced by `groupOf.get(label)` (the coarse training labels of
+ * `data.trainLabelGroups`, see label-groups.ts), re-encoded as {@link encodeTrainingLabels} does (codes
+ * in sorted group-name order). Inputs and ids are shared, not copied. A label without a group is an
+ * E_ARG error (resolveLabelGroups rules that out before loading).
+ */
+export function relabelTrainingData(data: TrainingData, groupOf: ReadonlyMap<string, string>): TrainingData {
+  const names = Array.from(data.labels, (code) => {
+    const fine = data.labelNames[code] as string;
+    const group = groupOf.get(fine);
+    if (group === undefined) throw new DmlError('E_ARG', `data.trainLabelGroups: the training label "${fine}" is in no group`);
+    return group;
+  });
+  const { codes, names: labelNames } = encodeTrainingLabels(names);
+  return { ...data, labels: codes, labelNames };
+}

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
-import { parseClusterCountSpecs, resolveClusterCounts } from '../../lib/eval/cluster-counts.js';
+import { nmiPlusOf, parseClusterCountSpecs, resolveClusterCounts } from '../../lib/eval/cluster-counts.js';
 
 describe('cluster counts', () => {
   it('resolves multiples of the label count, caps at N, dedupes, sorts and always includes 1x', () => {
@@ -13,5 +13,13 @@ describe('cluster counts', () => {
     expect(() => parseClusterCountSpecs(['10y'])).to.throw(DmlError, /--nmi-k.*"10y"/);
     expect(() => parseClusterCountSpecs(['0'])).to.throw(DmlError, /--nmi-k/);
     expect(() => parseClusterCountSpecs([])).to.throw(DmlError, /at least one/);
+  });
+
+  it('reads NMI+ off the curve at 10x the label count (capped at N), or null without that point', () => {
+    const curve = [5, 10, 50, 150].map((k) => ({ k, nmi: k / 1000 }));
+    expect(nmiPlusOf(curve, 5, 300)).to.equal(0.05);
+    expect(nmiPlusOf(curve, 5, 40)).to.equal(null); // 10x capped at 40 points: not on this curve
+    expect(nmiPlusOf([{ k: 40, nmi: 0.4 }], 5, 40)).to.equal(0.4);
+    expect(nmiPlusOf(curve.slice(0, 2), 5, 300)).to.equal(null);
   });
 });

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { ensureBackendSupports, missingKernels, modelKernels, runsOnBackend, selectBackend } from '../../lib/train/backend.js';
 import { buildModel } from '../../lib/train/models/build-model.js';
+import { loadNativeBinding } from '../../lib/train/ort-backend/ort-sync-runtime.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 describe('train/backend', () => {
@@ -14,15 +15,63 @@ describe('train/backend', () => {
     await tf.setBackend(before);
   });
 
-  it('auto falls through tfjs-node-gpu and tfjs-node (not installable here) to wasm, recording every attempt', async () => {
+  it('auto falls through tfjs-node-gpu and tfjs-node (not installable here) to ort-cpu, recording every attempt', async () => {
     const selected = await selectBackend('auto');
-    expect(selected.name).to.equal('wasm');
-    expect(selected.tfBackend).to.equal('wasm');
-    expect(tf.getBackend()).to.equal('wasm');
-    expect(selected.attempts.map((a) => a.backend)).to.deep.equal(['tfjs-node-gpu', 'tfjs-node', 'wasm']);
+    expect(selected.name).to.equal('ort-cpu');
+    expect(selected.tfBackend).to.equal('ort-cpu');
+    expect(tf.getBackend()).to.equal('ort-cpu');
+    expect(selected.attempts.map((a) => a.backend)).to.deep.equal(['tfjs-node-gpu', 'tfjs-node', 'ort-cpu']);
     expect(selected.attempts[0]?.error).to.equal('@tensorflow/tfjs-node-gpu is not installed');
     expect(selected.attempts[1]?.error).to.equal('@tensorflow/tfjs-node is not installed');
-    expect(selected.attempts[2]).to.deep.equal({ backend: 'wasm' });
+    expect(selected.attempts[2]).to.deep.equal({ backend: 'ort-cpu' });
+  });
+
+  it('a broken onnxruntime binding: forced ort-cpu falls back to cpu with one warning line, auto goes on to wasm', async () => {
+    const broken = (): never => {
+      throw new Error('simulated: binding symbol missing');
+    };
+    const forced = await selectBackend('ort-cpu', { ortBindingLoader: broken });
+    expect(forced.name).to.equal('cpu');
+    expect(tf.getBackend()).to.equal('cpu');
+    expect(forced.warning).to.equal(
+      'backend ort-cpu unavailable (onnxruntime-node 1.30.0: the synchronous native binding failed its self-test (simulated: binding symbol missing)); using the cpu backend instead (same results, slower)',
+    );
+    expect(forced.warning).not.to.include('\n');
+    const auto = await selectBackend('auto', { ortBindingLoader: broken });
+    expect(auto.name).to.equal('wasm');
+    expect(auto.attempts.map((a) => a.backend)).to.deep.equal(['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm']);
+  });
+
+  it('a binding whose MatMul gives wrong numbers fails the self-test the same way', async () => {
+    const real = loadNativeBinding();
+    const wrong = (): ReturnType<typeof loadNativeBinding> => ({
+      initOrt: real.initOrt,
+      binding: {
+        InferenceSession: class {
+          readonly inner = new real.binding.InferenceSession();
+          loadModel(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['loadModel']>): void {
+            this.inner.loadModel(...args);
+          }
+          get inputMetadata() {
+            return this.inner.inputMetadata;
+          }
+          get outputMetadata() {
+            return this.inner.outputMetadata;
+          }
+          run(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['run']>) {
+            const out = this.inner.run(...args);
+            for (const t of Object.values(out)) (t.data as Float32Array)[0] = 42;
+            return out;
+          }
+          dispose(): void {
+            this.inner.dispose();
+          }
+        },
+      },
+    });
+    const forced = await selectBackend('ort-cpu', { ortBindingLoader: wrong });
+    expect(forced.name).to.equal('cpu');
+    expect(forced.warning).to.match(/failed its self-test \(MatMul gave \[42, /);
   });
 
   it('forcing tfjs-node or tfjs-node-gpu fails with one clear line, and the backend stays as it was', async () => {
@@ -38,7 +87,7 @@ describe('train/backend', () => {
     await expectDmlError(
       selectBackend('gpu' as 'cpu'),
       'E_ARG',
-      "Expected one of 'auto', 'tfjs-node-gpu', 'tfjs-node', 'wasm', 'cpu' for backend but received \"gpu\"",
+      "Expected one of 'auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu' for backend but received \"gpu\"",
     );
   });
 

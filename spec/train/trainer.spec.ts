@@ -1,9 +1,16 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
+import { applyClassSplit, parseClassList } from '../../lib/data/class-split.js';
+import { openDataset } from '../../lib/data/open-dataset.js';
+import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
+import { loadCheckpoint } from '../../lib/train/checkpoint-io.js';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import type { TripletScatter } from '../../lib/train/scatter.js';
 import { train } from '../../lib/train/trainer.js';
+import { preloadImages } from '../../lib/train/training-data.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 /** Five Fashion-MNIST classes of the embedded default set train; the other five are held out. */
@@ -57,9 +64,99 @@ describe('train', function () {
     expect(config.loss['name']).to.equal('ephn');
     expect(config.loss).to.have.property('temperature');
     expect(config.sampler.kind).to.equal('filled');
-    const scatter = JSON.parse(readFileSync(path.join(out, 'scatter/epoch-003.json'), 'utf8')) as { points: unknown[]; correctFraction: number };
+    const scatter = JSON.parse(readFileSync(path.join(out, 'scatter/epoch-003.json'), 'utf8')) as TripletScatter;
     expect(scatter.points).to.have.length(200);
+    expect(scatter).not.to.have.property('loop');
     expect(stepLosses(out).every((l) => l !== null && Number.isFinite(l))).to.equal(true);
+    // validation.clusterCounts defaults to ['1x']: the curve is NMI alone, and no NMI+.
+    expect(last.validation!.nmiCurve).to.deep.equal([{ clusters: 5, nmi: last.validation!.nmi }]);
+    expect(last.validation!.nmiPlus).to.equal(null);
+  });
+
+  it('records the NMI curve and NMI+ over validation.clusterCounts as the evaluator computes them', async () => {
+    const out = path.join(dir, 'curve');
+    const result = await train(parseTrainConfig(tinyConfig(out, { epochs: 1, validation: { clusterCounts: ['2x', '10x', '1x'] } }), 'test'));
+    const recorded = result.history[1]!.validation!;
+    // The same held-out items (all 300 of the five held-out classes), embedded by the saved model.
+    const manifest = applyClassSplit(await openDataset('folder:data/default'), parseClassList('bag,coat,dress,pullover,sandal'));
+    const data = await preloadImages(
+      manifest.items.filter((it) => it.split !== 'train'),
+      result.preprocessing,
+      'validation set',
+    );
+    const { model } = await loadCheckpoint(path.join(out, 'checkpoints/last'));
+    const vectors = tf.tidy(() => (model.predict(tf.tensor2d(data.inputs, [data.count, 784])) as tf.Tensor).dataSync() as Float32Array);
+    model.dispose();
+    const { metrics } = await evaluateEmbeddings(
+      { vectors, count: data.count, dim: 4, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c]!) },
+      null,
+      { ks: [1, 2, 4, 8], clusterCountSpecs: ['2x', '10x', '1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 512 }, kmeans: { iterations: 20, restarts: 1, seed: 0 } },
+    );
+    expect(recorded.nmiCurve.map((p) => p.clusters)).to.deep.equal([5, 10, 50]);
+    expect(metrics.nmiCurve.map((p) => p.k)).to.deep.equal([5, 10, 50]);
+    recorded.nmiCurve.forEach((p, i) => expect(p.nmi).to.be.closeTo(metrics.nmiCurve[i]!.nmi, 1e-9));
+    expect(recorded.nmiPlus).to.be.closeTo(metrics.nmiCurve[2]!.nmi, 1e-9);
+    expect(recorded.nmi).to.equal(recorded.nmiCurve[0]!.nmi);
+    expect(recorded.recall['1']).to.be.closeTo(metrics.recall['1']!, 1e-12);
+    expect(new Set(recorded.nmiCurve.map((p) => p.nmi)).size, 'distinct points').to.equal(3);
+  });
+
+  it('trains on coarse labels (data.trainLabelGroups) and validates on the fine ones, same classes (the dataset\'s split)', async () => {
+    // data/default as a manifest with the dataset's own split: 40 images of each of the ten classes
+    // train, the other 20 are held out (all ten classes), as the Fashion-MNIST training and test files.
+    const root = path.resolve('data/default');
+    const lines = ['path,label,split'];
+    for (const label of readdirSync(root).sort()) {
+      readdirSync(path.join(root, label))
+        .sort()
+        .forEach((file, i) => lines.push(`${path.join(root, label, file)},${label},${i < 40 ? 'train' : 'test'}`));
+    }
+    writeFileSync(path.join(dir, 'manifest.csv'), `${lines.join('\n')}\n`);
+    const groups = { tops: ['t-shirt_top', 'pullover', 'coat', 'shirt'], footwear: ['sandal', 'sneaker', 'ankle_boot'], other: ['trouser', 'dress', 'bag'] };
+    const out = path.join(dir, 'coarse');
+    const batchLabels = new Set<string>();
+    let batches = 0;
+    const result = await train(
+      parseTrainConfig(tinyConfig(out, { data: { dataset: `csv:${path.join(dir, 'manifest.csv')}`, trainLabelGroups: groups, image: { height: 28, width: 28, channels: 1 } }, epochs: 1 }), 'test'),
+      {
+        onBatch: ({ labels }) => {
+          batches++;
+          for (const l of labels) batchLabels.add(l);
+        },
+      },
+    );
+    expect(batches).to.be.above(0);
+    expect([...batchLabels].sort()).to.deep.equal(['footwear', 'other', 'tops']);
+    const config = JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')) as { data: { trainLabelGroups: unknown }; sampler: { classes: number } };
+    expect(config.data.trainLabelGroups).to.deep.equal({
+      tops: ['coat', 'pullover', 'shirt', 't-shirt_top'],
+      footwear: ['ankle_boot', 'sandal', 'sneaker'],
+      other: ['bag', 'dress', 'trouser'],
+    });
+    expect(config.sampler.classes).to.equal(3);
+    // Validation: the 200 held-out images with their ten fine labels (1x = 10 clusters, not 3).
+    const validation = result.history[1]!.validation!;
+    expect(validation.queryCount).to.equal(200);
+    expect(validation.nmiCurve.map((p) => p.clusters)).to.deep.equal([10]);
+  });
+
+  it('adds the LoOp synthetic optimal negatives to the scatter diagram of a LoOp loss', async () => {
+    const out = path.join(dir, 'loop');
+    // All 300 held-out images (60 per class, so every item is paired) in the scatter.
+    const config = tinyConfig(out, { loss: { name: 'loop-triplet' }, sampler: { kind: 'pairing', groupSize: 6, batchSize: 30 }, epochs: 1, scatter: { every: 1, set: 'validation', maxPoints: 300 } });
+    const result = await train(parseTrainConfig(config, 'test'));
+    const scatter = JSON.parse(readFileSync(path.join(out, 'scatter/epoch-001.json'), 'utf8')) as TripletScatter;
+    const loop = scatter.loop!;
+    expect(loop).to.deep.include({ geometry: 'arc', pairs: 150 });
+    expect(loop.points).to.have.length(300);
+    for (const p of loop.points) {
+      expect(p.x).to.equal(scatter.points[p.point]!.x);
+      expect(p.y).to.be.at.least(scatter.points[p.point]!.y - 1e-9);
+    }
+    expect(result.history[1]!.scatter!.loopCorrectFraction).to.equal(loop.correctFraction);
+    const svg = readFileSync(path.join(out, 'scatter/epoch-001.svg'), 'utf8');
+    expect(svg).to.include('LoOp optimal negative');
+    expect(svg).to.include('#2ca02c');
   });
 
   it('gives identical loss curves for the same seed, and resuming equals an uninterrupted run', async () => {
@@ -117,6 +214,31 @@ describe('train', function () {
     });
     it('an unknown field', async () => {
       await fails((c) => ({ ...c, epochz: 3 }) as TrainConfigInput, 'E_ARG', /epochz/);
+    });
+    it('a malformed validation.clusterCounts spec', async () => {
+      await fails((c) => ({ ...c, validation: { clusterCounts: ['1x', '10y'] } }), 'E_ARG', /^train\.json: validation\.clusterCounts: Expected positive integers or multiples of the label count such as 10x for validation\.clusterCounts but received "10y"$/);
+    });
+
+    describe('data.trainLabelGroups (training classes: bag, coat, dress, pullover, sandal)', () => {
+      const grouped = (trainLabelGroups: Record<string, Array<string | number>>) => (c: TrainConfigInput): TrainConfigInput => ({ ...c, data: { ...c.data, trainLabelGroups } });
+      it('a class in two groups', async () => {
+        await fails(grouped({ a: ['bag', 'coat'], b: ['coat', 'dress', 'pullover', 'sandal'] }), 'E_ARG', /^Expected each training class in exactly one group for data\.trainLabelGroups but received "coat" in both "a" and "b"$/);
+      });
+      it('an unknown class', async () => {
+        await fails(grouped({ a: ['bag', 'coat', 'jacket'], b: ['dress', 'pullover', 'sandal'] }), 'E_ARG', /^Expected labels of the dataset .* for data\.trainLabelGroups\.a but received "jacket"$/);
+      });
+      it('a held-out class', async () => {
+        await fails(grouped({ a: ['bag', 'coat', 'sneaker'], b: ['dress', 'pullover', 'sandal'] }), 'E_ARG', /^Expected training classes .* for data\.trainLabelGroups\.a but received "sneaker", a held-out class/);
+      });
+      it('a training class in no group', async () => {
+        await fails(grouped({ a: ['bag', 'coat'], b: ['dress', 'pullover'] }), 'E_ARG', /^Expected every training class in a group for data\.trainLabelGroups but received no group for "sandal"$/);
+      });
+      it('a single group', async () => {
+        await fails(grouped({ all: ['bag', 'coat', 'dress', 'pullover', 'sandal'] }), 'E_ARG', /^Expected at least 2 groups .* for data\.trainLabelGroups but received 1$/);
+      });
+      it('an empty group', async () => {
+        await fails(grouped({ a: [], b: ['bag', 'coat', 'dress', 'pullover', 'sandal'] }), 'E_ARG', /^train\.json: data\.trainLabelGroups\.a: /);
+      });
     });
   });
 

@@ -1,0 +1,43 @@
+import { expect } from 'chai';
+import * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../../lib/util/rng.js';
+
+/** A tensor of `shape` filled with seeded standard normal values. */
+export function random(rng: Rng, shape: number[]): tf.Tensor {
+  const size = shape.reduce((a, b) => a * b, 1);
+  return tf.tensor(Float32Array.from({ length: size }, () => rng.nextGaussian()), shape);
+}
+
+/**
+ * Runs `f` on the cpu and ort-cpu backends and returns the largest difference over all outputs,
+ * relative to each output's largest finite magnitude (NaN matching NaN and equal infinities count as
+ * equal; any other mismatch involving them is Infinity). 0 means bit-identical values.
+ */
+export async function compareBackends(f: () => tf.Tensor[]): Promise<{ maxRel: number; shapes: string }> {
+  const run = async (backend: string): Promise<{ values: Float32Array[]; shapes: string }> => {
+    await tf.setBackend(backend);
+    const outs = f();
+    const values = outs.map((t) => t.dataSync() as Float32Array);
+    const shapes = outs.map((t) => `[${t.shape.join(',')}]`).join(' ');
+    tf.dispose(outs);
+    return { values, shapes };
+  };
+  const cpu = await run('cpu');
+  const ort = await run('ort-cpu');
+  expect(ort.shapes).to.equal(cpu.shapes);
+  let maxRel = 0;
+  cpu.values.forEach((c, k) => {
+    const o = ort.values[k] as Float32Array;
+    let scale = 0;
+    for (const v of c) if (Number.isFinite(v)) scale = Math.max(scale, Math.abs(v));
+    for (let i = 0; i < c.length; i++) {
+      const a = c[i] as number;
+      const b = o[i] as number;
+      if (Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b))) continue;
+      const diff = Math.abs(a - b) / Math.max(scale, 1e-12);
+      maxRel = Math.max(maxRel, Number.isFinite(diff) ? diff : Number.POSITIVE_INFINITY);
+    }
+  });
+  return { maxRel, shapes: cpu.shapes };
+}
+

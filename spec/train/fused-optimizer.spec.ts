@@ -1,0 +1,111 @@
+import { expect } from 'chai';
+import * as tf from '@tensorflow/tfjs';
+import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../lib/train/fused-optimizer.js';
+import { applyWeightDecay, createOptimizer, withLearningRate } from '../../lib/train/optimizer.js';
+import { Rng } from '../../lib/util/rng.js';
+import type { TrainConfig } from '../../lib/train/config.js';
+
+type OptimizerConfig = TrainConfig['optimizer'];
+
+/**
+ * The fused optimisers must give exactly tfjs's numbers (same float32 operation order): a few steps
+ * of tfjs's optimiser + applyWeightDecay against the fused one on identical variables and gradients.
+ */
+function variables(rng: Rng, tag: string): tf.Variable[] {
+  return [
+    tf.variable(tf.tensor(Float32Array.from({ length: 24 }, () => rng.nextGaussian()), [4, 6]), true, `${tag}/dense/kernel`),
+    tf.variable(tf.tensor(Float32Array.from({ length: 6 }, () => rng.nextGaussian()), [6]), true, `${tag}/dense/bias`),
+  ];
+}
+
+function gradientsFor(step: number, vars: tf.Variable[], rng: Rng): tf.NamedTensorMap {
+  const grads: tf.NamedTensorMap = {};
+  for (const v of vars) grads[v.name] = tf.tensor(Float32Array.from({ length: v.size }, () => rng.nextGaussian() * (step + 1)), v.shape);
+  return grads;
+}
+
+async function compare(config: OptimizerConfig, steps: number, changeLrAt?: number): Promise<number> {
+  const reference = variables(new Rng(5), `ref${config.kind}${steps}${changeLrAt ?? ''}`);
+  const fused = variables(new Rng(5), `fused${config.kind}${steps}${changeLrAt ?? ''}`);
+  const kernelNames = new Set([reference[0]?.name, fused[0]?.name]);
+  const options = { fused: true, decayed: (name: string) => kernelNames.has(name) };
+  let tfjsOptimizer = createOptimizer(config, config.learningRate);
+  let fusedOptimizer = createOptimizer(config, config.learningRate, options);
+  const rngA = new Rng(9);
+  const rngB = new Rng(9);
+  let lr = config.learningRate;
+  for (let step = 0; step < steps; step++) {
+    if (step === changeLrAt) {
+      lr = lr / 10;
+      tfjsOptimizer = await withLearningRate(tfjsOptimizer, config, lr);
+      fusedOptimizer = await withLearningRate(fusedOptimizer, config, lr, options);
+    }
+    const ga = gradientsFor(step, reference, rngA);
+    tfjsOptimizer.applyGradients(ga);
+    applyWeightDecay([reference[0] as tf.Variable], lr, config.weightDecay);
+    const gb = gradientsFor(step, fused, rngB);
+    fusedOptimizer.applyGradients(gb);
+    tf.dispose([ga, gb]);
+  }
+  let maxDiff = 0;
+  reference.forEach((v, k) => {
+    const a = v.dataSync();
+    const b = (fused[k] as tf.Variable).dataSync();
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs((a[i] as number) - (b[i] as number)));
+  });
+  const [wa, wb] = [await tfjsOptimizer.getWeights(), await fusedOptimizer.getWeights()];
+  expect(wb.map((w) => w.name.replace(/^fused/, ''))).to.deep.equal(wa.map((w) => w.name.replace(/^ref/, '')));
+  wa.forEach((w, k) => {
+    const a = w.tensor.dataSync();
+    const b = (wb[k] as { tensor: tf.Tensor }).tensor.dataSync();
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs((a[i] as number) - (b[i] as number)));
+  });
+  tf.dispose([...reference, ...fused]);
+  tfjsOptimizer.dispose();
+  fusedOptimizer.dispose();
+  return maxDiff;
+}
+
+const base: OptimizerConfig = { kind: 'adam', learningRate: 0.01, momentum: 0.9, weightDecay: 0, milestones: [], gamma: 0.1 };
+
+describe('fused optimisers', () => {
+  before(async () => {
+    await tf.setBackend('cpu');
+  });
+
+  it('Adam equals tfjs Adam bit for bit over 7 steps (weights and both moments)', async () => {
+    expect(await compare(base, 7)).to.equal(0);
+  });
+
+  it('Adam with weight decay equals tfjs Adam + decoupled decay bit for bit', async () => {
+    expect(await compare({ ...base, weightDecay: 0.05 }, 5)).to.equal(0);
+  });
+
+  it('Adam keeps equal through a learning-rate change (state moved by getWeights/setWeights)', async () => {
+    expect(await compare({ ...base, weightDecay: 0.01 }, 6, 3)).to.equal(0);
+  });
+
+  it('momentum SGD with weight decay equals tfjs MomentumOptimizer + decay bit for bit', async () => {
+    expect(await compare({ ...base, kind: 'momentum', weightDecay: 0.02 }, 6, 4)).to.equal(0);
+  });
+
+  it('plain SGD equals tfjs SGD bit for bit', async () => {
+    expect(await compare({ ...base, kind: 'sgd', learningRate: 0.1, weightDecay: 0.01 }, 4)).to.equal(0);
+  });
+
+  it('reports tfjs class names so checkpoints move between the two', () => {
+    expect(new FusedAdamOptimizer(0.1).getClassName()).to.equal('Adam');
+    expect(new FusedMomentumOptimizer(0.1, 0.9).getClassName()).to.equal('Momentum');
+    expect(new FusedSgdOptimizer(0.1).getClassName()).to.equal('SGD');
+  });
+
+  it('updates a variable that shares its storage with another tensor without changing that tensor', async () => {
+    const v = tf.variable(tf.tensor([1, 2, 3]), true);
+    const alias = tf.reshape(v, [3]);
+    const before = Array.from(alias.dataSync());
+    new FusedSgdOptimizer(1).applyGradients({ [v.name]: tf.tensor([1, 1, 1]) });
+    expect(Array.from(alias.dataSync())).to.deep.equal(before);
+    expect(Array.from(v.dataSync())).to.deep.equal([0, 1, 2]);
+    tf.dispose([v, alias]);
+  });
+});

@@ -1,0 +1,122 @@
+import { expect } from 'chai';
+import * as tf from '@tensorflow/tfjs';
+import { selectBackend } from '../../../lib/train/backend.js';
+import { Rng } from '../../../lib/util/rng.js';
+import { compareBackends, random } from '../../helpers/compare-backends.js';
+
+/**
+ * Every onnxruntime kernel of the ort-cpu backend against tfjs's cpu kernel of the same op on the same
+ * random inputs, including the gradients (which exercise the backprop kernels), over strides,
+ * dilations, paddings, transposes, broadcasting and fused activations.
+ */
+describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
+  this.timeout(60_000);
+  let previous: string | undefined;
+  before(async () => {
+    previous = tf.getBackend() as string | undefined;
+    await selectBackend('ort-cpu');
+  });
+  after(async () => {
+    await tf.setBackend(previous ?? 'cpu');
+  });
+
+  const matMulCases: Array<[string, number[], number[], boolean, boolean]> = [
+    ['2-D', [5, 7], [7, 3], false, false],
+    ['2-D transposeA', [7, 5], [7, 3], true, false],
+    ['2-D transposeB', [5, 7], [3, 7], false, true],
+    ['2-D both', [7, 5], [3, 7], true, true],
+    ['batched', [4, 5, 7], [4, 7, 3], false, false],
+  ];
+  for (const [name, aShape, bShape, ta, tb] of matMulCases) {
+    it(`matMul ${name} and its gradients`, async () => {
+      const rng = new Rng(1);
+      const a = random(rng, aShape);
+      const b = random(rng, bShape);
+      const { maxRel } = await compareBackends(() => {
+        const g = tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.sum(tf.square(tf.matMul(x, y, ta, tb))));
+        return [tf.matMul(a, b, ta, tb), ...g([a, b])];
+      });
+      expect(maxRel).to.be.below(1e-5);
+    });
+  }
+
+  for (const activation of ['linear', 'relu', 'relu6', 'elu', 'sigmoid', 'leakyrelu', 'prelu'] as const) {
+    it(`fused matMul with bias and ${activation}, and its gradients`, async () => {
+      const rng = new Rng(2);
+      const a = random(rng, [6, 8]);
+      const b = random(rng, [8, 4]);
+      const bias = random(rng, [4]);
+      const prelu = random(rng, [4]);
+      const { maxRel } = await compareBackends(() => {
+        const f = (x: tf.Tensor, y: tf.Tensor, z: tf.Tensor): tf.Tensor =>
+          tf.fused.matMul({ a: x as tf.Tensor2D, b: y as tf.Tensor2D, bias: z, activation, ...(activation === 'prelu' ? { preluActivationWeights: prelu } : {}), leakyreluAlpha: 0.3 });
+        return [f(a, b, bias), ...tf.grads((x: tf.Tensor, y: tf.Tensor, z: tf.Tensor) => tf.sum(tf.square(f(x, y, z))))([a, b, bias])];
+      });
+      expect(maxRel).to.be.below(1e-5);
+    });
+  }
+
+  const convCases: Array<[string, number[], number[], [number, number], 'same' | 'valid' | number, [number, number]]> = [
+    ['3x3 same', [2, 9, 9, 3], [3, 3, 3, 4], [1, 1], 'same', [1, 1]],
+    ['3x3 valid stride 2', [2, 9, 8, 3], [3, 3, 3, 4], [2, 2], 'valid', [1, 1]],
+    ['5x3 same stride 2 (asymmetric padding)', [2, 10, 7, 2], [5, 3, 2, 3], [2, 2], 'same', [1, 1]],
+    ['1x1 stride (1, 2)', [3, 6, 6, 5], [1, 1, 5, 2], [1, 2], 'valid', [1, 1]],
+    ['explicit pad 1', [2, 7, 7, 2], [3, 3, 2, 3], [1, 1], 1, [1, 1]],
+  ];
+  for (const [name, xShape, wShape, strides, pad] of convCases) {
+    it(`conv2d ${name} and its gradients (backprop input and filter)`, async () => {
+      const rng = new Rng(3);
+      const x = random(rng, xShape);
+      const w = random(rng, wShape);
+      const conv = (a: tf.Tensor, b: tf.Tensor): tf.Tensor => tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, strides, pad);
+      const { maxRel } = await compareBackends(() => [conv(x, w), ...tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(conv(a, b))))([x, w])]);
+      expect(maxRel).to.be.below(1e-5);
+    });
+  }
+
+  it('batched matMul with a broadcast batch dimension and transposeB (forward; tfjs has no gradient for it)', async () => {
+    const rng = new Rng(7);
+    const a = random(rng, [4, 5, 7]);
+    const b = random(rng, [1, 3, 7]);
+    const { maxRel } = await compareBackends(() => [tf.matMul(a, b, false, true)]);
+    expect(maxRel).to.be.below(1e-5);
+  });
+
+  it('conv2d with dilation 2 (forward)', async () => {
+    const rng = new Rng(4);
+    const x = random(rng, [2, 11, 11, 3]);
+    const w = random(rng, [3, 3, 3, 2]);
+    const { maxRel } = await compareBackends(() => [tf.conv2d(x as tf.Tensor4D, w as tf.Tensor4D, 1, 'same', 'NHWC', 2)]);
+    expect(maxRel).to.be.below(1e-5);
+  });
+
+  for (const activation of ['relu', 'elu', 'prelu'] as const) {
+    it(`fused conv2d with bias and ${activation}, and its gradients`, async () => {
+      const rng = new Rng(5);
+      const x = random(rng, [2, 8, 8, 3]);
+      const w = random(rng, [3, 3, 3, 4]);
+      const bias = random(rng, [4]);
+      const prelu = random(rng, [4]);
+      const f = (a: tf.Tensor, b: tf.Tensor, c: tf.Tensor): tf.Tensor =>
+        tf.fused.conv2d({ x: a as tf.Tensor4D, filter: b as tf.Tensor4D, strides: 1, pad: 'same', bias: c, activation, ...(activation === 'prelu' ? { preluActivationWeights: prelu } : {}) });
+      const { maxRel } = await compareBackends(() => [f(x, w, bias), ...tf.grads((a: tf.Tensor, b: tf.Tensor, c: tf.Tensor) => tf.sum(tf.square(f(a, b, c))))([x, w, bias])]);
+      expect(maxRel).to.be.below(1e-5);
+    });
+  }
+
+  const depthwiseCases: Array<[string, number[], number[], [number, number], 'same' | 'valid', [number, number]]> = [
+    ['3x3 same, multiplier 1', [2, 8, 8, 3], [3, 3, 3, 1], [1, 1], 'same', [1, 1]],
+    ['3x3 valid stride 2, multiplier 2', [2, 9, 9, 3], [3, 3, 3, 2], [2, 2], 'valid', [1, 1]],
+    ['5x5 same stride 2', [1, 10, 10, 4], [5, 5, 4, 1], [2, 2], 'same', [1, 1]],
+  ];
+  for (const [name, xShape, wShape, strides, pad] of depthwiseCases) {
+    it(`depthwise conv2d ${name} and its gradients`, async () => {
+      const rng = new Rng(6);
+      const x = random(rng, xShape);
+      const w = random(rng, wShape);
+      const conv = (a: tf.Tensor, b: tf.Tensor): tf.Tensor => tf.depthwiseConv2d(a as tf.Tensor4D, b as tf.Tensor4D, strides, pad);
+      const { maxRel } = await compareBackends(() => [conv(x, w), ...tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(conv(a, b))))([x, w])]);
+      expect(maxRel).to.be.below(1e-5);
+    });
+  }
+});
