@@ -22,7 +22,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend, type BackendChoice } from '../lib/train/backend.js';
+import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/train/backend.js';
 import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
 import type { ModelSpec } from '../lib/train/models/model-spec.js';
@@ -105,6 +105,11 @@ async function child(backend: BackendChoice, which: BenchModel, args: Args): Pro
   const variables = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const steps = which === 'cnn' ? args.cnnSteps : args.steps;
   const times: number[] = [];
+  const missing = missingKernels(modelKernels(model, true));
+  if (missing.length > 0) {
+    console.log(JSON.stringify({ error: `lacks ${missing.join(', ')} (the trainer moves such models to cpu)` }));
+    return;
+  }
   for (let step = 0; step < args.warmup + steps; step++) {
     const start = performance.now();
     const { value, grads } = tf.variableGrads(() => loss.compute(model.apply(x, { training: true }) as tf.Tensor2D, labels).loss, variables);

@@ -21,7 +21,7 @@
  * groups). "Untrained" is epoch 0 of the same runs. Writes runs/class-collapse/table.md and table.json
  * (every run's numbers) atomically and prints the Markdown table.
  *
- *   npx tsx scripts/class-collapse.ts [--seeds 3] [--out runs/class-collapse] [--data <dir with the IDX files>]
+ *   npx tsx scripts/class-collapse.ts [--seeds 3] [--out runs/class-collapse] [--data <dir with the IDX files>] [--backend <name>]
  *                                     [--max-train-items N] [--epochs N]   (smoke runs only)
  *
  * Needs the Fashion-MNIST IDX files (Debian: `apt-get install -y dataset-fashion-mnist`, installed
@@ -103,6 +103,7 @@ async function main(): Promise<void> {
     ...file,
     data: { ...fileData, dataset: `fashion-mnist:${data}`, trainLabelGroups: GROUPS, maxTrainItems: integerArgument('--max-train-items', file.data.maxTrainItems) },
     epochs: integerArgument('--epochs', file.epochs) as number,
+    backend: argument('--backend', file.backend ?? 'auto') as TrainConfigInput['backend'],
     validation: { ...file.validation, maxItems: VALIDATION_ITEMS, clusterCounts: DEFAULT_CLUSTER_COUNT_SPECS },
   };
   const groupOf = new Map(Object.entries(GROUPS).flatMap(([group, classes]) => classes.map((c) => [String(c), group] as const)));

@@ -8,6 +8,7 @@
  * run's numbers and NMI curve, to `<out>/table.md` and `table.json`.
  *
  *   npx tsx scripts/fashion-mnist-table.ts [--methods trainer|seed-methods-ii] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
+ *                                          [--config scripts/configs/fashion-mnist-mlp.json] [--backend <name>] [--only key,key]
  *                                          [--max-train-items N] [--epochs N] [--max-validation-items N]   (smoke runs only)
  *
  * Method sets (`--methods`): `trainer` (default; the trainer issue's five losses, out dir
@@ -96,13 +97,19 @@ async function main(): Promise<void> {
   const seeds = integerArgument('--seeds', 3) as number;
   const out = argument('--out', set.out);
   const data = argument('--data', '/usr/share/datasets/fashion-mnist');
-  const file = JSON.parse(readFileSync('scripts/configs/fashion-mnist-mlp.json', 'utf8')) as TrainConfigInput;
+  const configPath = argument('--config', 'scripts/configs/fashion-mnist-mlp.json');
+  const file = JSON.parse(readFileSync(configPath, 'utf8')) as TrainConfigInput;
+  const backend = argument('--backend', file.backend ?? 'auto') as TrainConfigInput['backend'];
+  const only = argument('--only', '');
+  const methods = only === '' ? set.methods : set.methods.filter((m) => only.split(',').includes(m.key));
+  if (methods.length === 0) throw new Error(`--only ${JSON.stringify(only)} names none of ${set.methods.map((m) => m.key).join(', ')}`);
   const maxTrainItems = integerArgument('--max-train-items', file.data.maxTrainItems);
   const maxValidationItems = integerArgument('--max-validation-items', file.validation?.maxItems);
   const base: TrainConfigInput = {
     ...file,
     data: { ...file.data, dataset: `fashion-mnist:${data}`, ...(maxTrainItems !== undefined ? { maxTrainItems } : {}) },
     epochs: integerArgument('--epochs', file.epochs) as number,
+    backend,
     validation: { ...file.validation, ...(maxValidationItems !== undefined ? { maxItems: maxValidationItems } : {}), clusterCounts: DEFAULT_CLUSTER_COUNT_SPECS },
   };
   const rows: Array<{
@@ -114,7 +121,7 @@ async function main(): Promise<void> {
     nmiCurve: Array<{ clusters: number; nmi: number }>;
     seconds: number;
   }> = [];
-  for (const method of set.methods) {
+  for (const method of methods) {
     for (let seed = 0; seed < seeds; seed++) {
       const config: TrainConfigInput = {
         ...base,
@@ -141,7 +148,7 @@ async function main(): Promise<void> {
     `| model (${seeds} seed${seeds === 1 ? '' : 's'}) | ${METRICS.join(' | ')} |`,
     `|---|${METRICS.map(() => '---').join('|')}|`,
     `| untrained (epoch 0 of every run) | ${METRICS.map((m) => summary(rows.map((r) => r.untrained[m]))).join(' | ')} |`,
-    ...set.methods.map((method) => {
+    ...methods.map((method) => {
       const mine = rows.filter((r) => r.key === method.key);
       return `| ${method.name} | ${METRICS.map((m) => summary(mine.map((r) => r.trained[m]))).join(' | ')} |`;
     }),
@@ -151,7 +158,7 @@ async function main(): Promise<void> {
   await writeFileAtomic(path.join(out, 'table.md'), table);
   await writeFileAtomic(
     path.join(out, 'table.json'),
-    `${JSON.stringify({ methods: setName, config: base, samplers: Object.fromEntries(set.methods.filter((m) => m.sampler).map((m) => [m.key, m.sampler])), rows }, null, 2)}\n`,
+    `${JSON.stringify({ methods: setName, config: base, samplers: Object.fromEntries(methods.filter((m) => m.sampler).map((m) => [m.key, m.sampler])), rows }, null, 2)}\n`,
   );
 }
 
