@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
+import { selectBackend } from '../../lib/train/backend.js';
 import type { Rng } from '../../lib/util/rng.js';
 
 /** A tensor of `shape` filled with seeded standard normal values. */
@@ -41,3 +42,15 @@ export async function compareBackends(f: () => tf.Tensor[]): Promise<{ maxRel: n
   return { maxRel, shapes: cpu.shapes };
 }
 
+
+/** Mocha hooks for a suite that runs on ort-cpu: select it before, restore the previous backend after. */
+export function useOrtCpuBackend(): void {
+  let previous: string | undefined;
+  before(async () => {
+    previous = tf.getBackend() as string | undefined;
+    await selectBackend('ort-cpu');
+  });
+  after(async () => {
+    await tf.setBackend(previous ?? 'cpu');
+  });
+}

@@ -13,6 +13,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { cpuKernel } from './cpu-fallback.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 
@@ -163,9 +164,7 @@ function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
         return backend.makeTensorInfo(outShape, 'float32', out);
       }
     }
-    const kernel = tf.getKernel(name, 'cpu');
-    if (!kernel) throw new Error(`tfjs has no cpu kernel '${name}'`);
-    return kernel.kernelFunc(args);
+    return cpuKernel(name, args);
   };
 }
 
@@ -187,11 +186,7 @@ function unaryKernel(name: string, loop: (x: Float32Array, out: Float32Array, at
   return (args: KernelArgs) => {
     const backend = args.backend as MathBackendCPU;
     const { x } = args.inputs as { x: tf.TensorInfo };
-    if (x.dtype !== 'float32') {
-      const kernel = tf.getKernel(name, 'cpu');
-      if (!kernel) throw new Error(`tfjs has no cpu kernel '${name}'`);
-      return kernel.kernelFunc(args);
-    }
+    if (x.dtype !== 'float32') return cpuKernel(name, args);
     const values = backend.data.get(x.dataId).values as Float32Array;
     const out = new Float32Array(values.length);
     loop(values, out, args.attrs ?? {});

@@ -11,6 +11,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { cpuKernel } from './cpu-fallback.js';
 import {
   convBackpropFilterModel,
   convBackpropInputModel,
@@ -37,13 +38,6 @@ function floatOf(backend: OrtKernelBackend, t: TensorInfo): FloatArray {
 
 function allFloat32(...tensors: Array<TensorInfo | undefined>): boolean {
   return tensors.every((t) => t === undefined || t.dtype === 'float32');
-}
-
-/** Runs tfjs's cpu kernel `name` on the same arguments (this backend is a MathBackendCPU). */
-function cpuKernel(name: string, args: KernelArgs): TensorInfo | TensorInfo[] {
-  const kernel = tf.getKernel(name, 'cpu');
-  if (!kernel) throw new Error(`tfjs has no cpu kernel '${name}'`);
-  return kernel.kernelFunc(args);
 }
 
 function epilogueOf(bias: TensorInfo | undefined, prelu: TensorInfo | undefined, attrs: tf.NamedAttrMap): Epilogue {

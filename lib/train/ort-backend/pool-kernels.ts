@@ -12,15 +12,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { cpuKernel } from './cpu-fallback.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 type PoolAttrs = { filterSize: number | [number, number]; strides: number | [number, number]; pad: 'valid' | 'same' | number; dimRoundingMode?: 'floor' | 'round' | 'ceil' };
-
-function cpuKernel(name: string, args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
-  const kernel = tf.getKernel(name, 'cpu');
-  if (!kernel) throw new Error(`tfjs has no cpu kernel '${name}'`);
-  return kernel.kernelFunc(args);
-}
 
 /**
  * For each output element (NHWC order) the flat input index of its window's maximum, or -1; also

@@ -7,6 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { cpuKernel } from './cpu-fallback.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 
@@ -18,11 +19,7 @@ function sum(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const rank = x.shape.length;
   const leading = axes.every((a, i) => a === i);
   const trailing = axes.every((a, i) => a === rank - axes.length + i);
-  if (x.dtype !== 'float32' || axes.length === 0 || !(leading || trailing)) {
-    const kernel = tf.getKernel('Sum', 'cpu');
-    if (!kernel) throw new Error("tfjs has no cpu kernel 'Sum'");
-    return kernel.kernelFunc(args);
-  }
+  if (x.dtype !== 'float32' || axes.length === 0 || !(leading || trailing)) return cpuKernel('Sum', args);
   const values = backend.data.get(x.dataId).values as Float32Array;
   const reduced = axes.reduce((p, a) => p * (x.shape[a] as number), 1);
   const kept = values.length / Math.max(reduced, 1);

@@ -1,8 +1,7 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
 import { Rng } from '../../../lib/util/rng.js';
-import { compareBackends, random } from '../../helpers/compare-backends.js';
+import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
 /**
  * Every onnxruntime kernel of the ort-cpu backend against tfjs's cpu kernel of the same op on the same
@@ -11,14 +10,7 @@ import { compareBackends, random } from '../../helpers/compare-backends.js';
  */
 describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
   this.timeout(60_000);
-  let previous: string | undefined;
-  before(async () => {
-    previous = tf.getBackend() as string | undefined;
-    await selectBackend('ort-cpu');
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
-  });
+  useOrtCpuBackend();
 
   const matMulCases: Array<[string, number[], number[], boolean, boolean]> = [
     ['2-D', [5, 7], [7, 3], false, false],

@@ -1,9 +1,8 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
 import { broadcastPattern } from '../../../lib/train/ort-backend/elementwise-kernels.js';
 import { Rng } from '../../../lib/util/rng.js';
-import { compareBackends, random } from '../../helpers/compare-backends.js';
+import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
 /**
  * The ort-cpu backend's JavaScript fast paths (element-wise, Sum, max pooling) must compute exactly
@@ -12,14 +11,7 @@ import { compareBackends, random } from '../../helpers/compare-backends.js';
  */
 describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical to tfjs cpu)', function () {
   this.timeout(60_000);
-  let previous: string | undefined;
-  before(async () => {
-    previous = tf.getBackend() as string | undefined;
-    await selectBackend('ort-cpu');
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
-  });
+  useOrtCpuBackend();
 
   it('classifies broadcast patterns', () => {
     expect(broadcastPattern([4, 5], [4, 5])).to.deep.equal({ kind: 'same' });
