@@ -328,10 +328,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
   let history: EpochRecord[] = [];
   let startEpoch = 0;
+  /** The loss generator's state saved with the checkpoint; restored after the probe step below. */
+  let resumedGenerator: number[] | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
     const loaded = await loadCheckpoint(checkpointDir, { optimizer });
-    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; lossVariables?: number[][] } | undefined;
+    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; lossVariables?: number[][]; lossGenerator?: number[] } | undefined;
     if (!state || state.configHash !== configHash) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
     }
@@ -346,6 +348,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (values?.length !== v.size) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no value for the loss parameter ${v.name}`);
       v.assign(tf.tensor(values, v.shape, v.dtype));
     });
+    if (loss.generator) {
+      if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
+      resumedGenerator = state.lossGenerator;
+    }
     currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
     log(`resuming after epoch ${startEpoch}`);
   } else {
@@ -409,6 +415,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (moved.warning) log(`warning: ${moved.warning}`);
     }
   }
+  // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
+  // continues from the generator state of its checkpoint instead.
+  if (resumedGenerator) loss.generator?.setState(resumedGenerator);
 
   /** The geometry of the LoOp series of the scatter diagram when the loss is a LoOp loss. */
   const loopGeometry = loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined;
@@ -498,7 +507,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(0, untrained);
     history.push(untrained);
     await writeLog({ type: 'epoch', ...untrained });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, lossVariables: lossVariableValues() } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
     log(describe(untrained));
   }
 
@@ -564,7 +573,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(epoch, record);
     history.push(record);
     await writeLog({ type: 'epoch', ...record });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, lossVariables: lossVariableValues() } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
     log(describe(record));
   }
 

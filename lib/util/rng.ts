@@ -31,6 +31,19 @@ export class Rng {
     this.s3 = next();
   }
 
+  /** The four state words, to save (e.g. in a checkpoint) and restore with {@link setState}. */
+  getState(): [number, number, number, number] {
+    return [this.s0, this.s1, this.s2, this.s3];
+  }
+
+  /** Restores a state from {@link getState}; the generator then continues exactly from there. */
+  setState(state: readonly number[]): void {
+    if (state.length !== 4 || !state.every((w) => Number.isInteger(w) && w >= 0 && w <= 0xffffffff) || state.every((w) => w === 0)) {
+      throw new RangeError(`Expected four 32-bit state words, not all zero, but received [${state.join(', ')}]`);
+    }
+    [this.s0, this.s1, this.s2, this.s3] = state as [number, number, number, number];
+  }
+
   /** Next raw 32-bit unsigned integer. */
   nextUint32(): number {
     const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;

@@ -183,6 +183,14 @@ describe('train', function () {
     expect(stepLosses(path.join(dir, 'split'))).to.deep.equal(stepLosses(path.join(dir, 'whole')));
   });
 
+  it("restores the EPS loss's random generator on resume, so the drawn negatives continue as uninterrupted", async () => {
+    const eps = (out: string, epochs: number): TrainConfigInput => tinyConfig(out, { loss: { name: 'eps-triplet', seed: 3 }, epochs });
+    await train(parseTrainConfig(eps(path.join(dir, 'whole'), 2), 'test'));
+    await train(parseTrainConfig(eps(path.join(dir, 'split'), 1), 'test'));
+    await train(parseTrainConfig(eps(path.join(dir, 'split'), 2), 'test'), { resume: true });
+    expect(stepLosses(path.join(dir, 'split'))).to.deep.equal(stepLosses(path.join(dir, 'whole')));
+  });
+
   it('stops on divergence with one clear message and keeps the last good checkpoint', async () => {
     const out = path.join(dir, 'nan');
     const config = parseTrainConfig(tinyConfig(out, { optimizer: { kind: 'sgd', learningRate: 1e38 } }), 'test');

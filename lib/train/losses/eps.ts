@@ -30,8 +30,8 @@
  *   without a kept negative are skipped (as Roth's MS).
  *
  * Randomness (eps-triplet, eps-margin): the loss owns a generator seeded with `seed` (default 0) that
- * advances with every `compute`, so the same seed and sequence of batches draw the same negatives. It
- * is not part of a checkpoint: a resumed run draws from a fresh generator.
+ * advances with every `compute`, so the same seed and sequence of batches draw the same negatives. Its
+ * state is saved in each checkpoint (`generator`), so a resumed run draws what an uninterrupted one would.
  *
  * Anchors without a positive (a class alone in the batch) or without a negative are dropped.
  * `validCount`: kept anchors (eps-margin: non-zero terms), `totalCount`: B (eps-margin: 2 per kept
@@ -138,12 +138,12 @@ export class EpsTripletLoss implements MetricLoss {
   readonly config: Readonly<Record<string, unknown>>;
   readonly trainableVariables: readonly tf.Variable[] = [];
   private readonly options: z.output<typeof epsTripletOptionsSchema>;
-  private readonly rng: Rng;
+  readonly generator: Rng;
 
   constructor(options: EpsTripletOptions = {}) {
     this.options = parseLossOptions(epsTripletOptionsSchema, options, 'loss');
     this.config = { name: this.name, ...this.options };
-    this.rng = new Rng(this.options.seed);
+    this.generator = new Rng(this.options.seed);
   }
 
   /** The triplets of a batch (draws from the loss's generator); same calling rules as `compute`. */
@@ -163,7 +163,7 @@ export class EpsTripletLoss implements MetricLoss {
     const { margin, semiHardFallback, duplicateThreshold: threshold } = this.options;
     const batch = mineEasyPositives(embeddings, labels, threshold);
     const distances = distancesFromSimilarities(batch.similarities, 'euclidean').dataSync();
-    const negatives = sampleSemiHardNegatives(distances, batch.masks, batch.positives, margin, semiHardFallback, this.rng);
+    const negatives = sampleSemiHardNegatives(distances, batch.masks, batch.positives, margin, semiHardFallback, this.generator);
     return { triplets: keptTriplets(batch.positives, negatives), similarities: batch.similarities, size: batch.size };
   }
 }
@@ -175,14 +175,14 @@ export class EpsMarginLoss implements MetricLoss {
   readonly trainableVariables: readonly tf.Variable[];
   private readonly options: z.output<typeof epsMarginOptionsSchema>;
   private readonly beta: ClassBeta;
-  private readonly rng: Rng;
+  readonly generator: Rng;
 
   constructor(options: EpsMarginOptions = {}) {
     this.options = parseLossOptions(epsMarginOptionsSchema, options, 'loss');
     this.config = { name: this.name, ...this.options };
     this.beta = new ClassBeta(this.options.beta, this.options.learnBeta, this.options.numClasses);
     this.trainableVariables = this.beta.variables;
-    this.rng = new Rng(this.options.seed);
+    this.generator = new Rng(this.options.seed);
   }
 
   /** The triplets of a batch (draws from the loss's generator); same calling rules as `compute`. */
@@ -214,7 +214,7 @@ export class EpsMarginLoss implements MetricLoss {
     const batch = mineEasyPositives(embeddings, labels, threshold);
     const distances = distancesFromSimilarities(batch.similarities, 'euclidean');
     const dim = embeddings.shape[1];
-    const negatives = sampleDistanceWeightedNegatives(distances.dataSync(), batch.masks, batch.positives, { dim, cutoff, upperCutoff }, this.rng);
+    const negatives = sampleDistanceWeightedNegatives(distances.dataSync(), batch.masks, batch.positives, { dim, cutoff, upperCutoff }, this.generator);
     return { triplets: keptTriplets(batch.positives, negatives), distances };
   }
 }

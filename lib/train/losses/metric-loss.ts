@@ -6,6 +6,7 @@
  * the selected pairs (METHODS.md section 0).
  */
 import type * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../../util/rng.js';
 
 /** What one loss evaluation produced. */
 export interface LossOutput {
@@ -35,4 +36,9 @@ export interface MetricLoss {
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput;
   /** Variables the loss owns (e.g. the margin loss's learnable beta), optimised with the model. */
   readonly trainableVariables: readonly tf.Variable[];
+  /**
+   * The loss's random generator, for losses that draw (EPS's sampled negatives): saved in each
+   * checkpoint and restored on resume, so a resumed run draws what an uninterrupted one would.
+   */
+  readonly generator?: Rng;
 }
