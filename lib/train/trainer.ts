@@ -322,8 +322,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // The number of epochs may change between a run and its resumption; everything else must not.
   const configHash = sha256(canonicalJson({ ...config, epochs: undefined }));
   let currentLearningRate = learningRateAt(config.optimizer, 0);
-  const kernels = decayedVariables(model);
-  const kernelNames = new Set(kernels.map((v) => v.name));
+  // The variables that get weight decay, set once the model is final (a resume replaces it below).
+  let kernels: tf.Variable[] = [];
+  let kernelNames = new Set<string>();
   const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
   let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
   let history: EpochRecord[] = [];
@@ -361,6 +362,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
   const logFile = path.join(out, 'log.jsonl');
   const writeLog = (entry: Record<string, unknown>): Promise<void> => appendFile(logFile, `${JSON.stringify(entry)}\n`);
+
+  kernels = decayedVariables(model);
+  kernelNames = new Set(kernels.map((v) => v.name));
 
   /** Values of the loss's trainable variables, saved in each checkpoint's state. */
   const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));

@@ -183,6 +183,19 @@ describe('train', function () {
     expect(stepLosses(path.join(dir, 'split'))).to.deep.equal(stepLosses(path.join(dir, 'whole')));
   });
 
+  for (const backend of ['cpu', 'ort-cpu'] as const) {
+    it(`resuming with weight decay equals an uninterrupted run on ${backend} (decay follows the resumed model's variables)`, async () => {
+      const decayed = (out: string, epochs: number): TrainConfigInput => tinyConfig(out, { backend, optimizer: { kind: 'adam', learningRate: 0.01, weightDecay: 0.05 }, epochs });
+      await train(parseTrainConfig(decayed(path.join(dir, 'whole'), 2), 'test'));
+      await train(parseTrainConfig(decayed(path.join(dir, 'split'), 1), 'test'));
+      await train(parseTrainConfig(decayed(path.join(dir, 'split'), 2), 'test'), { resume: true });
+      expect(stepLosses(path.join(dir, 'split'))).to.deep.equal(stepLosses(path.join(dir, 'whole')));
+      const undecayed = path.join(dir, 'undecayed');
+      await train(parseTrainConfig(tinyConfig(undecayed, { backend, optimizer: { kind: 'adam', learningRate: 0.01 }, epochs: 2 }), 'test'));
+      expect(stepLosses(undecayed).slice(-5)).not.to.deep.equal(stepLosses(path.join(dir, 'whole')).slice(-5));
+    });
+  }
+
   it("restores the EPS loss's random generator on resume, so the drawn negatives continue as uninterrupted", async () => {
     const eps = (out: string, epochs: number): TrainConfigInput => tinyConfig(out, { loss: { name: 'eps-triplet', seed: 3 }, epochs });
     await train(parseTrainConfig(eps(path.join(dir, 'whole'), 2), 'test'));
