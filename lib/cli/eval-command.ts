@@ -18,7 +18,6 @@ import { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
-import type { Preprocessing } from '../image/preprocessing.js';
 import { DEFAULT_CLUSTER_COUNT_SPECS, parseClusterCountSpecs } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
@@ -30,15 +29,14 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
-  parseNumberList,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
-  parseSize,
 } from './parse-options.js';
+import { addPreprocessingOptions, preprocessingOverrides, type PreprocessingFlags } from './preprocessing-flags.js';
 
 /** Raw option values as commander hands them over (strings until parsed). */
-interface EvalFlags {
+interface EvalFlags extends PreprocessingFlags {
   data?: string;
   trainClasses?: string;
   hotelsTestSet?: string;
@@ -64,12 +62,6 @@ interface EvalFlags {
   device: string;
   threads?: string;
   batchSize: string;
-  size?: string;
-  resize?: string;
-  channels?: string;
-  layout?: string;
-  mean?: string;
-  std?: string;
   outputName?: string;
   skipBadImages?: boolean;
   limitInputPixels?: string;
@@ -77,7 +69,7 @@ interface EvalFlags {
 
 /** Registers `eval` on the program. */
 export function registerEvalCommand(program: Command, commandLine: string[]): void {
-  program
+  const command = program
     .command('eval')
     .description('Evaluate ONNX embedders (or precomputed embeddings): Recall@K, R-Precision, MAP@R, NMI, NMI+, F1')
     .argument('[models...]', 'ONNX embedders to evaluate side by side')
@@ -105,13 +97,8 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--no-cache', 'do not read or write the embedding cache')
     .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
     .option('--threads <n>', 'onnxruntime intra-op threads')
-    .option('--batch-size <n>', 'images per inference call', '32')
-    .option('--size <HxW>', 'input size override, e.g. 224 or 224x224')
-    .option('--resize <n>', 'shorter side before the centre crop')
-    .option('--channels <n>', '1 or 3')
-    .option('--layout <layout>', 'NCHW or NHWC')
-    .option('--mean <list>', 'per-channel mean on [0,1] pixels, e.g. 0.485,0.456,0.406')
-    .option('--std <list>', 'per-channel std, e.g. 0.229,0.224,0.225')
+    .option('--batch-size <n>', 'images per inference call', '32');
+  addPreprocessingOptions(command)
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
     .option('--skip-bad-images', 'skip and count undecodable images instead of failing')
     .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs')
@@ -120,16 +107,6 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     });
 }
 
-function preprocessingOverrides(flags: EvalFlags): Partial<Preprocessing> {
-  const o: Partial<Preprocessing> = {};
-  if (flags.size !== undefined) [o.height, o.width] = parseSize(flags.size, '--size');
-  if (flags.resize !== undefined) o.resizeShorter = parsePositiveInt(flags.resize, '--resize');
-  if (flags.channels !== undefined) o.channels = Number(parseChoice(flags.channels, ['1', '3'], '--channels')) as 1 | 3;
-  if (flags.layout !== undefined) o.layout = parseChoice(flags.layout.toUpperCase(), ['NCHW', 'NHWC'] as const, '--layout');
-  if (flags.mean !== undefined) o.mean = parseNumberList(flags.mean, '--mean');
-  if (flags.std !== undefined) o.std = parseNumberList(flags.std, '--std');
-  return o;
-}
 
 /**
  * Checks that folder `dir` exists or can be created, before any work starts: its nearest existing

@@ -11,7 +11,9 @@
  * graph and writes the folder atomically (see lib/serve/index-store.ts). `add` and `remove` hold the
  * index's lock, commit in batches and print one `added <id>` / `removed <id>` line per item once it is
  * on disk, so an interrupted run has kept every item it printed. Preprocessing is the model's own
- * (its dml metadata or its input shape); `add` reuses what the index recorded.
+ * (its dml metadata or its input shape), overridden at `build` by the flags `dml eval` takes
+ * (`--size`, `--resize`, `--channels`, `--layout`, `--mean`, `--std`); `add` and `serve` reuse what the
+ * index recorded.
  */
 import type { Command } from 'commander';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
@@ -22,6 +24,7 @@ import { DmlError } from '../errors.js';
 import { checkNewIndexFolder, DEFAULT_SNAPSHOT_EVERY, SearchIndexStore } from '../serve/index-store.js';
 import { createProgress } from '../util/progress.js';
 import { parseChoice, parsePositiveInt, parseSeed } from './parse-options.js';
+import { addPreprocessingOptions, preprocessingOverrides, type PreprocessingFlags } from './preprocessing-flags.js';
 
 /** Flags shared by `build` and `add`. */
 interface EmbedFlags {
@@ -32,7 +35,7 @@ interface EmbedFlags {
   limitInputPixels?: string;
 }
 
-interface BuildFlags extends EmbedFlags {
+interface BuildFlags extends EmbedFlags, PreprocessingFlags {
   out: string;
   outputName?: string;
   hnswM: string;
@@ -60,7 +63,7 @@ function addEmbedOptions(command: Command): Command {
 export function registerIndexCommand(program: Command): void {
   const index = program.command('index').description('Build and change the image search index that dml serve serves');
 
-  addEmbedOptions(
+  const build = addEmbedOptions(
     index
       .command('build')
       .description('Embed a dataset with an ONNX model and write an HNSW search index folder')
@@ -74,7 +77,9 @@ export function registerIndexCommand(program: Command): void {
       .option('--seed <n>', 'seed of the HNSW level generator', '0')
       .option('--cache-dir <dir>', 'embedding cache folder', '.dml-cache/embeddings')
       .option('--no-cache', 'do not read or write the embedding cache'),
-  ).action(async (model: string, images: string, flags: BuildFlags) => {
+  );
+  // The preprocessing chosen at build time is recorded in the index; add and serve reuse it.
+  addPreprocessingOptions(build).action(async (model: string, images: string, flags: BuildFlags) => {
     await runBuild(model, images, flags);
   });
 
@@ -148,7 +153,11 @@ async function runBuild(model: string, images: string, flags: BuildFlags): Promi
   await checkNewIndexFolder(flags.out, '--out');
   const manifest = await openDataset(images, { warn });
   const hash = await manifestHash(manifest);
-  const embedder = await OnnxEmbedder.open(model, { ...options, ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}) });
+  const embedder = await OnnxEmbedder.open(model, {
+    ...options,
+    preprocessing: preprocessingOverrides(flags),
+    ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+  });
   try {
     const bar = createProgress('embedding');
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {

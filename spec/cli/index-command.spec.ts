@@ -43,6 +43,27 @@ describe('dml index', function () {
     expect(parsed.labels).to.have.length(3);
   });
 
+  it('build takes the preprocessing overrides of dml eval, records them, and add embeds with them', async () => {
+    const out = path.join(dir, 'normalised');
+    expect((await build(out, '--mean', '0.5', '--std', '0.25')).code).to.equal(0);
+    const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as Record<string, unknown>;
+    expect(metadata['preprocessing']).to.deep.equal({ height: 28, width: 28, resizeShorter: 28, channels: 1, layout: 'NCHW', mean: [0.5], std: [0.25] });
+    // the same images indexed with the default preprocessing give other vectors
+    const plain = path.join(dir, 'plain');
+    expect((await build(plain)).code).to.equal(0);
+    const [a, b] = [await SearchIndexStore.open(out), await SearchIndexStore.open(plain)];
+    const id = (a.list({ limit: 1 }).items[0] as { id: string }).id;
+    expect(Array.from(a.vector(id))).not.to.deep.equal(Array.from(b.vector(id)));
+    await Promise.all([a.close(), b.close()]);
+    const more = copyImages(path.join(dir, 'more'), 1, 2, 20);
+    const added = await runCliCaptured(['index', 'add', out, `folder:${more}`]);
+    expect(added.code, added.stderr).to.equal(0);
+    const bad = await runCliCaptured(['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'bad'), '--layout', 'CHWN']);
+    expect(bad).to.deep.include({ code: 2, stdout: '' });
+    expect(bad.stderr).to.match(/^dml: Expected one of .*NCHW.*NHWC.* for --layout but received "CHWN"\n$/);
+    expect(existsSync(path.join(dir, 'bad'))).to.equal(false);
+  });
+
   it('add and remove change the index, print one line per item, and leave it unchanged when they fail', async () => {
     const out = path.join(dir, 'index');
     expect((await build(out, '--no-cache')).code).to.equal(0);

@@ -1,0 +1,42 @@
+/**
+ * @file The image-preprocessing override flags shared by the commands that embed images with an
+ * ONNX model (`dml eval`, `dml index build`): `--size`, `--resize`, `--channels`, `--layout`, `--mean`,
+ * `--std`. Each overrides one field of what the model's metadata (or the defaults) say; an index
+ * records the result, so `dml index add` and `dml serve` embed the same way.
+ */
+import type { Command } from 'commander';
+import type { Preprocessing } from '../image/preprocessing.js';
+import { parseChoice, parseNumberList, parsePositiveInt, parseSize } from './parse-options.js';
+
+/** The flags as commander hands them over (strings until parsed). */
+export interface PreprocessingFlags {
+  size?: string;
+  resize?: string;
+  channels?: string;
+  layout?: string;
+  mean?: string;
+  std?: string;
+}
+
+/** Declares the preprocessing override flags on `command`. */
+export function addPreprocessingOptions(command: Command): Command {
+  return command
+    .option('--size <HxW>', 'input size override, e.g. 224 or 224x224')
+    .option('--resize <n>', 'shorter side before the centre crop')
+    .option('--channels <n>', '1 or 3')
+    .option('--layout <layout>', 'NCHW or NHWC')
+    .option('--mean <list>', 'per-channel mean on [0,1] pixels, e.g. 0.485,0.456,0.406')
+    .option('--std <list>', 'per-channel std, e.g. 0.229,0.224,0.225');
+}
+
+/** The fields the flags override (empty when none is given); E_ARG naming the flag for a bad value. */
+export function preprocessingOverrides(flags: PreprocessingFlags): Partial<Preprocessing> {
+  const o: Partial<Preprocessing> = {};
+  if (flags.size !== undefined) [o.height, o.width] = parseSize(flags.size, '--size');
+  if (flags.resize !== undefined) o.resizeShorter = parsePositiveInt(flags.resize, '--resize');
+  if (flags.channels !== undefined) o.channels = Number(parseChoice(flags.channels, ['1', '3'], '--channels')) as 1 | 3;
+  if (flags.layout !== undefined) o.layout = parseChoice(flags.layout.toUpperCase(), ['NCHW', 'NHWC'] as const, '--layout');
+  if (flags.mean !== undefined) o.mean = parseNumberList(flags.mean, '--mean');
+  if (flags.std !== undefined) o.std = parseNumberList(flags.std, '--std');
+  return o;
+}
