@@ -1,8 +1,8 @@
 /**
  * @file What the dataset layout readers (`lib/data/layouts/*.ts`) share: the options every reader
  * takes, the image file extensions dmlkit accepts, locale-independent name ordering, directory
- * listing that follows symbolic links, and reading annotation text files with errors that name the
- * file and line.
+ * listing that follows symbolic links, reading annotation text files with errors that name the
+ * file and line, and the item of a "test split = queries = gallery" protocol.
  *
  * Image extensions are exactly the file suffixes for which sharp 0.35 (its prebuilt libvips) reports
  * file input support in `sharp.format`, minus the vector and libvips-native formats that are no photo
@@ -14,7 +14,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DmlError } from '../errors.js';
-import type { Manifest } from './manifest.js';
+import type { ImageSource, Manifest, ManifestItem } from './manifest.js';
 
 /** The Hotels-50K test image sets (one folder each under `images/test/`). */
 export const HOTELS50K_TEST_SETS = ['unoccluded', 'low_occlusions', 'medium_occlusions', 'high_occlusions'] as const;
@@ -188,4 +188,14 @@ export function fileSystemError(err: unknown, what: string): DmlError {
   if (e.code === 'ENOENT') return new DmlError('E_NOT_FOUND', `Cannot read ${what}: it does not exist`, { cause: err });
   if (e.code === 'ENOTDIR') return new DmlError('E_NOT_FOUND', `Cannot read ${what}: a parent is not a folder`, { cause: err });
   return new DmlError('E_IO', `Cannot read ${what}: ${e.message}`, { cause: err });
+}
+
+/**
+ * An item of a protocol whose test split is both the query set and the gallery set (CUB-200-2011,
+ * Cars196, Stanford Online Products, the MNIST family): test items are queries and gallery items,
+ * training items neither.
+ */
+export function splitItem(id: string, source: ImageSource, label: string, split: 'train' | 'test'): ManifestItem {
+  const isTest = split === 'test';
+  return { id, source, label, split, isQuery: isTest, isGallery: isTest };
 }

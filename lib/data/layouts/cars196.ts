@@ -29,7 +29,7 @@
 import { basename, dirname, extname, join } from 'node:path';
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { parseCsv } from '../csv.js';
-import { findFirst, lineError, parsePositiveInteger, pathKind, readTextFile } from '../layout-support.js';
+import { findFirst, lineError, parsePositiveInteger, pathKind, readTextFile, splitItem } from '../layout-support.js';
 import type { Manifest, ManifestItem } from '../manifest.js';
 import { readMat5File, type MatValue } from '../mat5.js';
 
@@ -123,15 +123,7 @@ export async function readCars196(path: string): Promise<Manifest> {
   const root = dirname(file);
   const items = annotations.map(({ relativePath, classId, where }): ManifestItem => {
     if (classId > classCount) throw new DmlError('E_DATASET', `${where}: unknown class id ${classId}; ${classCountSource} classes`);
-    const isTest = classId > 98;
-    return {
-      id: relativePath,
-      source: { kind: 'file', path: join(root, relativePath) },
-      label: String(classId),
-      split: isTest ? 'test' : 'train',
-      isQuery: isTest,
-      isGallery: isTest,
-    };
+    return splitItem(relativePath, { kind: 'file', path: join(root, relativePath) }, String(classId), classId > 98 ? 'test' : 'train');
   });
   return {
     layout: 'cars196',

@@ -17,7 +17,7 @@
  */
 import { dirname, join } from 'node:path';
 import { DmlError } from '../../errors.js';
-import { findFirst, lineError, parsePositiveInteger, readAnnotationLines, type AnnotationLine } from '../layout-support.js';
+import { findFirst, lineError, parsePositiveInteger, readAnnotationLines, splitItem, type AnnotationLine } from '../layout-support.js';
 import type { Manifest, ManifestItem } from '../manifest.js';
 
 /** Checks that every line has `count` fields; `format` shows the expected line in the error. */
@@ -69,15 +69,7 @@ export async function readCub(path: string): Promise<Manifest> {
     if (seenImageIds.has(imageId)) throw lineError(imagesFile, line, `image id ${imageId} is listed twice`);
     if (classId === undefined) throw lineError(imagesFile, line, `image id ${imageId} has no line in ${labelsFile}`);
     seenImageIds.add(imageId);
-    const isTest = classId > 100;
-    return {
-      id: relativePath,
-      source: { kind: 'file', path: join(root, 'images', relativePath) },
-      label: String(classId),
-      split: isTest ? 'test' : 'train',
-      isQuery: isTest,
-      isGallery: isTest,
-    };
+    return splitItem(relativePath, { kind: 'file', path: join(root, 'images', relativePath) }, String(classId), classId > 100 ? 'test' : 'train');
   });
   return {
     layout: 'cub',

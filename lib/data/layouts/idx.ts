@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import { DmlError } from '../../errors.js';
 import { readIdxFile } from '../idx.js';
-import { findFirst } from '../layout-support.js';
+import { findFirst, splitItem } from '../layout-support.js';
 import type { Manifest, ManifestItem } from '../manifest.js';
 
 /** Layout names this reader answers to, with the dataset name used in the protocol note. */
@@ -50,15 +50,7 @@ async function readPair(dir: string, prefix: 'train' | 't10k'): Promise<Manifest
     throw new DmlError('E_DATASET', `IDX image file ${imagesFile} holds ${count} images but label file ${labelsFile} holds ${labels.dims[0]} labels`);
   }
   const split = prefix === 'train' ? 'train' : 'test';
-  const isTest = split === 'test';
-  return Array.from({ length: count }, (_, index): ManifestItem => ({
-    id: `${split}/${index}`,
-    source: { kind: 'idx', file: imagesFile, index },
-    label: String(labels.data[index]),
-    split,
-    isQuery: isTest,
-    isGallery: isTest,
-  }));
+  return Array.from({ length: count }, (_, index) => splitItem(`${split}/${index}`, { kind: 'idx', file: imagesFile, index }, String(labels.data[index]), split));
 }
 
 /** Reads an MNIST-family IDX folder (see the file comment); `layout` is the name it was opened with. */

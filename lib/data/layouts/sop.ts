@@ -17,7 +17,7 @@
  */
 import { dirname, join } from 'node:path';
 import { DmlError } from '../../errors.js';
-import { findFirst, lineError, parsePositiveInteger, readAnnotationLines } from '../layout-support.js';
+import { findFirst, lineError, parsePositiveInteger, readAnnotationLines, splitItem } from '../layout-support.js';
 import type { Manifest, ManifestItem } from '../manifest.js';
 
 const HEADER = 'image_id class_id super_class_id path';
@@ -28,20 +28,12 @@ async function readSplitFile(root: string, split: 'train' | 'test'): Promise<Man
   if (header?.fields.join(' ') !== HEADER) {
     throw lineError(file, header?.line ?? 1, `expected the header "${HEADER}" but found ${JSON.stringify(header?.fields.join(' ') ?? '')}`);
   }
-  const isTest = split === 'test';
   return lines.map(({ line, fields }): ManifestItem => {
     if (fields.length !== 4) throw lineError(file, line, `expected "${HEADER}" (4 fields) but found ${fields.length} fields`);
     parsePositiveInteger(fields[0] ?? '', file, line, 'image_id');
     const classId = parsePositiveInteger(fields[1] ?? '', file, line, 'class_id');
     const relativePath = fields[3] ?? '';
-    return {
-      id: relativePath,
-      source: { kind: 'file', path: join(root, relativePath) },
-      label: String(classId),
-      split,
-      isQuery: isTest,
-      isGallery: isTest,
-    };
+    return splitItem(relativePath, { kind: 'file', path: join(root, relativePath) }, String(classId), split);
   });
 }
 
