@@ -11,7 +11,9 @@ export { applyClassSplit, parseClassList } from './data/class-split.js';
 export { readIdxFile, parseIdx, type IdxArray } from './data/idx.js';
 
 export type { Preprocessing, TensorLayout, TrainAugmentation } from './image/preprocessing.js';
-export { loadImageBatch, type LoadImageBatchOptions, type ImageBatch } from './image/batch-loader.js';
+export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
+export type { ImageBatch } from './image/batch-collector.js';
+export { ImageDecodePool, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
 export { decodeImageSource, decodeImageBuffer } from './image/decode.js';
 
 export { createSession, describeIo, type DeviceChoice } from './onnx/session.js';

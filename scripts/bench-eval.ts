@@ -1,183 +1,430 @@
 /**
- * @file Benchmark of the evaluation spine at 60,000 x 512 (query set = gallery set): exact Recall@K
- * (chunked onnxruntime Gemm+TopK streamed into the metrics) and k-means (K = 1,000, 20 Lloyd iterations),
- * each against a naive plain-JavaScript baseline measured in the same run. Every measurement runs in its
- * own child process so its peak RSS is its own.
+ * @file Benchmark of the evaluation path, each measurement in its own child process (so its peak RSS is
+ * its own), with reference implementations measured in the same run where Debian's python3 has them
+ * (python3-faiss, python3-sklearn, python3-torch, python3-torchvision; dmlkit itself never runs Python).
  *
- *   npx tsx scripts/bench-eval.ts [--n 60000] [--dim 512] [--classes 1000] [--naive-queries 200]
+ *   npx tsx scripts/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
+ *   npx tsx scripts/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
+ *                                 [--workers N] [--device auto] [--batch-size 32]
+ *   npx tsx scripts/bench-eval.ts --mode nmi
  *
- * The naive Recall@K baseline (dot products + running top-8 per query, no matrix) is timed on a sample of
- * queries and extrapolated to all N; the naive N x N similarity matrix is not run (60,000^2 floats =
- * 14.4 GB) but its size is printed. The naive k-means runs one Lloyd iteration and is extrapolated to 20.
- * Data: `classes` Gaussian clusters (seeded), L2-normalised, 60 images per class, like an SOP-sized set.
+ * - `vectors`: synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised): exact Recall@K
+ *   (chunked Gemm + TopK streamed into the metrics) against a naive JavaScript loop (a sample of queries,
+ *   extrapolated); k-means with K = 1,000 and 20 iterations against faiss's; and the whole NMI+ curve
+ *   (1x, 2x, 5x, 10x, 30x of 100 labels on 10,000 x `dim`, default convergence settings) against one
+ *   faiss k-means (20 iterations) at the largest cluster count, with faiss at every count beside it.
+ * - `images`: a folder of JPEGs (generated: `images` 480x320 JPEGs in 10 class folders) through the
+ *   eval transform (resize 256, centre crop 224, RGB, ImageNet normalisation): decode-only throughput in
+ *   this process and in the decode pool, inference-only throughput of the model, end-to-end embedding
+ *   (`embedItems`), then search and k-means on the embeddings; PyTorch's DataLoader with the same
+ *   transform and the same cheap model as the reference. The default model is a cheap embedder (16x16
+ *   stride-16 convolution to 32 channels, ReLU, global average pooling, linear to 64, L2), so the
+ *   pipeline, not the model, is what is measured; `--model` runs a real one (then no PyTorch model row).
+ * - `nmi`: NMI of dmlkit's k-means against scikit-learn's and faiss's on real data (Fashion-MNIST test
+ *   pixels, L2-normalised, from Debian's dataset-fashion-mnist), three seeds each, K = 10, 100, 300.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { readIdxFile } from '../lib/data/idx.js';
+import { openDataset } from '../lib/data/open-dataset.js';
+import { OnnxEmbedder } from '../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../lib/embed/embedding-set.js';
-import { kmeans } from '../lib/metrics/kmeans.js';
+import { DEFAULT_CLUSTER_COUNT_SPECS, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
+import { evaluateEmbeddings } from '../lib/eval/evaluate-embeddings.js';
+import { loadImageBatch } from '../lib/image/batch-loader.js';
+import { defaultDecodeWorkers, ImageDecodePool } from '../lib/image/decode-pool.js';
+import { normalizedMutualInformation } from '../lib/metrics/clustering.js';
+import { kmeans, kmeansSweep } from '../lib/metrics/kmeans.js';
 import { encodeLabels } from '../lib/metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../lib/metrics/retrieval.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../lib/onnx/builder.js';
+import type { DeviceChoice } from '../lib/onnx/session.js';
 import { exactSearch } from '../lib/search/exact.js';
 import { Rng } from '../lib/util/rng.js';
 
-interface Args {
-  n: number;
-  dim: number;
-  classes: number;
-  naiveQueries: number;
+type Args = Record<string, string>;
+type Result = Record<string, unknown>;
+
+const self = fileURLToPath(import.meta.url);
+const root = path.resolve(path.dirname(self), '..');
+const PYTHON = '/usr/bin/python3';
+const KS = [1, 2, 4, 8];
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = {};
+  for (let i = 0; i < argv.length; i += 2) args[(argv[i] as string).replace(/^--/, '')] = argv[i + 1] as string;
+  return args;
 }
 
-function parseArgs(argv: string[]): Args & { child?: string } {
-  const get = (flag: string, def: number): number => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? Number(argv[i + 1]) : def;
-  };
-  const c = argv.indexOf('--child');
-  return {
-    n: get('--n', 60000),
-    dim: get('--dim', 512),
-    classes: get('--classes', 1000),
-    naiveQueries: get('--naive-queries', 200),
-    ...(c >= 0 ? { child: argv[c + 1] as string } : {}),
-  };
-}
+const num = (a: Args, key: string, fallback: number): number => (a[key] !== undefined ? Number(a[key]) : fallback);
 
 /** `classes` Gaussian centres + noise, L2-normalised; labels = centre index. */
-function clusteredSet(a: Args): EmbeddingSet {
+function clusteredSet(n: number, dim: number, classes: number): EmbeddingSet {
   const rng = new Rng(7);
-  const centres = Float32Array.from({ length: a.classes * a.dim }, () => rng.nextGaussian());
-  const vectors = new Float32Array(a.n * a.dim);
+  const centres = Float32Array.from({ length: classes * dim }, () => rng.nextGaussian());
+  const vectors = new Float32Array(n * dim);
   const labels: string[] = [];
-  for (let i = 0; i < a.n; i++) {
-    const c = i % a.classes;
+  for (let i = 0; i < n; i++) {
+    const c = i % classes;
     let norm = 0;
-    for (let j = 0; j < a.dim; j++) {
-      const v = (centres[c * a.dim + j] as number) + 1.2 * rng.nextGaussian();
-      vectors[i * a.dim + j] = v;
+    for (let j = 0; j < dim; j++) {
+      const v = (centres[c * dim + j] as number) + 1.2 * rng.nextGaussian();
+      vectors[i * dim + j] = v;
       norm += v * v;
     }
     const inv = 1 / Math.sqrt(norm);
-    for (let j = 0; j < a.dim; j++) vectors[i * a.dim + j] = (vectors[i * a.dim + j] as number) * inv;
+    for (let j = 0; j < dim; j++) vectors[i * dim + j] = (vectors[i * dim + j] as number) * inv;
     labels.push(String(c));
   }
-  return { vectors, count: a.n, dim: a.dim, labels, ids: labels.map((_, i) => String(i)) };
+  return { vectors, count: n, dim, labels, ids: labels.map((_, i) => String(i)) };
 }
 
-const KS = [1, 2, 4, 8];
+/** The cheap benchmark embedder: Conv(3->32, 16x16, stride 16) -> ReLU -> GlobalAveragePool -> Gemm(32->64) -> L2 outside. */
+function cheapModel(): { bytes: Uint8Array; weights: Result } {
+  const rng = new Rng(3);
+  const channels = 32;
+  const patch = 16;
+  const dim = 64;
+  const convWeight = Float32Array.from({ length: channels * 3 * patch * patch }, () => rng.nextGaussian() * 0.05);
+  const convBias = Float32Array.from({ length: channels }, () => rng.nextGaussian() * 0.1);
+  const linearWeight = Float32Array.from({ length: dim * channels }, () => rng.nextGaussian() * 0.2);
+  const linearBias = Float32Array.from({ length: dim }, () => rng.nextGaussian() * 0.1);
+  const bytes = encodeModel({
+    graphName: 'bench_cheap_embedder',
+    inputs: [tensorValueInfo('images', 'float32', ['batch', 3, 224, 224])],
+    outputs: [tensorValueInfo('embedding', 'float32', ['batch', dim])],
+    initializers: [
+      floatTensor('conv_w', [channels, 3, patch, patch], convWeight),
+      floatTensor('conv_b', [channels], convBias),
+      floatTensor('fc_w', [dim, channels], linearWeight),
+      floatTensor('fc_b', [dim], linearBias),
+    ],
+    nodes: [
+      node('Conv', ['images', 'conv_w', 'conv_b'], ['conv'], { kernel_shape: { ints: [patch, patch] }, strides: { ints: [patch, patch] } }),
+      node('Relu', ['conv'], ['relu']),
+      node('GlobalAveragePool', ['relu'], ['pooled']),
+      node('Flatten', ['pooled'], ['flat'], { axis: { i: 1 } }),
+      node('Gemm', ['flat', 'fc_w', 'fc_b'], ['embedding'], { transB: { i: 1 } }),
+    ],
+  });
+  const weights = { channels, patch, dim, convWeight: [...convWeight], convBias: [...convBias], linearWeight: [...linearWeight], linearBias: [...linearBias] };
+  return { bytes, weights };
+}
 
-/** Runs one measurement and returns {seconds, extrapolatedSeconds?, value} as JSON on stdout. */
-async function child(kind: string, a: Args): Promise<void> {
-  const set = clusteredSet(a);
-  const start = performance.now();
-  let result: Record<string, unknown> = {};
-  if (kind === 'exact-recall') {
-    // The evaluator's path: exact search streamed into the metrics (no clustering here).
-    const labels = encodeLabels(set.labels, set.labels);
-    const selfIndex = Int32Array.from({ length: a.n }, (_, i) => i);
-    const acc = new RetrievalMetricsAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, recallK: KS, querySelfIndex: selfIndex });
-    for await (const block of exactSearch(set.vectors, a.n, set.vectors, a.n, a.dim, { k: acc.requiredNeighbours, selfIndex })) acc.add(block);
-    const r = acc.result();
-    result = { recall: r.recall, mapAtR: r.mapAtR, neighbours: acc.requiredNeighbours };
-  } else if (kind === 'naive-recall') {
-    // Plain JS: for each sampled query, all N dot products with a running top-8 (insertion), no matrix.
-    const hits = new Float64Array(KS.length);
-    const topScore = new Float64Array(8);
-    const topIndex = new Int32Array(8);
-    for (let q = 0; q < a.naiveQueries; q++) {
-      const qo = q * a.dim;
-      topScore.fill(-Infinity);
-      topIndex.fill(-1);
-      for (let g = 0; g < a.n; g++) {
-        if (g === q) continue;
-        let s = 0;
-        const go = g * a.dim;
-        for (let j = 0; j < a.dim; j++) s += (set.vectors[qo + j] as number) * (set.vectors[go + j] as number);
-        if (s <= (topScore[7] as number)) continue;
-        let p = 7;
-        while (p > 0 && s > (topScore[p - 1] as number)) {
-          topScore[p] = topScore[p - 1] as number;
-          topIndex[p] = topIndex[p - 1] as number;
-          p--;
-        }
-        topScore[p] = s;
-        topIndex[p] = g;
-      }
-      KS.forEach((k, i) => {
-        if (Array.from(topIndex.subarray(0, k)).some((g) => set.labels[g] === set.labels[q])) hits[i] = (hits[i] as number) + 1;
-      });
-    }
-    result = { sampledQueries: a.naiveQueries, recallOnSample: Object.fromEntries(KS.map((k, i) => [k, (hits[i] as number) / a.naiveQueries])) };
-  } else if (kind === 'kmeans') {
-    const r = await kmeans(set.vectors, a.n, a.dim, { k: 1000, iterations: 20, seed: 0 });
-    result = { inertia: r.inertia, iterationsRun: r.iterationsRun };
-  } else if (kind === 'naive-kmeans') {
-    // One plain-JS Lloyd iteration (assignment by full distance loop + mean update) from the first 1,000 rows.
-    const k = 1000;
-    const centroids = set.vectors.slice(0, k * a.dim);
-    const assign = new Int32Array(a.n);
-    for (let i = 0; i < a.n; i++) {
-      let best = Infinity;
-      for (let c = 0; c < k; c++) {
-        let d = 0;
-        for (let j = 0; j < a.dim; j++) {
-          const t = (set.vectors[i * a.dim + j] as number) - (centroids[c * a.dim + j] as number);
-          d += t * t;
-        }
-        if (d < best) {
-          best = d;
-          assign[i] = c;
-        }
+/** `count` 480x320 JPEGs (smooth colour fields plus noise, quality 90) in 10 class folders under `dir`. */
+async function generateImages(dir: string, count: number): Promise<void> {
+  const rng = new Rng(11);
+  for (let c = 0; c < 10; c++) await mkdir(path.join(dir, `class_${c}`), { recursive: true });
+  const [w, h] = [480, 320];
+  for (let i = 0; i < count; i++) {
+    const pixels = Buffer.alloc(w * h * 3);
+    const [r0, g0, b0] = [rng.nextInt(256), rng.nextInt(256), rng.nextInt(256)];
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const o = (y * w + x) * 3;
+        const noise = rng.nextInt(48) - 24;
+        pixels[o] = Math.max(0, Math.min(255, r0 + (x * 128) / w + noise));
+        pixels[o + 1] = Math.max(0, Math.min(255, g0 + (y * 128) / h + noise));
+        pixels[o + 2] = Math.max(0, Math.min(255, b0 + ((x + y) * 64) / (w + h) + noise));
       }
     }
-    const sums = new Float64Array(k * a.dim);
-    const counts = new Int32Array(k);
-    for (let i = 0; i < a.n; i++) {
-      const c = assign[i] as number;
-      counts[c] = (counts[c] as number) + 1;
-      for (let j = 0; j < a.dim; j++) sums[c * a.dim + j] = (sums[c * a.dim + j] as number) + (set.vectors[i * a.dim + j] as number);
-    }
-    result = { iterationsRun: 1 };
-  } else {
-    throw new Error(`unknown child ${kind}`);
+    await sharp(pixels, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).toFile(path.join(dir, `class_${i % 10}`, `${i}.jpg`));
   }
-  const seconds = (performance.now() - start) / 1000;
-  process.stdout.write(JSON.stringify({ seconds, peakRssMiB: process.resourceUsage().maxRSS / 1024, ...result }));
+}
+
+const rate = (count: number, start: number): number => count / ((performance.now() - start) / 1000);
+
+/** Runs one measurement; prints its JSON result on stdout. */
+async function child(kind: string, a: Args): Promise<Result> {
+  const start = performance.now();
+  const seconds = (): number => (performance.now() - start) / 1000;
+  if (kind === 'exact-recall' || kind === 'naive-recall' || kind === 'kmeans-20' || kind === 'kmeans-default') {
+    const n = num(a, 'n', 60000);
+    const dim = num(a, 'dim', 512);
+    const set = clusteredSet(n, dim, num(a, 'classes', 1000));
+    const t0 = performance.now();
+    if (kind === 'exact-recall') {
+      const labels = encodeLabels(set.labels, set.labels);
+      const selfIndex = Int32Array.from({ length: n }, (_, i) => i);
+      const acc = new RetrievalMetricsAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, recallK: KS, querySelfIndex: selfIndex });
+      for await (const block of exactSearch(set.vectors, n, set.vectors, n, dim, { k: acc.requiredNeighbours, selfIndex })) acc.add(block);
+      return { seconds: (performance.now() - t0) / 1000, recall1: acc.result().recall[1], neighbours: acc.requiredNeighbours };
+    }
+    if (kind === 'naive-recall') {
+      // Plain JS: for each sampled query, all N dot products with a running top-8 (insertion), no matrix.
+      const sample = num(a, 'naive-queries', 200);
+      const topScore = new Float64Array(8);
+      for (let q = 0; q < sample; q++) {
+        topScore.fill(-Infinity);
+        for (let g = 0; g < n; g++) {
+          if (g === q) continue;
+          let s = 0;
+          for (let j = 0; j < dim; j++) s += (set.vectors[q * dim + j] as number) * (set.vectors[g * dim + j] as number);
+          if (s <= (topScore[7] as number)) continue;
+          let p = 7;
+          while (p > 0 && s > (topScore[p - 1] as number)) {
+            topScore[p] = topScore[p - 1] as number;
+            p--;
+          }
+          topScore[p] = s;
+        }
+      }
+      return { seconds: ((performance.now() - t0) / 1000) * (n / sample), sampledQueries: sample };
+    }
+    const options = kind === 'kmeans-20' ? { maxIterations: 20, tolerance: 0 } : {};
+    const r = await kmeans(set.vectors, n, dim, { k: 1000, seed: 0, ...options });
+    return { seconds: (performance.now() - t0) / 1000, inertia: r.inertia, iterations: r.iterationsRun };
+  }
+  if (kind === 'curve') {
+    const set = clusteredSet(num(a, 'curve-n', 10000), num(a, 'dim', 512), 100);
+    const labels = encodeLabels(set.labels, []).queryCodes;
+    const counts = resolveClusterCounts(DEFAULT_CLUSTER_COUNT_SPECS, 100, set.count);
+    const t0 = performance.now();
+    const results = await kmeansSweep(set.vectors, set.count, set.dim, counts, { seed: 0 });
+    return {
+      seconds: (performance.now() - t0) / 1000,
+      points: results.map((r) => ({ k: r.k, iterations: r.iterationsRun, nmi: normalizedMutualInformation(labels, r.assignments) })),
+    };
+  }
+  if (kind === 'nmi') {
+    const { vectors, labels } = await fashionMnistPixels();
+    const rows: Result[] = [];
+    for (const k of [10, 100, 300]) {
+      for (const seed of [0, 1, 2]) {
+        const t0 = performance.now();
+        const r = await kmeans(vectors, labels.length, 784, { k, seed });
+        rows.push({ k, seed, nmi: normalizedMutualInformation(labels, r.assignments), inertia: r.inertia, iterations: r.iterationsRun, seconds: (performance.now() - t0) / 1000 });
+      }
+    }
+    return { rows };
+  }
+  // Image measurements.
+  const folder = a['folder'] as string;
+  const workers = num(a, 'workers', defaultDecodeWorkers());
+  const manifest = await openDataset(`folder:${folder}`);
+  const items = manifest.items;
+  const embedder = await OnnxEmbedder.open(a['model'] as string, { device: (a['device'] ?? 'auto') as DeviceChoice, batchSize: num(a, 'batch-size', 32) });
+  const p = embedder.preprocessing;
+  const batchSize = embedder.batchSize;
+  const t0 = performance.now();
+  try {
+    if (kind === 'decode-inprocess') {
+      for (let s = 0; s < items.length; s += batchSize) await loadImageBatch(items.slice(s, s + batchSize).map((it) => it.source), p);
+      return { imagesPerSecond: rate(items.length, t0) };
+    }
+    if (kind === 'decode-pool') {
+      const pool = await ImageDecodePool.start({ workers, preprocessing: p });
+      try {
+        const t1 = performance.now();
+        const batches: Array<Promise<unknown>> = [];
+        for (let s = 0; s < items.length; s += batchSize) batches.push(pool.loadBatch(items.slice(s, s + batchSize).map((it) => it.source)));
+        await Promise.all(batches);
+        return { imagesPerSecond: rate(items.length, t1), workers };
+      } finally {
+        await pool.close();
+      }
+    }
+    if (kind === 'infer') {
+      const per = p.channels * p.height * p.width;
+      const rng = new Rng(5);
+      const batch = Float32Array.from({ length: batchSize * per }, () => rng.nextGaussian());
+      await embedder.embedTensor(batch, batchSize); // warm-up
+      const t1 = performance.now();
+      const runs = Math.max(3, Math.ceil(items.length / batchSize));
+      for (let r = 0; r < runs; r++) await embedder.embedTensor(batch, batchSize);
+      return { imagesPerSecond: rate(runs * batchSize, t1), provider: embedder.provider };
+    }
+    if (kind === 'end-to-end') {
+      const { set } = await embedder.embedItems(items, { workers });
+      const embedSeconds = seconds();
+      const kmeansTimes: number[] = [];
+      let last = performance.now();
+      const evaluation = await evaluateEmbeddings(set, null, {
+        ks: KS,
+        clusterCountSpecs: DEFAULT_CLUSTER_COUNT_SPECS,
+        clusterSet: 'union',
+        index: { kind: 'exact', chunkSize: 512 },
+        kmeans: { seed: 0 },
+        onProgress: (stage) => {
+          if (stage !== 'k-means') return;
+          kmeansTimes.push((performance.now() - last) / 1000);
+          last = performance.now();
+        },
+      });
+      return {
+        imagesPerSecond: items.length / embedSeconds,
+        embedSeconds,
+        provider: embedder.provider,
+        workers,
+        searchSeconds: evaluation.timings.searchSeconds,
+        clusteringSeconds: evaluation.timings.clusteringSeconds,
+        kmeansPerK: evaluation.metrics.nmiCurve.map((pt, i) => ({ k: pt.k, iterations: pt.iterations, seconds: kmeansTimes[i] })),
+        recall1: evaluation.metrics.recall['1'],
+      };
+    }
+  } finally {
+    await embedder.release();
+  }
+  throw new Error(`unknown measurement ${kind}`);
+}
+
+/** Fashion-MNIST test images as L2-normalised 784-d pixel rows, with their labels. */
+async function fashionMnistPixels(): Promise<{ vectors: Float32Array; labels: Int32Array }> {
+  const dir = '/usr/share/datasets/fashion-mnist';
+  const images = await readIdxFile(path.join(dir, 't10k-images-idx3-ubyte.gz'));
+  const labelFile = await readIdxFile(path.join(dir, 't10k-labels-idx1-ubyte.gz'));
+  const n = labelFile.data.length;
+  const vectors = new Float32Array(n * 784);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = 0; j < 784; j++) s += ((images.data[i * 784 + j] as number) / 255) ** 2;
+    const inv = 1 / Math.sqrt(s);
+    for (let j = 0; j < 784; j++) vectors[i * 784 + j] = ((images.data[i * 784 + j] as number) / 255) * inv;
+  }
+  return { vectors, labels: Int32Array.from(labelFile.data) };
+}
+
+function runChild(kind: string, a: Args): Result & { peakRssMiB: number } {
+  const flags = Object.entries(a).flatMap(([k, v]) => [`--${k}`, v]);
+  const out = execFileSync(process.execPath, ['--import', 'tsx', self, ...flags, '--child', kind], { encoding: 'utf8', maxBuffer: 1 << 26, cwd: root });
+  return JSON.parse(out.trim().split('\n').at(-1) as string) as Result & { peakRssMiB: number };
+}
+
+/** Runs a reference Python script; null (with the reason on stderr) when python3 or its packages are missing. */
+function runPython(script: string, args: string[]): string | null {
+  if (!existsSync(PYTHON)) return null;
+  try {
+    return execFileSync(PYTHON, [path.join(root, 'scripts/reference', script), ...args], { encoding: 'utf8', maxBuffer: 1 << 24, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    process.stderr.write(`reference ${script} not run: ${String((err as { stderr?: string }).stderr ?? err).split('\n').filter((l) => l !== '').at(-1)}\n`);
+    return null;
+  }
+}
+
+const fmt = (x: unknown, digits = 1): string => (typeof x === 'number' && Number.isFinite(x) ? x.toFixed(digits) : '-');
+
+async function vectorsMode(a: Args, tmp: string): Promise<void> {
+  const n = num(a, 'n', 60000);
+  const dim = num(a, 'dim', 512);
+  const classes = num(a, 'classes', 1000);
+  const curveN = num(a, 'curve-n', 10000);
+  console.log(`# bench-eval vectors: N = ${n}, D = ${dim}, ${classes} classes; NMI+ curve on ${curveN} x ${dim}, 100 classes; ${os.availableParallelism()} cores; node ${process.version}`);
+  const exact = runChild('exact-recall', a);
+  const naive = runChild('naive-recall', a);
+  const km20 = runChild('kmeans-20', a);
+  const kmDefault = runChild('kmeans-default', a);
+  const curve = runChild('curve', a);
+  const file = path.join(tmp, 'vectors.f32');
+  const curveFile = path.join(tmp, 'curve.f32');
+  const big = clusteredSet(n, dim, classes);
+  await writeFile(file, big.vectors);
+  const small = clusteredSet(curveN, dim, 100);
+  await writeFile(curveFile, small.vectors);
+  const faiss = runPython('faiss_kmeans.py', [file, String(dim), '1000', '20']);
+  const faissSeconds = faiss === null ? Number.NaN : (JSON.parse(faiss.trim()) as { seconds: number }).seconds;
+  const counts = (curve['points'] as Array<{ k: number; iterations: number; nmi: number }>).map((p) => p.k);
+  const faissCurve = runPython('faiss_kmeans.py', [curveFile, String(dim), counts.join(','), '20']);
+  const faissPoints = faissCurve === null ? [] : faissCurve.trim().split('\n').map((l) => JSON.parse(l) as { k: number; seconds: number });
+  const faissLargest = faissPoints.find((p) => p.k === Math.max(...counts))?.seconds ?? Number.NaN;
+
+  console.log('| measurement | wall s | peak RSS MiB | note |');
+  console.log('| --- | ---: | ---: | --- |');
+  const row = (name: string, s: unknown, rss: unknown, note: string): void => console.log(`| ${name} | ${fmt(s)} | ${fmt(rss, 0)} | ${note} |`);
+  row('exact Recall@K + MAP@R (chunked Gemm+TopK, streamed)', exact['seconds'], exact.peakRssMiB, `${exact['neighbours']} neighbours per query`);
+  row(`naive JS Recall@K (${naive['sampledQueries']} queries, extrapolated)`, naive['seconds'], naive.peakRssMiB, `${fmt((naive['seconds'] as number) / (exact['seconds'] as number), 0)}x the exact search`);
+  row('k-means K=1000, 20 iterations (k-means++ in rounds, Gemm assignment)', km20['seconds'], km20.peakRssMiB, `${fmt((km20['seconds'] as number) / faissSeconds, 2)}x faiss`);
+  row('faiss k-means K=1000, 20 iterations (reference, same vectors)', faissSeconds, Number.NaN, faiss === null ? 'not run' : 'python3-faiss');
+  row(`k-means K=1000, default (to convergence)`, kmDefault['seconds'], kmDefault.peakRssMiB, `${kmDefault['iterations']} iterations`);
+  row(`NMI+ curve K = ${counts.join(', ')} on ${curveN} x ${dim} (default settings)`, curve['seconds'], curve.peakRssMiB, `${fmt((curve['seconds'] as number) / faissLargest, 2)}x one faiss run at K=${Math.max(...counts)}`);
+  console.log('\nNMI+ curve points (dmlkit: iterations to convergence, NMI; faiss 20 iterations: seconds):');
+  for (const p of curve['points'] as Array<{ k: number; iterations: number; nmi: number }>) {
+    const f = faissPoints.find((q) => q.k === p.k) as { seconds: number; nmi: number | null } | undefined;
+    console.log(`  K ${p.k}: ${p.iterations} iterations, NMI ${fmt(100 * p.nmi, 2)}; faiss ${fmt(f?.seconds, 2)} s`);
+  }
+}
+
+async function imagesMode(a: Args, tmp: string): Promise<void> {
+  let folder = a['folder'];
+  if (folder === undefined) {
+    folder = path.join(tmp, 'images');
+    await generateImages(folder, num(a, 'images', 2000));
+  }
+  let modelPath = a['model'];
+  const cheap = cheapModel();
+  const weightsFile = path.join(tmp, 'weights.json');
+  if (modelPath === undefined) {
+    modelPath = path.join(tmp, 'cheap.onnx');
+    await writeFile(modelPath, cheap.bytes);
+    await writeFile(weightsFile, JSON.stringify(cheap.weights));
+  }
+  const args: Args = { ...a, folder, model: modelPath };
+  const workers = num(a, 'workers', defaultDecodeWorkers());
+  console.log(`# bench-eval images: ${folder}, model ${a['model'] ?? 'cheap embedder (conv 16x16/16 -> 32, GAP, linear 64)'}, ${workers} decode processes, ${os.availableParallelism()} cores; node ${process.version}`);
+  const inprocess = runChild('decode-inprocess', args);
+  const pool = runChild('decode-pool', args);
+  const infer = runChild('infer', args);
+  const e2e = runChild('end-to-end', args);
+  const torch = a['model'] === undefined ? runPython('torch_pipeline.py', [folder, weightsFile, String(workers), String(num(a, 'batch-size', 32))]) : null;
+  const t = torch === null ? undefined : (JSON.parse(torch.trim()) as { decodeImagesPerSecond: number; endToEndImagesPerSecond: number });
+  const decodeRate = pool['imagesPerSecond'] as number;
+  console.log('| stage | images/s | peak RSS MiB | note |');
+  console.log('| --- | ---: | ---: | --- |');
+  console.log(`| decode only, in process (sharp, 4 in flight) | ${fmt(inprocess['imagesPerSecond'], 0)} | ${fmt(inprocess.peakRssMiB, 0)} | |`);
+  console.log(`| decode only, ${workers} decode processes | ${fmt(decodeRate, 0)} | ${fmt(pool.peakRssMiB, 0)} | parent only |`);
+  console.log(`| inference only (${infer['provider']}) | ${fmt(infer['imagesPerSecond'], 0)} | ${fmt(infer.peakRssMiB, 0)} | random batches |`);
+  console.log(`| end to end (embedItems, ${e2e['workers']} processes, ${e2e['provider']}) | ${fmt(e2e['imagesPerSecond'], 0)} | ${fmt(e2e.peakRssMiB, 0)} | ${fmt((100 * (e2e['imagesPerSecond'] as number)) / decodeRate, 0)}% of decode only |`);
+  if (t !== undefined) {
+    console.log(`| PyTorch DataLoader decode only (${workers} workers, PIL) | ${fmt(t.decodeImagesPerSecond, 0)} | | reference |`);
+    console.log(`| PyTorch DataLoader + the same model | ${fmt(t.endToEndImagesPerSecond, 0)} | | reference |`);
+  }
+  console.log(`\nAfter embedding: exact search ${fmt(e2e['searchSeconds'], 2)} s; k-means (NMI+ curve) ${fmt(e2e['clusteringSeconds'], 2)} s: ${(e2e['kmeansPerK'] as Array<{ k: number; iterations: number; seconds: number }>).map((p) => `K ${p.k} ${fmt(p.seconds, 2)} s (${p.iterations} it)`).join(', ')}`);
+}
+
+async function nmiMode(tmp: string): Promise<void> {
+  console.log(`# bench-eval nmi: Fashion-MNIST test pixels (10,000 x 784, L2-normalised), 10 labels; node ${process.version}`);
+  const ours = runChild('nmi', {})['rows'] as Array<{ k: number; seed: number; nmi: number; inertia: number; iterations: number }>;
+  const { vectors, labels } = await fashionMnistPixels();
+  const [file, labelFile] = [path.join(tmp, 'fm.f32'), path.join(tmp, 'fm.i32')];
+  await writeFile(file, vectors);
+  await writeFile(labelFile, labels);
+  const sklearn = runPython('sklearn_kmeans.py', [file, '784', '10,100,300', labelFile]);
+  const faiss = [0, 1, 2].map((seed) => runPython('faiss_kmeans.py', [file, '784', '10,100,300', '25', labelFile, String(seed + 1)]));
+  console.log('| K | dmlkit NMI (seeds 0-2) | scikit-learn NMI (seeds 0-2) | faiss NMI (3 seeds) |');
+  console.log('| ---: | --- | --- | --- |');
+  const parse = (text: string | null): Array<{ k: number; nmi: number }> => (text === null ? [] : text.trim().split('\n').map((l) => JSON.parse(l) as { k: number; nmi: number }));
+  const sk = parse(sklearn);
+  const fa = faiss.flatMap(parse);
+  for (const k of [10, 100, 300]) {
+    const cell = (rows: Array<{ k: number; nmi: number }>): string => rows.filter((r) => r.k === k).map((r) => fmt(100 * r.nmi, 2)).join(', ') || '-';
+    console.log(`| ${k} | ${cell(ours)} | ${cell(sk)} | ${cell(fa)} |`);
+  }
 }
 
 async function main(): Promise<void> {
-  const a = parseArgs(process.argv.slice(2));
-  if (a.child) return child(a.child, a);
-  const self = fileURLToPath(import.meta.url);
-  const run = (kind: string): Record<string, number> =>
-    JSON.parse(
-      execFileSync(process.execPath, ['--import', 'tsx', self, '--child', kind, '--n', String(a.n), '--dim', String(a.dim), '--classes', String(a.classes), '--naive-queries', String(a.naiveQueries)], {
-        encoding: 'utf8',
-        maxBuffer: 1 << 24,
-      }),
-    ) as Record<string, number>;
-  const baselineRss = (JSON.parse(execFileSync(process.execPath, ['-e', 'process.stdout.write(JSON.stringify(process.resourceUsage().maxRSS/1024))'], { encoding: 'utf8' })) as number);
-  console.log(`# bench-eval: N = ${a.n}, D = ${a.dim}, ${a.classes} classes; ${new Date().toISOString()}; node ${process.version}`);
-  const exact = run('exact-recall');
-  const naive = run('naive-recall');
-  const naiveTotal = (naive['seconds'] as number) * (a.n / a.naiveQueries);
-  const km = run('kmeans');
-  const naiveKm = run('naive-kmeans');
-  const naiveKmTotal = (naiveKm['seconds'] as number) * 20;
-  const matrixGiB = (a.n * a.n * 4) / 2 ** 30;
-  const rows = [
-    ['exact Recall@K + MAP@R (chunked Gemm+TopK, streamed)', exact['seconds'], exact['peakRssMiB'], ''],
-    [`naive JS Recall@K (${a.naiveQueries} queries, extrapolated)`, naiveTotal, naive['peakRssMiB'], `${(naiveTotal / (exact['seconds'] as number)).toFixed(0)}x slower`],
-    ['naive full similarity matrix (not run)', Number.NaN, matrixGiB * 1024, 'memory of the N x N float32 matrix alone'],
-    ['k-means K=1000, 20 iterations (Gemm assignment)', km['seconds'], km['peakRssMiB'], ''],
-    ['naive JS k-means (1 iteration x 20, extrapolated)', naiveKmTotal, naiveKm['peakRssMiB'], `${(naiveKmTotal / (km['seconds'] as number)).toFixed(0)}x slower`],
-  ];
-  console.log('| measurement | wall s | peak RSS MiB | note |');
-  console.log('| --- | ---: | ---: | --- |');
-  for (const [name, s, rss, note] of rows) {
-    console.log(`| ${name} | ${Number.isNaN(s) ? '-' : (s as number).toFixed(1)} | ${(rss as number).toFixed(0)} | ${note} |`);
+  const argv = process.argv.slice(2);
+  const c = argv.indexOf('--child');
+  if (c >= 0) {
+    const kind = argv[c + 1] as string;
+    const result = await child(kind, parseArgs(argv.filter((_, i) => i !== c && i !== c + 1)));
+    process.stdout.write(`${JSON.stringify({ ...result, peakRssMiB: process.resourceUsage().maxRSS / 1024 })}\n`);
+    return;
   }
-  console.log(`\nnode process baseline RSS: ${baselineRss.toFixed(0)} MiB; embeddings alone: ${((a.n * a.dim * 4) / 2 ** 20).toFixed(0)} MiB`);
-  console.log(`exact: Recall@1 ${(exact as unknown as { recall: Record<string, number> }).recall['1']}, neighbours per query ${exact['neighbours']}`);
+  const a = parseArgs(argv);
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'dmlkit-bench-eval-'));
+  try {
+    const mode = a['mode'] ?? 'vectors';
+    if (mode === 'vectors') await vectorsMode(a, tmp);
+    else if (mode === 'images') await imagesMode(a, tmp);
+    else if (mode === 'nmi') await nmiMode(tmp);
+    else throw new Error(`--mode: expected vectors, images or nmi, got ${mode}`);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 }
 
 await main();

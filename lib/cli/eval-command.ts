@@ -22,6 +22,9 @@ import { DEFAULT_CLUSTER_COUNT_SPECS, parseClusterCountSpecs } from '../eval/clu
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
 import type { IndexParameters } from '../eval/evaluation.js';
+import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/session.js';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans.js';
+import { KMEANS_INITS } from '../metrics/kmeans-seeding.js';
 import { reportHtml } from '../report/html.js';
 import { reportMarkdown } from '../report/markdown.js';
 import { buildReport, type Report, type RunReport } from '../report/report.js';
@@ -29,6 +32,8 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
+  parseNonNegativeInt,
+  parseNonNegativeNumber,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
@@ -47,7 +52,9 @@ interface EvalFlags extends PreprocessingFlags {
   k?: string;
   nmiK: string;
   clusterSet: string;
-  kmeansIterations: string;
+  kmeansMaxIterations: string;
+  kmeansTolerance: string;
+  kmeansInit: string;
   kmeansRestarts: string;
   index: string;
   hnswM: string;
@@ -62,6 +69,7 @@ interface EvalFlags extends PreprocessingFlags {
   device: string;
   threads?: string;
   batchSize: string;
+  workers?: string;
   outputName?: string;
   skipBadImages?: boolean;
   limitInputPixels?: string;
@@ -83,7 +91,9 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
     .option('--nmi-k <list>', 'cluster counts for NMI+: integers or multiples of the label count', DEFAULT_CLUSTER_COUNT_SPECS.join(','))
     .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery) or query', 'union')
-    .option('--kmeans-iterations <n>', 'Lloyd iterations per k-means run', '20')
+    .option('--kmeans-max-iterations <n>', 'cap on Lloyd iterations per k-means run', String(DEFAULT_MAX_ITERATIONS))
+    .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))
+    .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds) or random', 'k-means++')
     .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
     .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
     .option('--hnsw-m <n>', 'HNSW M', '16')
@@ -95,9 +105,10 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--json <file>', 'write report.json to this file')
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
-    .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
+    .option('--device <device>', DEVICE_HELP, 'auto')
     .option('--threads <n>', 'onnxruntime intra-op threads')
-    .option('--batch-size <n>', 'images per inference call', '32');
+    .option('--batch-size <n>', 'images per inference call', '32')
+    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process');
   addPreprocessingOptions(command)
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
     .option('--skip-bad-images', 'skip and count undecodable images instead of failing')
@@ -152,12 +163,15 @@ async function runEval(models: string[], flags: EvalFlags, argv: string[]): Prom
           seed: parseSeed(flags.seed, '--seed'),
         };
   const seed = parseSeed(flags.seed, '--seed');
+  const workers = flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
   const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
     clusterCountSpecs: parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k'),
     clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
     index,
     kmeans: {
-      iterations: parsePositiveInt(flags.kmeansIterations, '--kmeans-iterations'),
+      maxIterations: parsePositiveInt(flags.kmeansMaxIterations, '--kmeans-max-iterations'),
+      tolerance: parseNonNegativeNumber(flags.kmeansTolerance, '--kmeans-tolerance'),
+      init: parseChoice(flags.kmeansInit, KMEANS_INITS, '--kmeans-init'),
       restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
       seed,
     },
@@ -202,7 +216,7 @@ async function runEval(models: string[], flags: EvalFlags, argv: string[]): Prom
     const overrides = preprocessingOverrides(flags);
     for (const [i, model] of models.entries()) {
       const embedder = await OnnxEmbedder.open(model, {
-        device: parseChoice(flags.device, ['auto', 'cuda', 'cpu'] as const, '--device'),
+        device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
         batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
         preprocessing: overrides,
         ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
@@ -219,6 +233,7 @@ async function runEval(models: string[], flags: EvalFlags, argv: string[]): Prom
             ...(trainClasses !== undefined ? { trainClasses } : {}),
             ...(cacheDir !== undefined ? { cacheDir } : {}),
             skipBadImages: flags.skipBadImages === true,
+            ...(workers !== undefined ? { workers } : {}),
             ...(flags.limitInputPixels !== undefined
               ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') }
               : {}),

@@ -13,17 +13,20 @@
  * on disk, so an interrupted run has kept every item it printed. Preprocessing is the model's own
  * (its dml metadata or its input shape), overridden at `build` by the flags `dml eval` takes
  * (`--size`, `--resize`, `--channels`, `--layout`, `--mean`, `--std`); `add` and `serve` reuse what the
- * index recorded.
+ * index recorded. Images are decoded by `--workers` child processes (lib/image/decode-pool.ts); `add`
+ * starts one pool for all its batches.
  */
 import type { Command } from 'commander';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { embedItemsCached } from '../embed/cache.js';
-import { OnnxEmbedder, type EmbedderOptions, type ImageFailure } from '../embed/embedder.js';
+import { decodeProcessCount, OnnxEmbedder, type EmbedderOptions, type ImageFailure } from '../embed/embedder.js';
 import { DmlError } from '../errors.js';
+import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/session.js';
+import { ImageDecodePool } from '../image/decode-pool.js';
 import { checkNewIndexFolder, DEFAULT_SNAPSHOT_EVERY, SearchIndexStore } from '../serve/index-store.js';
 import { createProgress } from '../util/progress.js';
-import { parseChoice, parsePositiveInt, parseSeed } from './parse-options.js';
+import { parseChoice, parseNonNegativeInt, parsePositiveInt, parseSeed } from './parse-options.js';
 import { addPreprocessingOptions, preprocessingOverrides, type PreprocessingFlags } from './preprocessing-flags.js';
 
 /** Flags shared by `build` and `add`. */
@@ -31,6 +34,7 @@ interface EmbedFlags {
   device: string;
   threads?: string;
   batchSize: string;
+  workers?: string;
   skipBadImages?: boolean;
   limitInputPixels?: string;
 }
@@ -52,9 +56,10 @@ interface AddFlags extends EmbedFlags {
 
 function addEmbedOptions(command: Command): Command {
   return command
-    .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
+    .option('--device <device>', DEVICE_HELP, 'auto')
     .option('--threads <n>', 'onnxruntime intra-op threads')
     .option('--batch-size <n>', 'images per inference call (and per commit, for add)', '32')
+    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process')
     .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
     .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs');
 }
@@ -123,7 +128,7 @@ export function registerIndexCommand(program: Command): void {
 
 function embedderOptions(flags: EmbedFlags): EmbedderOptions {
   return {
-    device: parseChoice(flags.device, ['auto', 'cuda', 'cpu'] as const, '--device'),
+    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
     batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
     ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
   };
@@ -131,6 +136,11 @@ function embedderOptions(flags: EmbedFlags): EmbedderOptions {
 
 function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number } {
   return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
+}
+
+/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets). */
+function decodeWorkers(flags: EmbedFlags): number | undefined {
+  return flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
 }
 
 function warn(message: string): void {
@@ -150,6 +160,7 @@ async function runBuild(model: string, images: string, flags: BuildFlags): Promi
     ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
     seed: parseSeed(flags.seed, '--seed'),
   };
+  const workers = decodeWorkers(flags);
   await checkNewIndexFolder(flags.out, '--out');
   const manifest = await openDataset(images, { warn });
   const hash = await manifestHash(manifest);
@@ -163,6 +174,7 @@ async function runBuild(model: string, images: string, flags: BuildFlags): Promi
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
       skipBadImages: flags.skipBadImages === true,
       ...limitInputPixels(flags),
+      ...(workers !== undefined ? { workers } : {}),
       onProgress: (done, total) => bar.update(done, total),
     });
     bar.stop();
@@ -184,7 +196,7 @@ async function runBuild(model: string, images: string, flags: BuildFlags): Promi
     graphBar.stop();
     const labels = new Set(set.labels).size;
     process.stdout.write(
-      `Indexed ${set.count} items (${labels} labels, ${set.dim}-d${fromCache ? ', embeddings from the cache' : ''}) from ${images} into ${flags.out}\n`,
+      `Indexed ${set.count} items (${labels} labels, ${set.dim}-d${fromCache ? ', embeddings from the cache' : `, embedded on ${embedder.provider}`}) from ${images} into ${flags.out}\n`,
     );
   } finally {
     await embedder.release();
@@ -194,6 +206,7 @@ async function runBuild(model: string, images: string, flags: BuildFlags): Promi
 async function runAdd(dir: string, images: string, flags: AddFlags): Promise<void> {
   const options = embedderOptions(flags);
   const snapshotEvery = parsePositiveInt(flags.snapshotEvery, '--snapshot-every');
+  const workers = decodeWorkers(flags);
   const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
   try {
     const manifest = await openDataset(images, { warn });
@@ -208,30 +221,44 @@ async function runAdd(dir: string, images: string, flags: AddFlags): Promise<voi
       if (embedder.modelSha256 !== metadata.model.sha256) {
         throw new DmlError('E_MODEL', `${store.modelPath} has sha256 ${embedder.modelSha256} but index ${dir} was built with ${metadata.model.sha256}`);
       }
+      // One pool for all batches: each embedItems call below is a single batch, too small to start one for.
+      const processes = decodeProcessCount(manifest.items.length, workers);
+      const pool =
+        processes > 0
+          ? await ImageDecodePool.start({ workers: processes, preprocessing: embedder.preprocessing, ...limitInputPixels(flags) })
+          : undefined;
       const bar = createProgress('adding');
       let added = 0;
       const failures: ImageFailure[] = [];
-      for (let start = 0; start < manifest.items.length; start += embedder.batchSize) {
-        const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);
-        const { set, failures: skipped } = await embedder.embedItems(chunk, { skipBadImages: flags.skipBadImages === true, ...limitInputPixels(flags) });
-        failures.push(...skipped);
-        if (set.count === 0) continue;
-        const sources = new Map(chunk.map((item) => [item.id, item.source]));
-        await store.add(
-          set.ids.map((id, row) => ({
-            id,
-            label: set.labels[row] as string,
-            vector: set.vectors.slice(row * set.dim, (row + 1) * set.dim),
-            image: sources.get(id) as ImageSource,
-          })),
-        );
-        process.stdout.write(set.ids.map((id) => `added ${id}\n`).join(''));
-        added += set.count;
-        bar.update(Math.min(start + embedder.batchSize, manifest.items.length), manifest.items.length);
+      try {
+        for (let start = 0; start < manifest.items.length; start += embedder.batchSize) {
+          const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);
+          const { set, failures: skipped } = await embedder.embedItems(chunk, {
+            skipBadImages: flags.skipBadImages === true,
+            ...limitInputPixels(flags),
+            ...(pool !== undefined ? { decodePool: pool } : { workers: 0 }),
+          });
+          failures.push(...skipped);
+          if (set.count === 0) continue;
+          const sources = new Map(chunk.map((item) => [item.id, item.source]));
+          await store.add(
+            set.ids.map((id, row) => ({
+              id,
+              label: set.labels[row] as string,
+              vector: set.vectors.slice(row * set.dim, (row + 1) * set.dim),
+              image: sources.get(id) as ImageSource,
+            })),
+          );
+          process.stdout.write(set.ids.map((id) => `added ${id}\n`).join(''));
+          added += set.count;
+          bar.update(Math.min(start + embedder.batchSize, manifest.items.length), manifest.items.length);
+        }
+      } finally {
+        await pool?.close();
       }
       bar.stop();
       reportFailures(failures);
-      process.stderr.write(`Added ${added} items; index ${dir} holds ${store.count}\n`);
+      process.stderr.write(`Added ${added} items (embedded on ${embedder.provider}); index ${dir} holds ${store.count}\n`);
     } finally {
       await embedder.release();
     }

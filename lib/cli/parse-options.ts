@@ -10,6 +10,13 @@ export function parsePositiveInt(value: string, flag: string): number {
   return n;
 }
 
+/** A non-negative integer (counts where 0 means "none", such as `--workers 0`). */
+export function parseNonNegativeInt(value: string, flag: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw invalidParameterError(flag, 'a non-negative integer', value);
+  return n;
+}
+
 /** A non-negative integer below 2^32 (seeds). */
 export function parseSeed(value: string, flag: string): number {
   const n = Number(value);
@@ -34,6 +41,13 @@ export function parseNumberList(value: string, flag: string): number[] {
     throw invalidParameterError(flag, 'a comma-separated list of numbers', value);
   }
   return nums;
+}
+
+/** A finite number >= 0 (`1e-4`, `0`). */
+export function parseNonNegativeNumber(value: string, flag: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw invalidParameterError(flag, 'a finite number >= 0', value);
+  return n;
 }
 
 /** A size `224` or `HxW` (`224x224`); returns [height, width]. */

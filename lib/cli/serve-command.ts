@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { createSearchApp, DEFAULT_MAX_UPLOAD_BYTES } from '../serve/app.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../serve/index-store.js';
 import { invalidParameterError } from '../errors.js';
+import { DEVICE_CHOICES, DEVICE_HELP, describeProviderChoice } from '../onnx/session.js';
 import { parseChoice, parsePositiveInt } from './parse-options.js';
 
 interface ServeFlags {
@@ -39,7 +40,7 @@ export function registerServeCommand(program: Command): void {
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--workers <n>', 'inference worker threads', '1')
     .option('--threads <n>', 'onnxruntime intra-op threads per worker')
-    .option('--device <device>', 'auto (CUDA, else CPU), cuda or cpu', 'auto')
+    .option('--device <device>', DEVICE_HELP, 'auto')
     .option('--max-upload-bytes <n>', 'largest request body or uploaded file', String(DEFAULT_MAX_UPLOAD_BYTES))
     .option('--limit-input-pixels <n>', 'largest uploaded image (width x height); guards against decompression bombs')
     .option('--max-k <n>', 'largest k a request may ask for', '100')
@@ -54,11 +55,15 @@ export function registerServeCommand(program: Command): void {
 async function runServe(dir: string, flags: ServeFlags): Promise<void> {
   const port = /^\d+$/.test(flags.port) && Number(flags.port) <= 65535 ? Number(flags.port) : NaN;
   if (Number.isNaN(port)) throw invalidParameterError('--port', 'an integer in [0, 65535]', flags.port);
+  let provider = 'the model runs on an unknown provider';
   const app = await createSearchApp({
     dir,
     workers: parsePositiveInt(flags.workers, '--workers'),
     threads: flags.threads !== undefined ? parsePositiveInt(flags.threads, '--threads') : undefined,
-    device: parseChoice(flags.device, ['auto', 'cuda', 'cpu'] as const, '--device'),
+    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+    onProvider: (chosen) => {
+      provider = describeProviderChoice('the model', chosen);
+    },
     maxUploadBytes: parsePositiveInt(flags.maxUploadBytes, '--max-upload-bytes'),
     limitInputPixels: flags.limitInputPixels !== undefined ? parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') : undefined,
     maxK: parsePositiveInt(flags.maxK, '--max-k'),
@@ -77,7 +82,7 @@ async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     await app.close();
     throw invalidParameterError('--host/--port', `an address this machine can listen on (${(err as Error).message})`, `${flags.host}:${flags.port}`);
   }
-  process.stdout.write(`dml serve: serving ${dir}, listening on ${address}\n`);
+  process.stdout.write(`dml serve: serving ${dir} (${provider}), listening on ${address}\n`);
   const signal = await stopped;
   process.stderr.write(`dml serve: ${signal}, shutting down\n`);
   await app.close();

@@ -24,7 +24,10 @@ export interface CachedEmbedding {
   key: string;
 }
 
-/** The cache key for embedding `manifestHash`'s items with `embedder`. */
+/**
+ * The cache key for embedding `manifestHash`'s items with `embedder`. How the images are decoded (in
+ * process or by decode processes, how many at once) is not part of it: the pixels are the same.
+ */
 export function embeddingCacheKey(embedder: OnnxEmbedder, manifestHash: string, skipBadImages: boolean): string {
   return sha256(
     canonicalJson({

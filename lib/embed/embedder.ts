@@ -2,23 +2,59 @@
  * @file The image embedder: an ONNX model run with onnxruntime on batches of preprocessed images,
  * producing L2-normalised embeddings.
  *
- * One {@link OnnxEmbedder} holds one inference session. Image decoding for batch i+1 (sharp, on the
- * libuv pool) overlaps with inference on batch i. Models with a fixed batch size get their last batch
- * padded with zeros, and the padded rows are discarded.
+ * One {@link OnnxEmbedder} holds one inference session. Images are decoded either in child processes
+ * ({@link ImageDecodePool}; by default one per core when there are {@link DECODE_POOL_MIN_ITEMS}
+ * images or more), with up to {@link DECODE_PREFETCH_BATCHES} batches decoding while the current one
+ * runs inference, or in this process (sharp on the libuv pool), with the next batch decoding while
+ * the current one runs inference. Both give the same tensors, so the same embeddings. Models with a
+ * fixed batch size get their last batch padded with zeros, and the padded rows are discarded.
  */
 import { readFile } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
+import type { ImageBatch } from '../image/batch-collector.js';
 import { loadImageBatch } from '../image/batch-loader.js';
+import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
 import { createSession, describeIo, type DeviceChoice } from '../onnx/session.js';
-import { sha256 } from '../util/hash.js';
+import { canonicalJson, sha256 } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { resolveModelSignature, type ModelSignature } from './model-signature.js';
 import { normalizeRowsInPlace } from './normalize.js';
+
+/**
+ * Batches an {@link OnnxEmbedder.embedItems} call queues in its decode pool ahead of the one being
+ * inferred, so the children never wait for inference (a short inference stall drains one batch,
+ * not the whole queue).
+ */
+export const DECODE_PREFETCH_BATCHES = 3;
+
+/**
+ * Fewest images for which {@link OnnxEmbedder.embedItems} starts a decode pool when `workers` is not
+ * given; smaller calls decode in this process, where the pool's start would cost more than it saves.
+ * Measured on 2 vCPUs (dist build, 480x320 JPEGs to 224x224, medians of 3 runs): starting 1-2 children
+ * takes 0.21-0.29 s; decoding runs at 260 img/s in process and 311 img/s with 2 children, so the pool
+ * pays for itself here from ~450 images. On 16 cores, where 16 processes decode 1,677 img/s and the
+ * threads of one process at most ~550 (STACK.md §9), it does from ~250 images: the threshold is set
+ * for the machines where the pool matters; on 2 cores the choice changes a 256-image call by ~0.1 s.
+ * Tiny images gain nothing from processes on 2 vCPUs (600 28x28 PNGs: 0.93 s in process, 0.87 s with
+ * 2 children plus their 0.45 s start); there `workers: 0` is the faster choice.
+ */
+export const DECODE_POOL_MIN_ITEMS = 256;
+
+/**
+ * Decode processes an embedding of `itemCount` images uses: `workers` when given (0 = decode in this
+ * process), else one per core from {@link DECODE_POOL_MIN_ITEMS} images on and none below; none for
+ * no images.
+ */
+export function decodeProcessCount(itemCount: number, workers: number | undefined): number {
+  if (itemCount === 0) return 0;
+  if (workers !== undefined) return workers;
+  return itemCount >= DECODE_POOL_MIN_ITEMS ? defaultDecodeWorkers() : 0;
+}
 
 /** Options of {@link OnnxEmbedder.open}. */
 export interface EmbedderOptions {
@@ -38,8 +74,20 @@ export interface EmbedderOptions {
 export interface EmbedItemsOptions {
   /** Skip images that cannot be decoded, and report them, instead of failing. Default false. */
   skipBadImages?: boolean;
-  /** Decodes in flight (default 4). */
+  /** Decodes in flight when decoding in this process (default 4); a decode pool's children take 2 each. */
   concurrency?: number;
+  /**
+   * Image decode child processes: 0 = decode in this process. Default: one per core
+   * ({@link defaultDecodeWorkers}) for {@link DECODE_POOL_MIN_ITEMS} images or more, in this process
+   * below. The pool is started for the call and closed before it returns.
+   */
+  workers?: number;
+  /**
+   * An open decode pool to decode with instead (the caller closes it), for callers that embed many
+   * small chunks, each too small to start a pool for. It must have this embedder's preprocessing;
+   * its own pixel limit applies (`limitInputPixels`, `concurrency` and `workers` are not used).
+   */
+  decodePool?: ImageDecodePool;
   /** Pixel limit per image (decompression-bomb guard); the image loader's default when absent. */
   limitInputPixels?: number;
   /** Called after each batch with (items done, items total). */
@@ -177,30 +225,71 @@ export class OnnxEmbedder {
     return vectors;
   }
 
-  /** Embeds manifest items in order. Skipped images (with `skipBadImages`) are left out of the set and reported. */
+  /**
+   * Embeds manifest items in order. Skipped images (with `skipBadImages`) are left out of the set and
+   * reported. Decoding happens in child processes or in this process per `workers` and `decodePool`.
+   */
   async embedItems(items: ManifestItem[], options: EmbedItemsOptions = {}): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
     const p = this.signature.preprocessing;
-    const chunks: Float32Array[] = [];
-    const ids: string[] = [];
-    const labels: string[] = [];
-    const failures: ImageFailure[] = [];
-    const load = (start: number): ReturnType<typeof loadImageBatch> => {
-      const sources: ImageSource[] = items.slice(start, start + this.batchSize).map((it) => it.source);
-      return loadImageBatch(sources, p, {
+    const { workers, decodePool } = options;
+    if (workers !== undefined && (!Number.isInteger(workers) || workers < 0)) {
+      throw invalidParameterError('workers', 'a non-negative integer', workers);
+    }
+    if (decodePool !== undefined) {
+      if (!(decodePool instanceof ImageDecodePool)) throw invalidParameterError('decodePool', 'an ImageDecodePool', decodePool);
+      if (canonicalJson(decodePool.preprocessing) !== canonicalJson(p)) {
+        throw invalidParameterError('decodePool', `a pool with the preprocessing of ${this.modelPath} (${canonicalJson(p)})`, canonicalJson(decodePool.preprocessing));
+      }
+      return this.#embedBatches(items, options, (sources) => decodePool.loadBatch(sources, poolOptions(options)), DECODE_PREFETCH_BATCHES);
+    }
+    const processes = decodeProcessCount(items.length, workers);
+    if (processes === 0) {
+      const loadOptions = {
         skipBadImages: options.skipBadImages ?? false,
         ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
         ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
-      });
+      };
+      return this.#embedBatches(items, options, (sources) => loadImageBatch(sources, p, loadOptions), 1);
+    }
+    const pool = await ImageDecodePool.start({ workers: processes, preprocessing: p, limitInputPixels: options.limitInputPixels });
+    try {
+      return await this.#embedBatches(items, options, (sources) => pool.loadBatch(sources, poolOptions(options)), DECODE_PREFETCH_BATCHES);
+    } finally {
+      await pool.close();
+    }
+  }
+
+  /**
+   * The batch loop of {@link embedItems}: `load` decodes one batch; up to `prefetch` batches are
+   * decoding while the current one runs inference.
+   */
+  async #embedBatches(
+    items: ManifestItem[],
+    options: EmbedItemsOptions,
+    load: (sources: ImageSource[]) => Promise<ImageBatch>,
+    prefetch: number,
+  ): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
+    const chunks: Float32Array[] = [];
+    const ids: string[] = [];
+    const labels: string[] = [];
+    const failures: ImageFailure[] = [];
+    const queue: Array<Promise<ImageBatch>> = [];
+    let queued = 0;
+    const refill = (): void => {
+      while (queue.length < prefetch && queued < items.length) {
+        const batch = load(items.slice(queued, queued + this.batchSize).map((it) => it.source));
+        // Keep a rejected prefetch from becoming an unhandled rejection while earlier batches run.
+        batch.catch(() => undefined);
+        queue.push(batch);
+        queued += this.batchSize;
+      }
     };
-    let pending = items.length > 0 ? load(0) : undefined;
+    refill();
     for (let start = 0; start < items.length; start += this.batchSize) {
       if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Embedding cancelled');
-      const batch = await (pending as ReturnType<typeof loadImageBatch>);
-      const next = start + this.batchSize;
-      pending = next < items.length ? load(next) : undefined;
-      // Keep a rejected prefetch from becoming an unhandled rejection while this batch runs.
-      pending?.catch(() => undefined);
+      const batch = await (queue.shift() as Promise<ImageBatch>);
+      refill();
       for (const f of batch.failures) failures.push({ id: (items[start + f.index] as ManifestItem).id, message: f.message });
       if (batch.loaded.length > 0) {
         chunks.push(await this.embedTensor(batch.data, batch.loaded.length, ids.length));
@@ -210,7 +299,7 @@ export class OnnxEmbedder {
           labels.push(item.label);
         }
       }
-      options.onProgress?.(Math.min(next, items.length), items.length);
+      options.onProgress?.(Math.min(start + this.batchSize, items.length), items.length);
     }
     const dim = this.dim ?? 0;
     const vectors = new Float32Array(ids.length * dim);
@@ -231,4 +320,9 @@ export class OnnxEmbedder {
   async release(): Promise<void> {
     await this.session.release();
   }
+}
+
+/** The {@link ImageDecodePool.loadBatch} options of an {@link OnnxEmbedder.embedItems} call. */
+function poolOptions(options: EmbedItemsOptions): { skipBadImages: boolean; signal?: AbortSignal } {
+  return { skipBadImages: options.skipBadImages ?? false, ...(options.signal !== undefined ? { signal: options.signal } : {}) };
 }

@@ -7,7 +7,8 @@
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizedMutualInformation, pairwiseClusteringF1 } from '../metrics/clustering.js';
-import { kmeans } from '../metrics/kmeans.js';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, kmeansSweep } from '../metrics/kmeans.js';
+import { DEFAULT_ROUND_FRACTION, type KMeansInit } from '../metrics/kmeans-seeding.js';
 import { encodeLabels } from '../metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';
@@ -20,6 +21,7 @@ import type {
   EvaluationParameters,
   EvaluationTimings,
   IndexParameters,
+  KMeansParameters,
   NmiCurvePoint,
 } from './evaluation.js';
 
@@ -29,7 +31,8 @@ export interface EvaluateEmbeddingsOptions {
   clusterCountSpecs: string[];
   clusterSet: ClusterSet;
   index: IndexParameters;
-  kmeans: { iterations: number; restarts: number; seed: number };
+  /** k-means settings; omitted fields take the k-means defaults (k-means++, 100 iterations, tolerance 1e-4, 1 restart). */
+  kmeans: { seed: number; maxIterations?: number; tolerance?: number; restarts?: number; init?: KMeansInit; roundFraction?: number };
   /** onnxruntime threads for the search and k-means kernels. */
   threads?: number;
   /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means k=<n>`. */
@@ -164,23 +167,29 @@ export async function evaluateEmbeddings(
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
   const clusterCounts = resolveClusterCounts(options.clusterCountSpecs, labelCount, clustered.count);
-  const nmiCurve: NmiCurvePoint[] = [];
-  for (const clusters of clusterCounts) {
-    const result = await kmeans(clustered.vectors, clustered.count, clustered.dim, {
-      k: clusters,
-      iterations: options.kmeans.iterations,
-      restarts: options.kmeans.restarts,
-      seed: options.kmeans.seed,
-    });
-    const f1 = pairwiseClusteringF1(clusterLabels, result.assignments);
-    nmiCurve.push({
-      k: clusters,
-      nmi: normalizedMutualInformation(clusterLabels, result.assignments),
-      f1: f1.f1,
-      inertia: result.inertia,
-    });
-    options.onProgress?.('k-means', nmiCurve.length, clusterCounts.length);
-  }
+  const kmeansParameters: KMeansParameters = {
+    init: options.kmeans.init ?? 'k-means++',
+    roundFraction: options.kmeans.roundFraction ?? DEFAULT_ROUND_FRACTION,
+    maxIterations: options.kmeans.maxIterations ?? DEFAULT_MAX_ITERATIONS,
+    tolerance: options.kmeans.tolerance ?? DEFAULT_TOLERANCE,
+    restarts: options.kmeans.restarts ?? 1,
+    seed: options.kmeans.seed,
+  };
+  // One sweep: the seeding is drawn once at the largest count and shared (see metrics/kmeans.ts).
+  const results = await kmeansSweep(clustered.vectors, clustered.count, clustered.dim, clusterCounts, {
+    ...kmeansParameters,
+    ...threads,
+    ...signal,
+    onProgress: (done, total) => options.onProgress?.('k-means', done, total),
+  });
+  const nmiCurve: NmiCurvePoint[] = results.map((result) => ({
+    k: result.k,
+    nmi: normalizedMutualInformation(clusterLabels, result.assignments),
+    f1: pairwiseClusteringF1(clusterLabels, result.assignments).f1,
+    inertia: result.inertia,
+    iterations: result.iterationsRun,
+    converged: result.converged,
+  }));
   timings.clusteringSeconds = seconds(start);
   const atLabelCount = nmiCurve.find((p) => p.k === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
 
@@ -206,7 +215,7 @@ export async function evaluateEmbeddings(
     clusterCounts,
     clusterSet: options.clusterSet,
     index: effectiveIndex,
-    kmeans: { init: 'k-means++', ...options.kmeans },
+    kmeans: kmeansParameters,
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
   };

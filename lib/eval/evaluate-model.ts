@@ -22,6 +22,8 @@ export interface EvaluateModelOptions extends EvaluateEmbeddingsOptions {
   skipBadImages?: boolean;
   limitInputPixels?: number;
   concurrency?: number;
+  /** Image decode processes; 0 = decode in this process (default one per core; see {@link OnnxEmbedder.embedItems}). */
+  workers?: number;
   /** Run name in tables (default: the model file name). */
   name: string;
 }
@@ -80,6 +82,7 @@ export async function evaluateModel(
     skipBadImages: options.skipBadImages ?? false,
     ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
     ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
     onProgress: (done, total) => options.onProgress?.('embed', done, total),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });

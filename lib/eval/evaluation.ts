@@ -4,6 +4,7 @@
  * evaluate-model.ts (model + dataset -> embeddings -> metrics).
  */
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
+import type { KMeansInit } from '../metrics/kmeans-seeding.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
 
 /** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */
@@ -13,8 +14,14 @@ export type IndexParameters =
 
 /** k-means settings used for NMI, NMI+ and F1. */
 export interface KMeansParameters {
-  init: 'k-means++';
-  iterations: number;
+  /** Seeding method (see metrics/kmeans-seeding.ts). */
+  init: KMeansInit;
+  /** k-means++ round size as a fraction of the centroids chosen so far (0 = sequential k-means++). */
+  roundFraction: number;
+  /** Cap on Lloyd iterations per run. */
+  maxIterations: number;
+  /** Convergence tolerance on the relative inertia change of one iteration. */
+  tolerance: number;
   restarts: number;
   seed: number;
 }
@@ -48,6 +55,10 @@ export interface NmiCurvePoint {
   f1: number;
   /** k-means objective (sum of squared distances) of the kept restart. */
   inertia: number;
+  /** Lloyd iterations the kept restart ran. */
+  iterations: number;
+  /** Whether it stopped by convergence (false: it hit the iteration cap). */
+  converged: boolean;
 }
 
 /** The metrics of one evaluation. */
@@ -94,6 +105,6 @@ export const METRIC_DEFINITIONS = {
   ...CLUSTERING_METRIC_DEFINITIONS,
   nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once, unless --cluster-set query).',
   nmiCurve: 'NMI+ = the same NMI with more clusters than labels, over the listed cluster counts (Levi et al., class collapse).',
-  kmeans: 'Euclidean k-means on the L2-normalised embeddings: k-means++ initialisation, Lloyd iterations, restarts keep the lowest inertia; seeded.',
+  kmeans: 'Euclidean k-means on the L2-normalised embeddings: seeded k-means++ (D² sampling in rounds) or random initialisation, Lloyd iterations until the relative inertia change is at most the tolerance (or the assignment stops changing, or the cap), restarts keep the lowest inertia.',
   annRecall: 'ANN recall@K = mean over queries of |HNSW top-K ∩ exact top-K| / K on the same embeddings.',
 } as const;

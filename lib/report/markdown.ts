@@ -1,6 +1,7 @@
 /**
  * @file The side-by-side Markdown table printed on stdout: one row per run.
  */
+import { describeProviderChoice } from '../onnx/session.js';
 import type { Report, RunReport } from './report.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
@@ -44,8 +45,11 @@ export function reportMarkdown(report: Report): string {
   lines.push(
     '',
     `Values in %. Data: ${d.spec} (${d.protocol}); ${d.queryCount} queries, ${d.galleryCount} gallery items${d.sameSet ? ', query set = gallery set (self excluded by id)' : ''}.`,
-    `Index: ${index}. k-means: ${p.kmeans.init}, ${p.kmeans.iterations} iterations, ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${report.metrics.labelCount} labels.`,
+    `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${report.metrics.labelCount} labels.`,
   );
+  for (const r of runs) {
+    if (r.model !== undefined) lines.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
+  }
   const skipped = runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
   if (skipped > 0) lines.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
   return lines.join('\n');

@@ -39,6 +39,8 @@ export interface SearchAppOptions {
   threads?: number | undefined;
   /** Execution provider choice. Default `auto`. */
   device?: DeviceChoice;
+  /** Called once the workers have loaded the model, with the provider they run on and the ones tried before. */
+  onProvider?: (chosen: { provider: string; attempts: Array<{ provider: string; error?: string }> }) => void;
   /** Largest request body or uploaded file, in bytes. Default {@link DEFAULT_MAX_UPLOAD_BYTES}. */
   maxUploadBytes?: number;
   /** Largest width x height of an uploaded image (decompression-bomb guard); decode.ts's default when absent. */
@@ -158,6 +160,8 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     await store.close();
     throw err;
   }
+  const chosen = pool.provider;
+  if (chosen !== undefined) options.onProvider?.(chosen);
   const metrics = new RequestMetrics();
 
   await app.register(multipart, { limits: { fileSize: maxUploadBytes, files: 1, fields: 3, parts: 4, fieldSize: 1024 } });
@@ -267,12 +271,12 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return reply.type('image/png').header('cache-control', 'private, max-age=60').send(png);
   });
 
-  app.get('/healthz', async () => ({ status: 'ok', items: store.count, workers: pool.size, pending: pool.pending, generation: store.generation }));
+  app.get('/healthz', async () => ({ status: 'ok', items: store.count, workers: pool.size, pending: pool.pending, generation: store.generation, provider: chosen?.provider ?? null }));
 
   app.get('/metrics', async () => ({
     ...metrics.snapshot(),
     index: { items: store.count, labels: store.labelCounts().length, dim: store.dim, generation: store.generation, journalLines: store.journalLines },
-    inference: { workers: pool.size, pending: pool.pending },
+    inference: { workers: pool.size, pending: pool.pending, provider: chosen?.provider ?? null },
   }));
 
   app.get('/openapi.json', async () => openApiDocument({ dim: store.dim, maxK, defaultK: DEFAULT_K, maxUploadBytes }));

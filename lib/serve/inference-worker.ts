@@ -39,7 +39,7 @@ export interface WorkerRequest {
 
 /** A message from a worker. */
 export type WorkerReply =
-  | { type: 'ready'; provider: string }
+  | { type: 'ready'; provider: string; attempts: Array<{ provider: string; error?: string }> }
   | { type: 'fatal'; code: DmlErrorCode; message: string }
   | { type: 'vector'; id: number; vector: Float32Array }
   | { type: 'error'; id: number; code: DmlErrorCode; message: string };
@@ -107,7 +107,7 @@ async function run(port: MessagePort, data: InferenceWorkerData): Promise<void> 
       (err: unknown) => post({ type: 'error', id: request.id, ...errorFields(err) }),
     );
   });
-  post({ type: 'ready', provider: embedder.provider });
+  post({ type: 'ready', provider: embedder.provider, attempts: embedder.providerAttempts });
 }
 
 if (parentPort) void run(parentPort, workerData as InferenceWorkerData);

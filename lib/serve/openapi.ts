@@ -136,7 +136,7 @@ export function openApiDocument(settings: OpenApiSettings): Record<string, unkno
       },
       '/healthz': {
         get: {
-          summary: 'Liveness: item count and workers',
+          summary: 'Liveness: item count, workers and the execution provider they run on',
           responses: { '200': { description: 'Serving', content: { 'application/json': { schema: { type: 'object' } } } }, ...errorResponses(503) },
         },
       },

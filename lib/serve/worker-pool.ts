@@ -80,6 +80,7 @@ export class InferenceWorkerPool {
   readonly #inFlight = new Set<Promise<unknown>>();
   #nextId = 0;
   #closing = false;
+  #provider: { provider: string; attempts: Array<{ provider: string; error?: string }> } | undefined;
 
   private constructor(data: InferenceWorkerData, maxPending: number, onWorkerError: ((error: DmlError) => void) | undefined) {
     this.#data = data;
@@ -129,6 +130,7 @@ export class InferenceWorkerPool {
       worker.on('message', (reply: WorkerReply) => {
         if (reply.type === 'ready') {
           slot.ready = true;
+          this.#provider ??= { provider: reply.provider, attempts: reply.attempts };
           resolve();
         } else if (reply.type === 'fatal') {
           failure = new DmlError(reply.code, reply.message);
@@ -155,6 +157,11 @@ export class InferenceWorkerPool {
         }
       });
     });
+  }
+
+  /** The execution provider the first ready worker got, with the providers tried before it. */
+  get provider(): { provider: string; attempts: Array<{ provider: string; error?: string }> } | undefined {
+    return this.#provider;
   }
 
   /** Worker threads that are ready. */

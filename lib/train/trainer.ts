@@ -435,7 +435,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       clusterCountSpecs: config.validation.clusterCounts,
       clusterSet: 'union',
       index: { kind: 'exact', chunkSize: 512 },
-      kmeans: { iterations: 20, restarts: 1, seed: config.seed },
+      kmeans: { seed: config.seed },
     });
     record.validation = {
       recall: metrics.recall,

@@ -36,6 +36,8 @@ describe('dml eval', function () {
     expect(first.stderr).to.equal('');
     expect(first.code).to.equal(0);
     expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
+    // --device auto (the default) names the provider it got and why the ones before it failed.
+    expect(first.stdout).to.match(/\nExecution provider: default\.onnx runs on cpu \(cuda: [^;\n]+; webgpu: [^\n]+\)\.\n/);
     const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
     expect(Object.keys(report.metrics.recall)).to.deep.equal(['1', '2', '4', '8']);
     const recall = Object.values(report.metrics.recall);
@@ -50,7 +52,7 @@ describe('dml eval', function () {
     expect(report.metrics.loneQueries).to.equal(0);
     expect(report.dataset).to.deep.include({ queryCount: 600, galleryCount: 600, sameSet: true });
     expect(report.model?.executionProvider).to.equal('cpu');
-    expect(report.parameters.kmeans).to.deep.include({ init: 'k-means++', iterations: 20, seed: 0 });
+    expect(report.parameters.kmeans).to.deep.equal({ init: 'k-means++', roundFraction: 0.25, maxIterations: 100, tolerance: 1e-4, restarts: 1, seed: 0 });
     expect(report.definitions.recall).to.contain('hit@K');
     expect(report.versions['onnxruntime-node']).to.equal('1.30.0');
     expect(report.runs).to.have.length(1);
@@ -157,6 +159,7 @@ describe('dml eval', function () {
     it('a bad flag value', async () => {
       await expectFailure(['eval', MODEL, '--data', smallFolder(), '--k', '1,two'], 2, /--k/);
       await expectFailure(['eval', MODEL, '--data', smallFolder(), '--index', 'faiss'], 2, /Expected one of exact, hnsw for --index but received "faiss"/);
+      await expectFailure(['eval', MODEL, '--data', smallFolder(), '--workers', 'all'], 2, /^dml: Expected a non-negative integer for --workers but received "all"\n$/);
     });
 
     it('a corrupt image fails naming the file; --skip-bad-images skips and counts it', async () => {

@@ -24,7 +24,7 @@ describe('dml index', function () {
   it('build embeds a dataset (through the cache) into an index folder that records model, preprocessing and HNSW parameters', async () => {
     const out = path.join(dir, 'index');
     const first = await build(out, '--hnsw-m', '8', '--hnsw-ef', '32', '--seed', '7');
-    expect(first).to.deep.equal({ code: 0, stdout: `Indexed 12 items (3 labels, 64-d) from folder:${images} into ${out}\n`, stderr: '' });
+    expect(first).to.deep.equal({ code: 0, stdout: `Indexed 12 items (3 labels, 64-d, embedded on cpu) from folder:${images} into ${out}\n`, stderr: '' });
     const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as Record<string, unknown>;
     expect(metadata).to.deep.include({ format: 'dmlkit.search-index/1', dim: 64, generation: 1 });
     expect(metadata['hnsw']).to.deep.equal({ space: 'cosine', m: 8, efConstruction: 200, ef: 32, seed: 7 });
@@ -64,6 +64,23 @@ describe('dml index', function () {
     expect(existsSync(path.join(dir, 'bad'))).to.equal(false);
   });
 
+  it('build and add with --workers 2 (decode processes) store the same vectors as with --workers 0', async () => {
+    const more = copyImages(path.join(dir, 'more'), 2, 3, 10);
+    const stores: SearchIndexStore[] = [];
+    for (const workers of ['2', '0']) {
+      const out = path.join(dir, `index-${workers}`);
+      expect((await build(out, '--no-cache', '--workers', workers)).code).to.equal(0);
+      const added = await runCliCaptured(['index', 'add', out, `folder:${more}`, '--batch-size', '2', '--workers', workers]);
+      expect(added.code, added.stderr).to.equal(0);
+      expect(added.stdout.trim().split('\n')).to.have.length(6);
+      stores.push(await SearchIndexStore.open(out));
+    }
+    const [pooled, local] = stores as [SearchIndexStore, SearchIndexStore];
+    expect(pooled.count).to.equal(18);
+    for (const { id } of local.list({ limit: 18 }).items) expect(Array.from(pooled.vector(id)), id).to.deep.equal(Array.from(local.vector(id)));
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
   it('add and remove change the index, print one line per item, and leave it unchanged when they fail', async () => {
     const out = path.join(dir, 'index');
     expect((await build(out, '--no-cache')).code).to.equal(0);
@@ -73,7 +90,7 @@ describe('dml index', function () {
     expect(added.code, added.stderr).to.equal(0);
     const ids = added.stdout.trim().split('\n').map((l) => l.replace(/^added /, ''));
     expect(ids).to.have.length(6);
-    expect(added.stderr).to.equal(`Added 6 items; index ${out} holds 18\n`);
+    expect(added.stderr).to.equal(`Added 6 items (embedded on cpu); index ${out} holds 18\n`);
 
     const again = await runCliCaptured(['index', 'add', out, `folder:${more}`]);
     expect(again.code).to.equal(2);
@@ -101,6 +118,8 @@ describe('dml index', function () {
     const cases: Array<[string[], number, RegExp]> = [
       [['index', 'build', MODEL, `folder:${images}`, '--out', out], 2, /^dml: Expected a new or empty folder for --out but received ".*taken"\n$/],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o1'), '--hnsw-m', 'x'], 2, /^dml: Expected a positive integer for --hnsw-m but received "x"\n$/],
+      [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o1'), '--workers', '-1'], 2, /^dml: Expected a non-negative integer for --workers but received "-1"\n$/],
+      [['index', 'add', path.join(dir, 'o4'), `folder:${images}`, '--workers', '1.5'], 2, /^dml: Expected a non-negative integer for --workers but received "1.5"\n$/],
       [['index', 'build', path.join(dir, 'none.onnx'), `folder:${images}`, '--out', path.join(dir, 'o2'), '--no-cache'], 1, /^dml: Cannot read model .*none\.onnx: no such file\n$/],
       [['index', 'build', MODEL, path.join(dir, 'nothing'), '--out', path.join(dir, 'o3')], 1, /^dml: Dataset path .*nothing does not exist/],
       [['index', 'add', path.join(dir, 'o4'), `folder:${images}`], 1, /^dml: No search index at .*o4 \(index\.json is missing\)\n$/],

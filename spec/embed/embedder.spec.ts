@@ -1,13 +1,15 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { ManifestItem } from '../../lib/data/manifest.js';
 import { DmlError } from '../../lib/errors.js';
 import { embedItemsCached } from '../../lib/embed/cache.js';
-import { OnnxEmbedder } from '../../lib/embed/embedder.js';
+import { DECODE_POOL_MIN_ITEMS, decodeProcessCount, OnnxEmbedder } from '../../lib/embed/embedder.js';
+import { defaultDecodeWorkers } from '../../lib/image/decode-pool.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 const FIXTURES = path.resolve('spec/fixtures/torch');
 interface Reference {
@@ -84,6 +86,40 @@ describe('OnnxEmbedder', () => {
     } finally {
       await embedder.release();
     }
+  });
+
+  it('gives the same vectors, ids, progress and failures with 2 decode processes as decoding in process', async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', batchSize: 3, preprocessing: { resizeShorter: 32 } });
+    try {
+      const broken = path.join(dir, 'broken.png');
+      writeFileSync(broken, 'not a png');
+      const withBad: ManifestItem[] = [...items.slice(0, 4), { ...items[0]!, id: 'broken', source: { kind: 'file', path: broken } }, ...items.slice(4)];
+      const run = async (workers: number) => {
+        const progress: number[] = [];
+        const result = await embedder.embedItems(withBad, { workers, skipBadImages: true, onProgress: (done) => progress.push(done) });
+        return { ...result, progress };
+      };
+      const local = await run(0);
+      const pooled = await run(2);
+      expect(local.set.ids).to.deep.equal(imageNames);
+      expect(pooled.set.ids).to.deep.equal(local.set.ids);
+      expect(Buffer.from(pooled.set.vectors.buffer).equals(Buffer.from(local.set.vectors.buffer))).to.equal(true);
+      expect(pooled.failures).to.deep.equal(local.failures);
+      expect(pooled.failures.map((f) => f.id)).to.deep.equal(['broken']);
+      expect(pooled.progress).to.deep.equal([3, 6, 8]);
+      expect(local.progress).to.deep.equal([3, 6, 8]);
+      await expectDmlError(embedder.embedItems(items, { workers: -1 }), 'E_ARG', 'Expected a non-negative integer for workers but received -1');
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('decodes in process below DECODE_POOL_MIN_ITEMS images unless workers is given', () => {
+    expect(decodeProcessCount(DECODE_POOL_MIN_ITEMS - 1, undefined)).to.equal(0);
+    expect(decodeProcessCount(DECODE_POOL_MIN_ITEMS, undefined)).to.equal(defaultDecodeWorkers());
+    expect(decodeProcessCount(8, 2)).to.equal(2);
+    expect(decodeProcessCount(10_000, 0)).to.equal(0);
+    expect(decodeProcessCount(0, 2)).to.equal(0);
   });
 
   it('caches by model, preprocessing and manifest: an identical second run does not re-embed', async () => {

@@ -4,7 +4,8 @@
  * Lloyd iteration, inertia, determinism, recovery of separated clusters, degenerate data and errors.
  */
 import { expect } from 'chai';
-import { kmeans, kmeansPlusPlus, type KMeansOptions } from '../../lib/metrics/kmeans.js';
+import { kmeans, kmeansSweep, type KMeansOptions, type KMeansResult } from '../../lib/metrics/kmeans.js';
+import { rowSquaredNorms, seedRows, type SeedingOptions } from '../../lib/metrics/kmeans-seeding.js';
 import { DmlError } from '../../lib/errors.js';
 import { Rng } from '../../lib/util/rng.js';
 
@@ -14,31 +15,27 @@ function squaredDistance(a: Float32Array, i: number, b: Float32Array, j: number,
   return s;
 }
 
-/** D² sampling, recomputing each row's distance to every chosen centroid at each step. */
-function referenceKmeansPlusPlus(x: Float32Array, n: number, dim: number, k: number, rng: Rng): Float32Array {
-  const chosen = [rng.nextInt(n)];
+/**
+ * The seeding procedure of kmeans-seeding.ts written out directly, with float64 distances recomputed
+ * from scratch: rounds of ceil(fraction x chosen) rows (at least 1), each row keyed -ln(u)/d² with one
+ * uniform per row and round, smallest keys first, then rows at distance 0 by smallest u.
+ */
+function referenceSeeding(x: Float32Array, n: number, dim: number, k: number, rng: Rng, fraction: number): number[] {
+  const chosen: number[] = [];
+  const round = (weight: (i: number) => number, take: number): void => {
+    const u = Array.from({ length: n }, () => 1 - rng.next());
+    const free = Array.from({ length: n }, (_, i) => i).filter((i) => !chosen.includes(i));
+    const keyed = free.filter((i) => weight(i) > 0).map((i) => ({ i, key: -Math.log(u[i] as number) / weight(i) }));
+    keyed.sort((a, b) => a.key - b.key || a.i - b.i);
+    const zero = free.filter((i) => weight(i) === 0).sort((a, b) => (u[a] as number) - (u[b] as number) || a - b);
+    chosen.push(...[...keyed.map((e) => e.i), ...zero].slice(0, take));
+  };
+  round(() => 1, 1);
   while (chosen.length < k) {
-    const weights = Array.from({ length: n }, (_, i) => Math.min(...chosen.map((c) => squaredDistance(x, i, x, c, dim))));
-    const total = weights.reduce((s, w) => s + w, 0);
-    if (total === 0) {
-      chosen.push(rng.nextInt(n));
-      continue;
-    }
-    const target = rng.next() * total;
-    let cumulative = 0;
-    let pick = n - 1;
-    for (let i = 0; i < n; i++) {
-      cumulative += weights[i] as number;
-      if (target < cumulative) {
-        pick = i;
-        break;
-      }
-    }
-    chosen.push(pick);
+    const d2 = (i: number): number => Math.min(...chosen.map((c) => squaredDistance(x, i, x, c, dim)));
+    round(d2, Math.min(Math.max(1, Math.ceil(fraction * chosen.length)), k - chosen.length));
   }
-  const centroids = new Float32Array(k * dim);
-  chosen.forEach((row, c) => centroids.set(x.subarray(row * dim, (row + 1) * dim), c * dim));
-  return centroids;
+  return chosen;
 }
 
 function referenceAssign(x: Float32Array, n: number, dim: number, centroids: Float32Array, k: number): Int32Array {
@@ -111,6 +108,12 @@ function blobs(rng: Rng, clusters: number, perCluster: number, dim: number, spre
   return { x, labels };
 }
 
+function rowsToCentroids(x: Float32Array, dim: number, rows: number[]): Float32Array {
+  const centroids = new Float32Array(rows.length * dim);
+  rows.forEach((row, c) => centroids.set(x.subarray(row * dim, (row + 1) * dim), c * dim));
+  return centroids;
+}
+
 function bytes(a: Int32Array | Float32Array): Buffer {
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 }
@@ -120,19 +123,58 @@ describe('metrics/kmeans', () => {
   const n = 400;
   const k = 8;
   const { x } = blobs(new Rng(17), k, n / k, dim, 1.5, 1);
+  const norms = rowSquaredNorms(x, n, dim);
+  const seed = (count: number, rng: Rng, options: Partial<SeedingOptions> = {}): Promise<Int32Array> =>
+    seedRows(x, n, dim, count, rng, { init: 'k-means++', squaredNorms: norms, ...options });
 
-  it('seeds with D² sampling exactly like the reference, drawing distinct rows', () => {
-    for (const seed of [1, 2, 3]) {
-      const got = kmeansPlusPlus(x, n, dim, k, new Rng(seed));
-      expect(bytes(got).equals(bytes(referenceKmeansPlusPlus(x, n, dim, k, new Rng(seed))))).to.equal(true);
-      const rows = new Set(Array.from({ length: k }, (_, c) => Array.from(got.subarray(c * dim, (c + 1) * dim)).join(',')));
-      expect(rows.size).to.equal(k);
+  it('seeds with D² sampling in rounds exactly like the reference, drawing distinct rows', async () => {
+    for (const fraction of [0, 0.25, 1]) {
+      for (const s of [1, 2]) {
+        const got = Array.from(await seed(40, new Rng(s), { roundFraction: fraction }));
+        expect(got, `fraction ${fraction}, seed ${s}`).to.deep.equal(referenceSeeding(x, n, dim, 40, new Rng(s), fraction));
+        expect(new Set(got).size).to.equal(40);
+      }
     }
-    expect(bytes(kmeansPlusPlus(x, n, dim, k, new Rng(1))).equals(bytes(kmeansPlusPlus(x, n, dim, k, new Rng(2))))).to.equal(false);
+    expect(Array.from(await seed(k, new Rng(1)))).to.not.deep.equal(Array.from(await seed(k, new Rng(2))));
+  });
+
+  it('draws each next seed with probability proportional to its squared distance (k-means++)', async () => {
+    // Rows at 0, 1 and 3 on a line: after row 0, row 1 (d² = 1) has probability 0.1 and row 2 (d² = 9) 0.9;
+    // after row 1: 1/5 and 4/5; after row 2: 9/13 and 4/13.
+    const line = Float32Array.from([0, 1, 3]);
+    const lineNorms = rowSquaredNorms(line, 3, 1);
+    const counts = new Map<string, number>();
+    const trials = 3000;
+    for (let t = 0; t < trials; t++) {
+      const rows = await seedRows(line, 3, 1, 2, new Rng(t), { init: 'k-means++', roundFraction: 0, squaredNorms: lineNorms });
+      counts.set(rows.join(','), (counts.get(rows.join(',')) ?? 0) + 1);
+    }
+    const expected: Record<string, number> = { '0,1': 0.1, '0,2': 0.9, '1,0': 0.2, '1,2': 0.8, '2,0': 9 / 13, '2,1': 4 / 13 };
+    for (const [pair, p] of Object.entries(expected)) {
+      const first = pair.split(',')[0] as string;
+      const firstCount = [...counts].filter(([key]) => key.startsWith(`${first},`)).reduce((sum, [, c]) => sum + c, 0);
+      expect(firstCount / trials, `first row ${first}`).to.be.closeTo(1 / 3, 0.04);
+      expect((counts.get(pair) ?? 0) / firstCount, `P(${pair})`).to.be.closeTo(p, 0.06);
+    }
+  });
+
+  it('is prefix-consistent: the seeding for a smaller k is a prefix of the seeding for a larger one', async () => {
+    for (const options of [{ roundFraction: 0 }, { roundFraction: 0.25 }, { roundFraction: 1 }, { init: 'random' as const }]) {
+      const large = Array.from(await seed(100, new Rng(9), options));
+      for (const small of [1, 7, 33]) expect(Array.from(await seed(small, new Rng(9), options)), JSON.stringify(options)).to.deep.equal(large.slice(0, small));
+    }
+  });
+
+  it('seeds random rows uniformly without replacement with init random', async () => {
+    const hits = new Float64Array(n);
+    for (let t = 0; t < 200; t++) for (const row of await seed(20, new Rng(t), { init: 'random' })) hits[row] = (hits[row] as number) + 1;
+    // 4,000 draws over 400 rows: 10 per row expected; every row drawn, none wildly over-drawn.
+    expect(Math.min(...hits)).to.be.above(0);
+    expect(Math.max(...hits)).to.be.below(30);
   });
 
   it('matches the reference after each of 0..8 Lloyd iterations from the same initial centroids', async () => {
-    const initial = kmeansPlusPlus(x, n, dim, k, new Rng(4));
+    const initial = rowsToCentroids(x, dim, Array.from(await seed(k, new Rng(4))));
     let reference = initial;
     let converged = false;
     for (let t = 0; t <= 8; t++) {
@@ -141,7 +183,7 @@ describe('metrics/kmeans', () => {
         converged = bytes(next).equals(bytes(reference));
         reference = next;
       }
-      const result = await kmeans(x, n, dim, { k, seed: 0, iterations: t, initialCentroids: initial });
+      const result = await kmeans(x, n, dim, { k, seed: 0, maxIterations: t, tolerance: 0, initialCentroids: initial });
       expect(bytes(result.centroids).equals(bytes(reference)), `centroids after ${t} iterations`).to.equal(true);
       expect(Array.from(result.assignments), `assignments after ${t}`).to.deep.equal(Array.from(referenceAssign(x, n, dim, reference, k)));
       const expectedInertia = inertiaByExpansion(x, n, dim, reference, result.assignments);
@@ -152,18 +194,39 @@ describe('metrics/kmeans', () => {
     expect(bytes(reference).equals(bytes(initial))).to.equal(false);
   });
 
-  it('stops at a fixed point with tolerance 0 and earlier with a tolerance, counting iterations', async () => {
-    const full = await kmeans(x, n, dim, { k, seed: 5, iterations: 100 });
+  it('runs to a fixed point with tolerance 0, stops on a small relative inertia change, and says whether it converged', async () => {
+    const full = await kmeans(x, n, dim, { k, seed: 5, maxIterations: 100, tolerance: 0 });
     expect(full.iterationsRun).to.be.within(2, 99);
-    const again = await kmeans(x, n, dim, { k, seed: 5, iterations: 100, initialCentroids: full.centroids });
+    expect(full.converged).to.equal(true);
+    const again = await kmeans(x, n, dim, { k, seed: 5, maxIterations: 100, initialCentroids: full.centroids });
     expect(again.iterationsRun).to.equal(1);
     expect(bytes(again.centroids).equals(bytes(full.centroids))).to.equal(true);
-    const loose = await kmeans(x, n, dim, { k, seed: 5, iterations: 100, tolerance: 1e6 });
-    expect(loose.iterationsRun).to.equal(1);
+    const loose = await kmeans(x, n, dim, { k, seed: 5, maxIterations: 100, tolerance: 1e6 });
+    expect([loose.iterationsRun, loose.converged]).to.deep.equal([1, true]);
+    const capped = await kmeans(x, n, dim, { k, seed: 5, maxIterations: 1, tolerance: 0 });
+    expect([capped.iterationsRun, capped.converged]).to.deep.equal([1, false]);
+    // The default tolerance (1e-4 of the inertia) stops no later than the fixed point, at nearly its inertia.
+    const byDefault = await kmeans(x, n, dim, { k, seed: 5 });
+    expect(byDefault.iterationsRun).to.be.at.most(full.iterationsRun);
+    expect(byDefault.inertia).to.be.at.most(full.inertia * 1.001);
+  });
+
+  it('gives every cluster count of a sweep the result of a separate run', async () => {
+    const ks = [3, 8, 20];
+    for (const options of [{ seed: 3, restarts: 2 }, { seed: 4, init: 'random' as const }]) {
+      const sweep = await kmeansSweep(x, n, dim, ks, options);
+      expect(sweep.map((r) => r.k)).to.deep.equal(ks);
+      for (const [i, count] of ks.entries()) {
+        const single = await kmeans(x, n, dim, { k: count, ...options });
+        const swept = sweep[i] as KMeansResult;
+        expect(bytes(swept.centroids).equals(bytes(single.centroids)), `k ${count}`).to.equal(true);
+        expect(swept.restartInertias).to.deep.equal(single.restartInertias);
+      }
+    }
   });
 
   it('is deterministic by seed and seeds each restart from one forked stream', async () => {
-    const options: KMeansOptions = { k, seed: 42, iterations: 10, restarts: 3 };
+    const options: KMeansOptions = { k, seed: 42, maxIterations: 10, restarts: 3 };
     const a = await kmeans(x, n, dim, options);
     const b = await kmeans(x, n, dim, options);
     expect(bytes(a.assignments).equals(bytes(b.assignments))).to.equal(true);
@@ -173,8 +236,8 @@ describe('metrics/kmeans', () => {
 
     const rng = new Rng(42);
     for (let r = 0; r < 3; r++) {
-      const initial = kmeansPlusPlus(x, n, dim, k, rng.fork());
-      const single = await kmeans(x, n, dim, { k, seed: 0, iterations: 10, initialCentroids: initial });
+      const initial = rowsToCentroids(x, dim, Array.from(await seed(k, rng.fork())));
+      const single = await kmeans(x, n, dim, { k, seed: 0, maxIterations: 10, initialCentroids: initial });
       expect(single.inertia, `restart ${r}`).to.equal(a.restartInertias[r]);
     }
   });
@@ -196,7 +259,7 @@ describe('metrics/kmeans', () => {
     // Group A around (0,0) with an outlier (3,0) at row 2; group B around (10,0); centroid 2 far from everything.
     const points = Float32Array.from([0, 0, 1, 0, 3, 0, -1, 0, 0, 1, 10, 0, 11, 0, 10, 1, 9, 0]);
     const initial = Float32Array.from([0, 0, 10, 0, 100, 100]);
-    const result = await kmeans(points, 9, 2, { k: 3, seed: 0, iterations: 1, initialCentroids: initial });
+    const result = await kmeans(points, 9, 2, { k: 3, seed: 0, maxIterations: 1, initialCentroids: initial });
     expect(Array.from(result.centroids)).to.deep.equal([0, 0.25, 10, 0.25, 3, 0]);
     expect(bytes(result.centroids).equals(bytes(referenceIteration(points, 9, 2, initial, 3)))).to.equal(true);
     expect(Array.from(result.assignments)).to.deep.equal([0, 0, 2, 0, 0, 1, 1, 1, 1]);
@@ -206,7 +269,7 @@ describe('metrics/kmeans', () => {
 
   it('terminates on identical rows with k > distinct rows', async () => {
     const same = new Float32Array(10 * 3).fill(0.5);
-    const result = await kmeans(same, 10, 3, { k: 3, seed: 3, iterations: 5 });
+    const result = await kmeans(same, 10, 3, { k: 3, seed: 3, maxIterations: 5 });
     expect(result.inertia).to.equal(0);
     expect(result.iterationsRun).to.equal(1);
     expect(Array.from(result.assignments)).to.deep.equal(new Array(10).fill(0));
@@ -217,7 +280,11 @@ describe('metrics/kmeans', () => {
       [() => kmeans(x, n, dim, { k: n + 1, seed: 1 }), /^Expected an integer in \[1, 400\] for k but received 401$/],
       [() => kmeans(x, n, dim, { k: 0, seed: 1 }), /for k but received 0/],
       [() => kmeans(x, n, dim, { k, seed: 1.5 }), /for seed but received 1.5/],
-      [() => kmeans(x, n, dim, { k, seed: 1, iterations: -1 }), /^Expected an integer >= 0 for iterations but received -1$/],
+      [() => kmeans(x, n, dim, { k, seed: 1, maxIterations: -1 }), /^Expected an integer >= 0 for maxIterations but received -1$/],
+      [() => kmeans(x, n, dim, { k, seed: 1, init: 'greedy' as never }), /^Expected 'k-means\+\+' or 'random' for init but received "greedy"$/],
+      [() => kmeans(x, n, dim, { k, seed: 1, roundFraction: -0.5 }), /^Expected a finite number >= 0 for roundFraction but received -0.5$/],
+      [() => kmeansSweep(x, n, dim, [2, 401], { seed: 1 }), /^Expected an integer in \[1, 400\] for ks\[1\] but received 401$/],
+      [() => kmeansSweep(x, n, dim, [], { seed: 1 }), /for ks but received/],
       [() => kmeans(x, n, dim, { k, seed: 1, restarts: 0 }), /for restarts but received 0/],
       [() => kmeans(x, n, dim, { k, seed: 1, tolerance: -1 }), /^Expected a finite number >= 0 for tolerance but received -1$/],
       [() => kmeans(x, n, 5, { k, seed: 1 }), /^Expected 2000 \(400 rows x 5 dims\) for vectors.length but received 2400$/],

@@ -1,10 +1,12 @@
 /**
- * @file Tests of the session factory: explicit CUDA -> CPU fallback with the recorded reason, CPU-only
- * sessions, clear errors for bad paths, bad bytes and bad options, and the I/O description.
+ * @file Tests of the session factory: explicit CUDA -> WebGPU -> CPU fallback with the recorded reasons,
+ * CPU-only sessions, clear errors for bad paths, bad bytes and bad options, and the I/O description.
  *
- * The development machines have no GPU and no CUDA provider library, so the CUDA attempt fails there;
- * the tests assert behaviour consistent with whatever a `cuda` attempt does on the machine running them.
+ * The development machines and CI have no GPU, no CUDA provider library and no Vulkan loader, so the
+ * CUDA and WebGPU attempts fail there; the tests assert behaviour consistent with whatever direct `cuda`
+ * and `webgpu` attempts do on the machine running them (on the GPU machine, WebGPU loads).
  */
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +14,7 @@ import { expect } from 'chai';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import * as ort from 'onnxruntime-node';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
-import { createSession, describeIo, type CreateSessionOptions } from '../../lib/onnx/session.js';
+import { createSession, describeIo, describeProviderChoice, type CreateSessionOptions } from '../../lib/onnx/session.js';
 import { DmlError } from '../../lib/errors.js';
 
 /** x[batch, 5] -> y = Relu(x), plus top-2 values and int64 indices. */
@@ -44,34 +46,67 @@ describe('onnx/session', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('auto tries CUDA, then CPU, recording why CUDA failed (consistent with a direct cuda attempt)', async () => {
-    let cudaError: DmlError | undefined;
+  /** What an explicit attempt with `device` does here: the session's provider, or the error. */
+  async function tryDevice(device: 'cuda' | 'webgpu'): Promise<DmlError | undefined> {
     try {
-      const cuda = await createSession(modelPath, { device: 'cuda' });
-      expect(cuda.attempts).to.deep.equal([{ provider: 'cuda' }]);
-      await cuda.session.release();
+      const created = await createSession(modelPath, { device });
+      expect(created.attempts).to.deep.equal([{ provider: device }]);
+      await created.session.release();
+      return undefined;
     } catch (err) {
       expect(err).to.be.instanceOf(DmlError);
-      cudaError = err as DmlError;
+      expect((err as DmlError).code).to.equal('E_MODEL');
+      expect((err as DmlError).message).to.match(new RegExp(`device ${device}\\) — ${device}: \\S`));
+      return err as DmlError;
     }
+  }
+
+  it('auto tries CUDA, then WebGPU, then CPU, recording why each failed (consistent with direct attempts)', async () => {
+    const cudaError = await tryDevice('cuda');
+    const webgpuError = await tryDevice('webgpu');
     const auto = await createSession(modelPath, { device: 'auto' });
-    if (cudaError === undefined) {
-      expect(auto.provider).to.equal('cuda');
-      expect(auto.attempts).to.deep.equal([{ provider: 'cuda' }]);
-    } else {
-      expect(cudaError.code).to.equal('E_MODEL');
-      expect(cudaError.message).to.match(/device cuda\) — cuda: \S/);
-      expect(auto.provider).to.equal('cpu');
-      expect(auto.attempts).to.have.length(2);
-      const [cudaAttempt, cpuAttempt] = auto.attempts;
-      expect(cudaAttempt?.provider).to.equal('cuda');
-      expect(cudaAttempt?.error).to.be.a('string').and.not.equal('');
-      expect(cudaError.message).to.contain(cudaAttempt?.error);
-      expect(cpuAttempt).to.deep.equal({ provider: 'cpu' });
+    // The first provider that loads on its own is the one auto ends on; each failure before it is
+    // recorded with the reason the direct attempt gave (for WebGPU, auto may give only the diagnosis
+    // that made it skip onnxruntime, which the direct attempt's message ends with in parentheses).
+    const failed = [['cuda', cudaError], ['webgpu', webgpuError]] as const;
+    const provider = cudaError === undefined ? 'cuda' : webgpuError === undefined ? 'webgpu' : 'cpu';
+    const firstLoaded = failed.findIndex(([, error]) => error === undefined);
+    const tried = (firstLoaded === -1 ? failed : failed.slice(0, firstLoaded)).map(([p]) => p);
+    expect(auto.provider).to.equal(provider);
+    expect(auto.attempts.map((a) => a.provider)).to.deep.equal([...tried, provider]);
+    expect(auto.attempts.at(-1)).to.deep.equal({ provider });
+    for (const [i, attempt] of auto.attempts.slice(0, -1).entries()) {
+      const direct = (failed[i]?.[1] as DmlError).message.split(`— ${attempt.provider}: `)[1] as string;
+      expect(attempt.error).to.be.a('string').and.not.match(/^\/onnxruntime_src|^$/);
+      expect(direct === attempt.error || direct.endsWith(`(${attempt.error})`), `${attempt.provider}: ${attempt.error} vs ${direct}`).to.equal(true);
     }
     const out = await auto.session.run({ x: new ort.Tensor('float32', Float32Array.from([-1, 2, -3, 4, 0.5]), [1, 5]) });
     expect(Array.from(out.y?.data as Float32Array)).to.deep.equal([0, 2, 0, 4, 0.5]);
     await auto.session.release();
+  });
+
+  it('auto skips WebGPU on a Linux machine without a Vulkan loader or GPU device, naming why; an explicit webgpu still asks onnxruntime', async () => {
+    const loader = ['/usr/lib/x86_64-linux-gnu', '/lib/x86_64-linux-gnu', '/usr/lib64', '/lib64', '/usr/lib', '/lib', '/usr/local/lib', ...(process.env.LD_LIBRARY_PATH ?? '').split(':')]
+      .filter((d) => d !== '')
+      .some((d) => existsSync(path.join(d, 'libvulkan.so.1')));
+    const gpu = (existsSync('/dev/dri') && readdirSync('/dev/dri').some((n) => n.startsWith('renderD'))) || existsSync('/dev/nvidiactl') || existsSync('/dev/dxg');
+    // On a machine with both (the GPU machine), the auto test above covers what onnxruntime answers.
+    if (process.platform !== 'linux' || (loader && gpu)) return;
+    const reason = !loader
+      ? 'no Vulkan loader (libvulkan.so.1) on this machine; WebGPU needs it and a GPU driver with Vulkan support'
+      : 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine';
+    const auto = await createSession(modelPath, { device: 'auto' });
+    expect(auto.attempts.find((a) => a.provider === 'webgpu')).to.deep.equal({ provider: 'webgpu', error: reason });
+    await auto.session.release();
+    const escaped = reason.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    await expectDmlError(createSession(modelPath, { device: 'webgpu' }), 'E_MODEL', new RegExp(`\\(device webgpu\\) — webgpu: \\S.* \\(${escaped}\\)$`));
+  });
+
+  it('describes the provider choice in one line', () => {
+    expect(describeProviderChoice('m.onnx', { provider: 'cpu', attempts: [{ provider: 'cuda', error: 'no library' }, { provider: 'webgpu', error: 'no adapter' }, { provider: 'cpu' }] })).to.equal(
+      'm.onnx runs on cpu (cuda: no library; webgpu: no adapter)',
+    );
+    expect(describeProviderChoice('m.onnx', { provider: 'webgpu', attempts: [{ provider: 'webgpu' }] })).to.equal('m.onnx runs on webgpu');
   });
 
   it('creates a CPU session from bytes with one attempt and the requested threads', async () => {
@@ -115,7 +150,7 @@ describe('onnx/session', () => {
     await expectDmlError(
       createSession(modelPath, { device: 'gpu' } as unknown as CreateSessionOptions),
       'E_ARG',
-      /^Expected one of 'auto', 'cuda', 'cpu' for device but received "gpu"$/,
+      /^Expected one of 'auto', 'cuda', 'webgpu', 'cpu' for device but received "gpu"$/,
     );
     await expectDmlError(createSession(modelPath, { device: 'cpu', threads: 0 }), 'E_ARG', /^Expected a positive integer for threads but received 0$/);
     await expectDmlError(createSession('', { device: 'cpu' }), 'E_ARG', /for model but received ""/);

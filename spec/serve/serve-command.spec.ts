@@ -45,7 +45,7 @@ describe('dml serve', function () {
   it('serves an index over HTTP and shuts down cleanly on SIGTERM, keeping what was added', async () => {
     const server = startServer(fixture.dir);
     const url = await server.url;
-    expect(server.output().stdout).to.equal(`dml serve: serving ${fixture.dir}, listening on ${url}\n`);
+    expect(server.output().stdout).to.match(new RegExp(`^dml serve: serving ${fixture.dir} \\(the model runs on cpu\\), listening on ${url}\\n$`));
     const health = (await (await fetch(`${url}/healthz`)).json()) as { items: number };
     expect(health.items).to.equal(24);
     const image = readFileSync(path.join(fixture.images, 'bag', 't10k-00018.png'));
