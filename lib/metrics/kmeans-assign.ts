@@ -11,10 +11,12 @@
  */
 import { gemmTopK } from '../search/gemm-topk.js';
 
-/** Upper bound on the floats of one chunk's score matrix (rows x k). */
+/**
+ * Floats of one chunk's score matrix (rows x k): 16 MiB. Measured on 60,000 x 784 with K = 1,000,
+ * chunks of 512 and 2,048 rows take the same time (the GEMM dominates; TopK and ArgMax cost the same),
+ * while few centroids (the seeding's early rounds) get large chunks and so few runs.
+ */
 const CHUNK_FLOATS = 1 << 22;
-/** Rows per onnxruntime run at most (measured on 60,000 x 512 with K = 1,000: 512 rows beat 4,096). */
-const MAX_CHUNK_ROWS = 512;
 
 /** Nearest centroid of every row and the squared distance to it. */
 export interface NearestCentroids {
@@ -45,7 +47,7 @@ export async function nearestCentroids(
   }
   const assignments = new Int32Array(count);
   const distances = new Float64Array(count);
-  const chunkSize = Math.max(1, Math.min(MAX_CHUNK_ROWS, Math.floor(CHUNK_FLOATS / k)));
+  const chunkSize = Math.max(1, Math.floor(CHUNK_FLOATS / k));
   for await (const block of gemmTopK(vectors, count, centroids, k, dim, {
     k: 1,
     bias,
