@@ -5,7 +5,7 @@
  *
  *   npx tsx scripts/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
  *   npx tsx scripts/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
- *                                 [--workers N] [--device auto] [--batch-size 32]
+ *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N]
  *   npx tsx scripts/bench-eval.ts --mode nmi
  *
  * - `vectors`: exact Recall@K on synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised;
@@ -219,7 +219,11 @@ async function child(kind: string, a: Args): Promise<Result> {
   const workers = num(a, 'workers', defaultDecodeWorkers());
   const manifest = await openDataset(`folder:${folder}`);
   const items = manifest.items;
-  const embedder = await OnnxEmbedder.open(a['model'] as string, { device: (a['device'] ?? 'auto') as DeviceChoice, batchSize: num(a, 'batch-size', 32) });
+  const embedder = await OnnxEmbedder.open(a['model'] as string, {
+    device: (a['device'] ?? 'auto') as DeviceChoice,
+    batchSize: num(a, 'batch-size', 32),
+    ...(a['threads'] !== undefined ? { threads: num(a, 'threads', 1) } : {}),
+  });
   const p = embedder.preprocessing;
   const batchSize = embedder.batchSize;
   const t0 = performance.now();
@@ -428,15 +432,27 @@ async function imagesMode(a: Args, tmp: string): Promise<void> {
   const args: Args = { ...a, folder, model: modelPath };
   const workers = num(a, 'workers', defaultDecodeWorkers());
   console.log(`# bench-eval images: ${folder}, model ${a['model'] ?? 'cheap embedder (conv 16x16/16 -> 32, GAP, linear 64)'}, ${workers} decode processes, ${os.availableParallelism()} cores; node ${process.version}`);
-  const inprocess = runChild('decode-inprocess', args);
-  const pool = runChild('decode-pool', args);
+  // Decode-only and end-to-end runs alternate, `repeats` times each; medians by throughput (timings
+  // vary about 2x on a shared machine, so single runs can put either ahead).
+  const repeats = num(a, 'repeats', 3);
+  const runs: Record<string, Array<Result & { peakRssMiB: number }>> = { inprocess: [], pool: [], e2e: [], e2eInProcess: [] };
+  for (let r = 0; r < repeats; r++) {
+    runs['inprocess']?.push(runChild('decode-inprocess', args));
+    runs['pool']?.push(runChild('decode-pool', args));
+    runs['e2e']?.push(runChild('end-to-end', args));
+    runs['e2eInProcess']?.push(runChild('end-to-end-inprocess', args));
+  }
+  const medianRun = (name: string): Result & { peakRssMiB: number } => {
+    const list = [...(runs[name] ?? [])].sort((x, y) => (x['imagesPerSecond'] as number) - (y['imagesPerSecond'] as number));
+    return list[Math.floor(list.length / 2)] as Result & { peakRssMiB: number };
+  };
+  const [inprocess, pool, e2e, e2eInProcess] = [medianRun('inprocess'), medianRun('pool'), medianRun('e2e'), medianRun('e2eInProcess')];
   const infer = runChild('infer', args);
-  const e2e = runChild('end-to-end', args);
-  const e2eInProcess = runChild('end-to-end-inprocess', args);
+  for (const [name, list] of Object.entries(runs)) console.log(`${name} runs: ${list.map((x) => fmt(x['imagesPerSecond'], 0)).join(', ')} images/s`);
   const torch = a['model'] === undefined ? runPython('torch_pipeline.py', [folder, weightsFile, String(workers), String(num(a, 'batch-size', 32))]) : null;
   const t = torch === null ? undefined : (JSON.parse(torch.trim()) as { decodeImagesPerSecond: number; endToEndImagesPerSecond: number });
   const decodeRate = pool['imagesPerSecond'] as number;
-  console.log('| stage | images/s | peak RSS MiB | note |');
+  console.log(`\n| stage (median of ${repeats}) | images/s | peak RSS MiB | note |`);
   console.log('| --- | ---: | ---: | --- |');
   console.log(`| decode only, in process (sharp, 4 in flight) | ${fmt(inprocess['imagesPerSecond'], 0)} | ${fmt(inprocess.peakRssMiB, 0)} | |`);
   console.log(`| decode only, ${workers} decode processes | ${fmt(decodeRate, 0)} | ${fmt(pool.peakRssMiB, 0)} | parent only; includes starting them (${fmt(pool['startSeconds'], 2)} s) |`);
