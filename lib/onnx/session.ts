@@ -14,9 +14,9 @@
  *   download offline; CUDA 13 on the GPU machine), so the tests cover the fallback from it.
  * - WebGPU is bundled in onnxruntime-node 1.30 (Dawn). On Linux it needs a Vulkan loader
  *   (`libvulkan.so.1`) and a GPU driver's Vulkan ICD; nothing to install from npm. Measured on an H100
- *   machine: ResNet-50 at 844 img/s against 145 on the CPU provider with 16 threads. `auto` tries it
+ *   machine: ResNet-50 at 844 img/s against 145 on the CPU provider with 16 threads. It is asked for
  *   only where a Vulkan loader and a GPU device node exist (see {@link webgpuUnavailable}); elsewhere
- *   the attempt is recorded as skipped with the reason. onnxruntime-node does not tell which adapter
+ *   the attempt fails at once with that reason (`auto` moves on; an explicit `webgpu` is an error). onnxruntime-node does not tell which adapter
  *   Dawn picked, so reports name the provider only.
  */
 import { access, readdir } from 'node:fs/promises';
@@ -180,10 +180,9 @@ export async function createSession(model: string | Uint8Array, options: CreateS
   const attempts: ProviderAttempt[] = [];
   let lastError: unknown;
   for (const provider of providers) {
-    // `auto` skips WebGPU where it cannot work (no noise, no wait); an explicit `webgpu` still asks
-    // onnxruntime, and its error then carries the diagnosis.
+    // WebGPU is not tried where it cannot work: no Dawn warnings on stderr, one clear reason instead.
     const unavailable = provider === 'webgpu' ? await webgpuUnavailable() : undefined;
-    if (unavailable !== undefined && device === 'auto') {
+    if (unavailable !== undefined) {
       attempts.push({ provider, error: unavailable });
       continue;
     }
@@ -202,7 +201,7 @@ export async function createSession(model: string | Uint8Array, options: CreateS
       return { session, provider, attempts };
     } catch (err) {
       lastError = err;
-      attempts.push({ provider, error: `${messageOf(err)}${unavailable !== undefined ? ` (${unavailable})` : ''}` });
+      attempts.push({ provider, error: messageOf(err) });
     }
   }
   const history = attempts.map((a) => `${a.provider}: ${a.error ?? ''}`).join('; ');
