@@ -16,7 +16,7 @@ export type { ImageBatch } from './image/batch-collector.js';
 export { ImageDecodePool, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
 export { decodeImageSource, decodeImageBuffer } from './image/decode.js';
 
-export { createSession, describeIo, type DeviceChoice } from './onnx/session.js';
+export { createSession, describeIo, DEVICE_CHOICES, type DeviceChoice } from './onnx/session.js';
 export { readModelMetadata } from './onnx/metadata.js';
 export { DML_METADATA_KEYS, parseDmlMetadata } from './onnx/dml-metadata.js';
 export * as onnxBuilder from './onnx/builder.js';
@@ -33,7 +33,8 @@ export { HnswIndex } from './search/hnsw.js';
 
 export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics } from './metrics/retrieval.js';
 export { normalizedMutualInformation, pairwiseClusteringF1 } from './metrics/clustering.js';
-export { kmeans, type KMeansOptions, type KMeansResult } from './metrics/kmeans.js';
+export { kmeans, kmeansSweep, type KMeansOptions, type KMeansResult, type KMeansSweepOptions } from './metrics/kmeans.js';
+export { type KMeansInit } from './metrics/kmeans-seeding.js';
 export { encodeLabels } from './metrics/labels.js';
 
 export { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './eval/evaluate-embeddings.js';
