@@ -35,7 +35,7 @@ export interface EvaluateEmbeddingsOptions {
   kmeans: { seed: number; maxIterations?: number; tolerance?: number; restarts?: number; init?: KMeansInit; roundFraction?: number };
   /** onnxruntime threads for the search and k-means kernels. */
   threads?: number;
-  /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means k=<n>`. */
+  /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means` (runs done of restarts x cluster counts). */
   onProgress?: (stage: string, done: number, total: number) => void;
   signal?: AbortSignal;
 }
