@@ -1,7 +1,8 @@
 /**
  * @file Benchmark of the evaluation path, each measurement in its own child process (so its peak RSS is
  * its own), with reference implementations measured in the same run where Debian's python3 has them
- * (python3-faiss, python3-sklearn, python3-torch, python3-torchvision; dmlkit itself never runs Python).
+ * (python3-faiss, python3-sklearn, python3-torch, python3-torchvision; dmlkit itself never runs Python;
+ * BENCH_PYTHON=/path/to/python3 picks another interpreter).
  *
  *   npx tsx scripts/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
  *   npx tsx scripts/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
@@ -61,7 +62,8 @@ const root = ((): string => {
   while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
   return dir;
 })();
-const PYTHON = '/usr/bin/python3';
+/** The reference Python (Debian's by default; BENCH_PYTHON names another, e.g. a GPU machine's PyTorch environment). */
+const PYTHON = process.env['BENCH_PYTHON'] ?? '/usr/bin/python3';
 const KS = [1, 2, 4, 8];
 
 function parseArgs(argv: string[]): Args {

@@ -2,7 +2,8 @@
  * @file The image embedder: an ONNX model run with onnxruntime on batches of preprocessed images,
  * producing L2-normalised embeddings.
  *
- * One {@link OnnxEmbedder} holds one inference session. Images are decoded either in child processes
+ * One {@link OnnxEmbedder} holds one inference session, on a worker thread of its own by default
+ * (session-thread.ts), so decoding and inference overlap. Images are decoded either in child processes
  * ({@link ImageDecodePool}; by default one per core when there are {@link DECODE_POOL_MIN_ITEMS}
  * images or more), with up to {@link DECODE_PREFETCH_BATCHES} batches decoding while the current one
  * runs inference, or in this process (sharp on the libuv pool), with the next batch decoding while
@@ -10,7 +11,6 @@
  * fixed batch size get their last batch padded with zeros, and the padded rows are discarded.
  */
 import { readFile } from 'node:fs/promises';
-import * as ort from 'onnxruntime-node';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { ImageBatch } from '../image/batch-collector.js';
@@ -19,7 +19,8 @@ import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
-import { createSession, describeIo, type DeviceChoice } from '../onnx/session.js';
+import type { DeviceChoice } from '../onnx/session.js';
+import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { resolveModelSignature, type ModelSignature } from './model-signature.js';
@@ -31,6 +32,13 @@ import { normalizeRowsInPlace } from './normalize.js';
  * not the whole queue).
  */
 export const DECODE_PREFETCH_BATCHES = 3;
+
+/**
+ * Batches an {@link OnnxEmbedder.embedItems} call has handed to the inference session at once: the
+ * one running and the next, waiting on the session's thread, so the model never waits for the main
+ * thread between batches.
+ */
+const INFERENCES_IN_FLIGHT = 2;
 
 /**
  * Fewest images for which {@link OnnxEmbedder.embedItems} starts a decode pool when `workers` is not
@@ -68,6 +76,12 @@ export interface EmbedderOptions {
   preprocessing?: Partial<Preprocessing>;
   /** Name of the output holding the embeddings (default: the first output). */
   outputName?: string;
+  /**
+   * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
+   * running during inference: decode processes keep getting work, a server keeps answering. false runs
+   * it on the calling thread (for callers that are themselves a worker thread doing only this).
+   */
+  inferenceThread?: boolean;
 }
 
 /** Options of {@link OnnxEmbedder.embedItems}. */
@@ -90,7 +104,7 @@ export interface EmbedItemsOptions {
   decodePool?: ImageDecodePool;
   /** Pixel limit per image (decompression-bomb guard); the image loader's default when absent. */
   limitInputPixels?: number;
-  /** Called after each batch with (items done, items total). */
+  /** Called after each batch is decoded and handed to inference, with (items done, items total). */
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
 }
@@ -115,7 +129,7 @@ export class OnnxEmbedder {
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
   readonly batchSize: number;
-  private readonly session: ort.InferenceSession;
+  private readonly session: SessionRunner;
   private dim: number | null;
 
   private constructor(init: {
@@ -126,7 +140,7 @@ export class OnnxEmbedder {
     signature: ModelSignature;
     metadataProps: Record<string, string>;
     batchSize: number;
-    session: ort.InferenceSession;
+    session: SessionRunner;
   }) {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
@@ -154,29 +168,30 @@ export class OnnxEmbedder {
     }
     const meta = readModelMetadata(bytes);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
-    const created = await createSession(bytes, {
+    const session = await openSessionRunner(bytes, {
       device: options.device ?? 'auto',
       name: modelPath,
+      thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     });
-    const io = describeIo(created.session);
+    const { io } = session;
     const overrides = { ...(options.preprocessing ?? {}), ...(options.outputName !== undefined ? { outputName: options.outputName } : {}) };
     let signature: ModelSignature;
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
     } catch (err) {
-      await created.session.release();
+      await session.release();
       throw err;
     }
     return new OnnxEmbedder({
       modelPath,
       modelSha256: sha256(bytes),
-      provider: created.provider,
-      providerAttempts: created.attempts,
+      provider: session.provider,
+      providerAttempts: session.attempts,
       signature,
       metadataProps: meta.metadataProps,
       batchSize: signature.fixedBatch ?? batchSize,
-      session: created.session,
+      session,
     });
   }
 
@@ -189,7 +204,12 @@ export class OnnxEmbedder {
    * Runs the model on `count` preprocessed images in `batch` (layout and size per {@link preprocessing})
    * and returns their L2-normalised embeddings (count x dim). `firstRow` numbers rows in error messages.
    */
-  async embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
+  embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
+    return this.#embedTensor(batch, count, firstRow, false);
+  }
+
+  /** {@link embedTensor}; with `handOver`, `batch`'s buffer goes to the inference thread (detached here). */
+  async #embedTensor(batch: Float32Array, count: number, firstRow: number, handOver: boolean): Promise<Float32Array> {
     const p = this.signature.preprocessing;
     const per = p.channels * p.height * p.width;
     if (batch.length < count * per) throw invalidParameterError('batch', `at least ${count * per} values`, batch.length);
@@ -201,10 +221,10 @@ export class OnnxEmbedder {
       data.set(batch.subarray(0, count * per));
     }
     const dims = p.layout === 'NCHW' ? [runCount, p.channels, p.height, p.width] : [runCount, p.height, p.width, p.channels];
-    const feeds = { [this.signature.inputName]: new ort.Tensor('float32', data, dims) };
-    let out: ort.Tensor | undefined;
+    let out: PlainTensor | undefined;
     try {
-      const result = await this.session.run(feeds, [this.signature.outputName]);
+      const inputs = { [this.signature.inputName]: { data, dims } };
+      const result = await this.session.run(inputs, [this.signature.outputName], { transferInputs: handOver });
       out = result[this.signature.outputName];
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
@@ -286,21 +306,28 @@ export class OnnxEmbedder {
       }
     };
     refill();
+    // Inference runs on the session's thread: the next batch is handed over as soon as it is decoded,
+    // so it waits there while the current one runs (at most INFERENCES_IN_FLIGHT batches).
+    const inferring: Array<Promise<Float32Array>> = [];
     for (let start = 0; start < items.length; start += this.batchSize) {
       if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Embedding cancelled');
       const batch = await (queue.shift() as Promise<ImageBatch>);
       refill();
       for (const f of batch.failures) failures.push({ id: (items[start + f.index] as ManifestItem).id, message: f.message });
       if (batch.loaded.length > 0) {
-        chunks.push(await this.embedTensor(batch.data, batch.loaded.length, ids.length));
+        const inference = this.#embedTensor(batch.data, batch.loaded.length, ids.length, true);
+        inference.catch(() => undefined);
+        inferring.push(inference);
         for (const i of batch.loaded) {
           const item = items[start + i] as ManifestItem;
           ids.push(item.id);
           labels.push(item.label);
         }
       }
+      if (inferring.length >= INFERENCES_IN_FLIGHT) chunks.push(await (inferring.shift() as Promise<Float32Array>));
       options.onProgress?.(Math.min(start + this.batchSize, items.length), items.length);
     }
+    for (const inference of inferring) chunks.push(await inference);
     const dim = this.dim ?? 0;
     const vectors = new Float32Array(ids.length * dim);
     let offset = 0;

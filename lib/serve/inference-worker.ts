@@ -58,6 +58,8 @@ async function run(port: MessagePort, data: InferenceWorkerData): Promise<void> 
       batchSize: data.batchSize,
       preprocessing: data.preprocessing,
       outputName: data.outputName,
+      // This worker is already off the main thread and does nothing else while it infers.
+      inferenceThread: false,
       ...(data.threads !== undefined ? { threads: data.threads } : {}),
     });
     if (embedder.modelSha256 !== data.modelSha256) {

@@ -8,20 +8,13 @@
  * an {@link HttpError} 503 instead of queueing without limit. A worker that dies fails its requests
  * (E_MODEL) and is replaced.
  *
- * The worker file is started from the compiled `inference-worker.js` beside this file, or, when this
- * file runs as TypeScript through tsx (the tests, `tsx scripts/dml.ts`), from `inference-worker.ts`
- * after registering tsx inside the worker. Measured on Node 20.20 with tsx 4.23: `--import tsx` in a
- * worker's execArgv does not apply to its entry module (ERR_UNKNOWN_FILE_EXTENSION), and under mocha
- * this module is compiled to CommonJS, where `import.meta.resolve` is missing; so an eval'd one-line
- * bootstrap registers tsx's CommonJS hooks (`tsx/cjs/api`) and requires the entry, which is why the
- * entry has no top-level await.
+ * The worker entry is `inference-worker` beside this file, started by {@link workerThreadEntry}.
  */
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { DeviceChoice } from '../onnx/session.js';
+import { workerThreadEntry } from '../util/worker-entry.js';
 import { HttpError } from './errors.js';
 import type { InferenceWorkerData, WorkerReply, WorkerRequest } from './inference-worker.js';
 
@@ -57,17 +50,6 @@ interface Slot {
   worker: Worker;
   ready: boolean;
   pending: Map<number, Pending>;
-}
-
-/** How to start the worker entry from this module's location (see the file comment). */
-function workerEntry(): { filename: string | URL; options: { eval?: boolean } } {
-  if (fileURLToPath(import.meta.url).endsWith('.ts')) {
-    const entry = new URL('./inference-worker.ts', import.meta.url);
-    const tsx = createRequire(import.meta.url).resolve('tsx/cjs/api');
-    const bootstrap = `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(fileURLToPath(entry))});`;
-    return { filename: bootstrap, options: { eval: true } };
-  }
-  return { filename: new URL('./inference-worker.js', import.meta.url), options: {} };
 }
 
 /** Inference worker threads behind one `embed` call (see the file comment). */
@@ -121,7 +103,7 @@ export class InferenceWorkerPool {
 
   /** Starts one worker and resolves once it is ready; it then takes requests. */
   #startWorker(): Promise<void> {
-    const { filename, options } = workerEntry();
+    const { filename, options } = workerThreadEntry(import.meta.url, 'inference-worker');
     const worker = new Worker(filename, { ...options, workerData: this.#data });
     const slot: Slot = { worker, ready: false, pending: new Map() };
     this.#slots.push(slot);

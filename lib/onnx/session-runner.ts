@@ -1,0 +1,100 @@
+/**
+ * @file What runs an inference session for the embedder, apart from where it runs: a
+ * {@link SessionRunner} answers `run` with plain tensors, whether the onnxruntime session lives on this
+ * thread ({@link InProcessSessionRunner}) or on a worker thread of its own ({@link SessionThread},
+ * session-thread.ts). onnxruntime-node's `run()` blocks the thread it is called on for the whole
+ * inference (its `run` is a synchronous native call behind a `setImmediate`), so a session on the main
+ * thread stops everything else there: the replies of image decode processes, a server's requests.
+ */
+import * as ort from 'onnxruntime-node';
+import { createSession, describeIo, type CreateSessionOptions, type ExecutionProviderName, type IoDescription, type ProviderAttempt } from './session.js';
+import { SessionThread } from './session-thread.js';
+
+/** A tensor as it crosses threads: element type, dimensions and data. */
+export interface PlainTensor {
+  type: ort.Tensor.Type;
+  dims: readonly number[];
+  data: ort.Tensor.DataType;
+}
+
+/** Float32 inputs of one run, by input name. */
+export type FloatInputs = Record<string, { data: Float32Array; dims: readonly number[] }>;
+
+/** {@link FloatInputs} as onnxruntime tensors. */
+export function ortFeeds(inputs: FloatInputs): Record<string, ort.Tensor> {
+  const feeds: Record<string, ort.Tensor> = {};
+  for (const [name, { data, dims }] of Object.entries(inputs)) feeds[name] = new ort.Tensor('float32', data, dims);
+  return feeds;
+}
+
+/** The outputs named in `outputNames` of an onnxruntime result, as {@link PlainTensor}s. */
+export function plainOutputs(result: ort.InferenceSession.ReturnType, outputNames: string[]): Record<string, PlainTensor> {
+  const outputs: Record<string, PlainTensor> = {};
+  for (const name of outputNames) {
+    const out = result[name];
+    if (out !== undefined) outputs[name] = { type: out.type, dims: out.dims, data: out.data };
+  }
+  return outputs;
+}
+
+/** Options of {@link SessionRunner.run}. */
+export interface RunOptions {
+  /**
+   * Hand the inputs' buffers over instead of copying them (a session thread then owns them and they are
+   * detached here). For callers that do not reuse their inputs. Default false.
+   */
+  transferInputs?: boolean;
+}
+
+/** An inference session, wherever it runs. */
+export interface SessionRunner {
+  /** The execution provider that runs the model. */
+  readonly provider: ExecutionProviderName;
+  /** Every provider tried, in order; the last one succeeded. */
+  readonly attempts: ProviderAttempt[];
+  /** The model's declared inputs and outputs. */
+  readonly io: IoDescription;
+  /** Runs the model on float32 `inputs` and returns the outputs named in `outputNames`. Rejects with onnxruntime's error. */
+  run(inputs: FloatInputs, outputNames: string[], options?: RunOptions): Promise<Record<string, PlainTensor>>;
+  /** Frees the session (and ends its thread). */
+  release(): Promise<void>;
+}
+
+/** Options of {@link openSessionRunner}: {@link CreateSessionOptions} and where the session runs. */
+export interface SessionRunnerOptions extends CreateSessionOptions {
+  /** Run the session on a worker thread of its own ({@link SessionThread}). Default true. */
+  thread?: boolean;
+}
+
+/** A session on the calling thread. */
+export class InProcessSessionRunner implements SessionRunner {
+  readonly provider: ExecutionProviderName;
+  readonly attempts: ProviderAttempt[];
+  readonly io: IoDescription;
+  readonly #session: ort.InferenceSession;
+
+  constructor(created: { session: ort.InferenceSession; provider: ExecutionProviderName; attempts: ProviderAttempt[] }) {
+    this.#session = created.session;
+    this.provider = created.provider;
+    this.attempts = created.attempts;
+    this.io = describeIo(created.session);
+  }
+
+  async run(inputs: FloatInputs, outputNames: string[]): Promise<Record<string, PlainTensor>> {
+    return plainOutputs(await this.#session.run(ortFeeds(inputs), outputNames), outputNames);
+  }
+
+  release(): Promise<void> {
+    return this.#session.release();
+  }
+}
+
+/**
+ * Creates a session for `model` (bytes) as {@link createSession} does, on a thread of its own unless
+ * `options.thread` is false. Errors: those of {@link createSession}, with the same codes and messages.
+ */
+export async function openSessionRunner(model: Uint8Array, options: SessionRunnerOptions): Promise<SessionRunner> {
+  const { thread = true, ...sessionOptions } = options;
+  if (thread) return SessionThread.create(model, sessionOptions);
+  return new InProcessSessionRunner(await createSession(model, sessionOptions));
+}
