@@ -241,10 +241,13 @@ async function child(kind: string, a: Args): Promise<Result> {
       const startSeconds = (performance.now() - t0) / 1000;
       try {
         const t1 = t0;
-        const queue: Array<Promise<unknown>> = [];
+        // Batch arrays circulate as in embedItems: each is filled again once its batch was consumed.
+        const spare: Float32Array[] = [];
+        const batchLength = batchSize * p.channels * p.height * p.width;
+        const queue: Array<Promise<{ data: Float32Array }>> = [];
         for (let s = 0; s < items.length || queue.length > 0; s += batchSize) {
-          if (s < items.length) queue.push(pool.loadBatch(items.slice(s, s + batchSize).map((it) => it.source)));
-          if (queue.length > DECODE_PREFETCH_BATCHES || s + batchSize >= items.length) await queue.shift();
+          if (s < items.length) queue.push(pool.loadBatch(items.slice(s, s + batchSize).map((it) => it.source), { output: spare.pop() ?? new Float32Array(batchLength) }));
+          if (queue.length > DECODE_PREFETCH_BATCHES || s + batchSize >= items.length) spare.push(new Float32Array((await queue.shift())?.data.buffer as ArrayBuffer));
         }
         return { imagesPerSecond: rate(items.length, t1), workers, startSeconds };
       } finally {

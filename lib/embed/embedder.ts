@@ -204,12 +204,15 @@ export class OnnxEmbedder {
    * Runs the model on `count` preprocessed images in `batch` (layout and size per {@link preprocessing})
    * and returns their L2-normalised embeddings (count x dim). `firstRow` numbers rows in error messages.
    */
-  embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
-    return this.#embedTensor(batch, count, firstRow, false);
+  async embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
+    return (await this.#embedTensor(batch, count, firstRow, false)).vectors;
   }
 
-  /** {@link embedTensor}; with `handOver`, `batch`'s buffer goes to the inference thread (detached here). */
-  async #embedTensor(batch: Float32Array, count: number, firstRow: number, handOver: boolean): Promise<Float32Array> {
+  /**
+   * {@link embedTensor}, also answering the input array the model ran on. With `handOver`, `batch`'s
+   * buffer goes to the inference thread (detached here) and comes back as `input`'s buffer.
+   */
+  async #embedTensor(batch: Float32Array, count: number, firstRow: number, handOver: boolean): Promise<{ vectors: Float32Array; input: Float32Array }> {
     const p = this.signature.preprocessing;
     const per = p.channels * p.height * p.width;
     if (batch.length < count * per) throw invalidParameterError('batch', `at least ${count * per} values`, batch.length);
@@ -222,10 +225,11 @@ export class OnnxEmbedder {
     }
     const dims = p.layout === 'NCHW' ? [runCount, p.channels, p.height, p.width] : [runCount, p.height, p.width, p.channels];
     let out: PlainTensor | undefined;
+    let input: Float32Array;
     try {
-      const inputs = { [this.signature.inputName]: { data, dims } };
-      const result = await this.session.run(inputs, [this.signature.outputName], { transferInputs: handOver });
-      out = result[this.signature.outputName];
+      const result = await this.session.run({ [this.signature.inputName]: { data, dims } }, [this.signature.outputName], { transferInputs: handOver });
+      out = result.outputs[this.signature.outputName];
+      input = (result.inputs[this.signature.inputName] as { data: Float32Array }).data;
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
@@ -242,7 +246,7 @@ export class OnnxEmbedder {
     this.dim = dim;
     const vectors = out.data.slice(0, count * dim);
     normalizeRowsInPlace(vectors, count, dim, this.modelPath, firstRow);
-    return vectors;
+    return { vectors, input };
   }
 
   /**
@@ -260,7 +264,7 @@ export class OnnxEmbedder {
       if (canonicalJson(decodePool.preprocessing) !== canonicalJson(p)) {
         throw invalidParameterError('decodePool', `a pool with the preprocessing of ${this.modelPath} (${canonicalJson(p)})`, canonicalJson(decodePool.preprocessing));
       }
-      return this.#embedBatches(items, options, (sources) => decodePool.loadBatch(sources, poolOptions(options)), DECODE_PREFETCH_BATCHES);
+      return this.#embedBatches(items, options, (sources, output) => decodePool.loadBatch(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
     }
     const processes = decodeProcessCount(items.length, workers);
     if (processes === 0) {
@@ -270,48 +274,65 @@ export class OnnxEmbedder {
         ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
       };
-      return this.#embedBatches(items, options, (sources) => loadImageBatch(sources, p, loadOptions), 1);
+      return this.#embedBatches(items, options, (sources, output) => loadImageBatch(sources, p, { ...loadOptions, output }), 1);
     }
     const pool = await ImageDecodePool.start({ workers: processes, preprocessing: p, limitInputPixels: options.limitInputPixels });
     try {
-      return await this.#embedBatches(items, options, (sources) => pool.loadBatch(sources, poolOptions(options)), DECODE_PREFETCH_BATCHES);
+      return await this.#embedBatches(items, options, (sources, output) => pool.loadBatch(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
     } finally {
       await pool.close();
     }
   }
 
   /**
-   * The batch loop of {@link embedItems}: `load` decodes one batch; up to `prefetch` batches are
-   * decoding while the current one runs inference.
+   * The batch loop of {@link embedItems}: `load` decodes one batch into `output`; up to `prefetch`
+   * batches are decoding while the current one runs inference. The batch arrays circulate: each comes
+   * back from the inference thread with its embeddings and is filled again (see `batchOutput` in
+   * image/batch-collector.ts for why that matters).
    */
   async #embedBatches(
     items: ManifestItem[],
     options: EmbedItemsOptions,
-    load: (sources: ImageSource[]) => Promise<ImageBatch>,
+    load: (sources: ImageSource[], output: Float32Array) => Promise<ImageBatch>,
     prefetch: number,
   ): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
+    const p = this.signature.preprocessing;
+    const batchLength = this.batchSize * p.channels * p.height * p.width;
+    const spare: Float32Array[] = [];
+    const recycle = (buffer: ArrayBufferLike): void => {
+      if (buffer.byteLength === batchLength * 4) spare.push(new Float32Array(buffer));
+    };
     const chunks: Float32Array[] = [];
     const ids: string[] = [];
     const labels: string[] = [];
     const failures: ImageFailure[] = [];
-    const queue: Array<Promise<ImageBatch>> = [];
+    const queue: Array<{ batch: Promise<ImageBatch>; output: Float32Array }> = [];
     let queued = 0;
     const refill = (): void => {
       while (queue.length < prefetch && queued < items.length) {
-        const batch = load(items.slice(queued, queued + this.batchSize).map((it) => it.source));
+        const output = spare.pop() ?? new Float32Array(batchLength);
+        const batch = load(items.slice(queued, queued + this.batchSize).map((it) => it.source), output);
         // Keep a rejected prefetch from becoming an unhandled rejection while earlier batches run.
         batch.catch(() => undefined);
-        queue.push(batch);
+        queue.push({ batch, output });
         queued += this.batchSize;
       }
     };
     refill();
     // Inference runs on the session's thread: the next batch is handed over as soon as it is decoded,
     // so it waits there while the current one runs (at most INFERENCES_IN_FLIGHT batches).
-    const inferring: Array<Promise<Float32Array>> = [];
+    const inferring: Array<Promise<{ vectors: Float32Array; input: Float32Array }>> = [];
+    const collect = async (): Promise<void> => {
+      const { vectors, input } = await (inferring.shift() as Promise<{ vectors: Float32Array; input: Float32Array }>);
+      chunks.push(vectors);
+      recycle(input.buffer);
+    };
     for (let start = 0; start < items.length; start += this.batchSize) {
       if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Embedding cancelled');
-      const batch = await (queue.shift() as Promise<ImageBatch>);
+      const { batch: pending, output } = queue.shift() as { batch: Promise<ImageBatch>; output: Float32Array };
+      const batch = await pending;
+      // A batch with skipped images comes packed into a new array: its own array is free again at once.
+      if (batch.data.buffer !== output.buffer) recycle(output.buffer);
       refill();
       for (const f of batch.failures) failures.push({ id: (items[start + f.index] as ManifestItem).id, message: f.message });
       if (batch.loaded.length > 0) {
@@ -324,10 +345,10 @@ export class OnnxEmbedder {
           labels.push(item.label);
         }
       }
-      if (inferring.length >= INFERENCES_IN_FLIGHT) chunks.push(await (inferring.shift() as Promise<Float32Array>));
+      if (inferring.length >= INFERENCES_IN_FLIGHT) await collect();
       options.onProgress?.(Math.min(start + this.batchSize, items.length), items.length);
     }
-    for (const inference of inferring) chunks.push(await inference);
+    while (inferring.length > 0) await collect();
     const dim = this.dim ?? 0;
     const vectors = new Float32Array(ids.length * dim);
     let offset = 0;

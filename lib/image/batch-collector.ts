@@ -14,7 +14,7 @@
  * index.
  */
 import type { ImageSource } from '../data/manifest.js';
-import { DmlError } from '../errors.js';
+import { DmlError, invalidParameterError } from '../errors.js';
 import type { DmlErrorCode } from '../errors.js';
 import { describeImageSource } from './decode.js';
 import type { Preprocessing } from './preprocessing.js';
@@ -36,7 +36,10 @@ export interface ImageFailure {
 
 /** A loaded batch. */
 export interface ImageBatch {
-  /** `loaded.length` images, each `height * width * channels` values, in `layout`. */
+  /**
+   * `loaded.length` images, each `height * width * channels` values, in `layout`: a view of the
+   * caller's `output` array when one was given and no image was skipped.
+   */
   data: Float32Array;
   /** Tensor shape: [n, channels, height, width] (NCHW) or [n, height, width, channels] (NHWC). */
   shape: [number, number, number, number];
@@ -47,6 +50,21 @@ export interface ImageBatch {
 }
 
 const SKIPPABLE: ReadonlySet<DmlErrorCode> = new Set(['E_IMAGE', 'E_NOT_FOUND', 'E_IO', 'E_DATASET']);
+
+/**
+ * The array a batch of `length` values is written into: the first `length` values of the caller's
+ * `output`, or a new array. Reusing one array for batch after batch saves more than the allocation:
+ * normalising 224x224 RGB into a fresh array took 0.37-0.56 ms per image against 0.15-0.21 ms into one
+ * already written (2 vCPUs; the first touch of each fresh page costs the difference). Errors: E_ARG when
+ * `output` is not a Float32Array of at least `length` values.
+ */
+export function batchOutput(output: Float32Array | undefined, length: number): Float32Array {
+  if (output === undefined) return new Float32Array(length);
+  if (!(output instanceof Float32Array) || output.length < length) {
+    throw invalidParameterError('output', `a Float32Array of at least ${length} values (the batch's images x their size)`, output);
+  }
+  return output.subarray(0, length);
+}
 
 /** The E_CANCELLED error of a batch whose signal was aborted with `loaded` of `total` images done. */
 export function batchCancelledError(loaded: number, total: number): DmlError {
@@ -64,13 +82,16 @@ export class BatchCollector {
   readonly #failures: ImageFailure[] = [];
   #fatal: { index: number; error: unknown } | undefined;
 
-  /** `preprocessing` must already be validated (its size, channels, layout, mean and std are used as is). */
-  constructor(sources: readonly ImageSource[], preprocessing: Preprocessing, skipBadImages: boolean) {
+  /**
+   * `preprocessing` must already be validated (its size, channels, layout, mean and std are used as is).
+   * `output`, when given, is written instead of a new array (see {@link batchOutput}).
+   */
+  constructor(sources: readonly ImageSource[], preprocessing: Preprocessing, skipBadImages: boolean, output?: Float32Array) {
     this.#sources = sources;
     this.#preprocessing = preprocessing;
     this.#skipBadImages = skipBadImages;
     this.#perImage = preprocessing.height * preprocessing.width * preprocessing.channels;
-    this.#data = new Float32Array(sources.length * this.#perImage);
+    this.#data = batchOutput(output, sources.length * this.#perImage);
     this.#done = new Uint8Array(sources.length);
   }
 

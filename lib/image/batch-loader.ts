@@ -33,6 +33,8 @@ export interface LoadImageBatchOptions {
   augment?: { augmentation: TrainAugmentation; rng: Rng } | undefined;
   /** Cancels the batch: no new image starts, and the call rejects with E_CANCELLED. */
   signal?: AbortSignal | undefined;
+  /** Write the batch into this array (at least images x image size values), e.g. one reused batch after batch. */
+  output?: Float32Array | undefined;
 }
 
 /** Loads `sources` into one tensor as `preprocessing` describes. */
@@ -43,7 +45,7 @@ export async function loadImageBatch(
 ): Promise<ImageBatch> {
   if (!Array.isArray(sources)) throw invalidParameterError('sources', 'an array of image sources', sources);
   validatePreprocessing(preprocessing);
-  const { concurrency = 4, skipBadImages = false, limitInputPixels, augment, signal } = options;
+  const { concurrency = 4, skipBadImages = false, limitInputPixels, augment, signal, output } = options;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw invalidParameterError('concurrency', 'a positive integer', concurrency);
   }
@@ -60,7 +62,7 @@ export async function loadImageBatch(
     augment === undefined
       ? undefined
       : { augmentation: augment.augmentation, rngs: sources.map(() => augment.rng.fork()) };
-  const collector = new BatchCollector(sources, preprocessing, skipBadImages);
+  const collector = new BatchCollector(sources, preprocessing, skipBadImages, output);
   let next = 0;
 
   const loadOne = async (index: number): Promise<void> => {

@@ -77,6 +77,8 @@ export interface DecodePoolBatchOptions {
   skipBadImages?: boolean | undefined;
   /** Cancels the batch: no new image starts, and the call rejects with E_CANCELLED. */
   signal?: AbortSignal | undefined;
+  /** Write the batch into this array (at least images x image size values), e.g. one reused batch after batch. */
+  output?: Float32Array | undefined;
 }
 
 /** One pending batch. */
@@ -278,14 +280,20 @@ export class ImageDecodePool {
    */
   loadBatch(sources: readonly ImageSource[], options: DecodePoolBatchOptions = {}): Promise<ImageBatch> {
     if (!Array.isArray(sources)) return Promise.reject(invalidParameterError('sources', 'an array of image sources', sources));
-    const { skipBadImages = false, signal } = options;
+    const { skipBadImages = false, signal, output } = options;
     if (this.#closing !== undefined) return Promise.reject(new DmlError('E_CANCELLED', 'The image decode pool is closed'));
     if (this.#lost !== undefined) return Promise.reject(this.#lost);
     if (signal?.aborted) return Promise.reject(batchCancelledError(0, sources.length));
+    let collector: BatchCollector;
+    try {
+      collector = new BatchCollector(sources, this.#config.preprocessing, skipBadImages, output);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise<ImageBatch>((resolve, reject) => {
       const job: Job = {
         sources,
-        collector: new BatchCollector(sources, this.#config.preprocessing, skipBadImages),
+        collector,
         signal,
         next: 0,
         inFlight: 0,

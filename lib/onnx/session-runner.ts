@@ -37,11 +37,22 @@ export function plainOutputs(result: ort.InferenceSession.ReturnType, outputName
   return outputs;
 }
 
+/** What {@link SessionRunner.run} answers. */
+export interface RunResult {
+  /** The outputs asked for, by name. */
+  outputs: Record<string, PlainTensor>;
+  /**
+   * The inputs, usable again: the caller's own arrays, or, when they were handed over to a session
+   * thread, the same buffers handed back (so a caller can reuse its input arrays batch after batch).
+   */
+  inputs: FloatInputs;
+}
+
 /** Options of {@link SessionRunner.run}. */
 export interface RunOptions {
   /**
-   * Hand the inputs' buffers over instead of copying them (a session thread then owns them and they are
-   * detached here). For callers that do not reuse their inputs. Default false.
+   * Hand the inputs' buffers over instead of copying them: they are detached here until the run answers
+   * with them in {@link RunResult.inputs}. Default false (a session thread gets a copy).
    */
   transferInputs?: boolean;
 }
@@ -54,8 +65,8 @@ export interface SessionRunner {
   readonly attempts: ProviderAttempt[];
   /** The model's declared inputs and outputs. */
   readonly io: IoDescription;
-  /** Runs the model on float32 `inputs` and returns the outputs named in `outputNames`. Rejects with onnxruntime's error. */
-  run(inputs: FloatInputs, outputNames: string[], options?: RunOptions): Promise<Record<string, PlainTensor>>;
+  /** Runs the model on float32 `inputs`, answering the outputs named in `outputNames`. Rejects with onnxruntime's error. */
+  run(inputs: FloatInputs, outputNames: string[], options?: RunOptions): Promise<RunResult>;
   /** Frees the session (and ends its thread). */
   release(): Promise<void>;
 }
@@ -80,8 +91,8 @@ export class InProcessSessionRunner implements SessionRunner {
     this.io = describeIo(created.session);
   }
 
-  async run(inputs: FloatInputs, outputNames: string[]): Promise<Record<string, PlainTensor>> {
-    return plainOutputs(await this.#session.run(ortFeeds(inputs), outputNames), outputNames);
+  async run(inputs: FloatInputs, outputNames: string[]): Promise<RunResult> {
+    return { outputs: plainOutputs(await this.#session.run(ortFeeds(inputs), outputNames), outputNames), inputs };
   }
 
   release(): Promise<void> {

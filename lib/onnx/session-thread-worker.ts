@@ -5,7 +5,8 @@
  *
  * Protocol: workerData is a {@link SessionThreadData}. The worker answers `ready` (provider, attempts,
  * declared inputs and outputs) or `fatal` (and exits), then one `result` or `error` per
- * {@link SessionThreadRequest} of type `run`, in order; `release` frees the session and ends the thread.
+ * {@link SessionThreadRequest} of type `run`, in order (a result hands the run's input buffers back);
+ * `release` frees the session and ends the thread.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type * as ort from 'onnxruntime-node';
@@ -28,7 +29,7 @@ export type SessionThreadRequest =
 export type SessionThreadReply =
   | { type: 'ready'; provider: ExecutionProviderName; attempts: ProviderAttempt[]; io: IoDescription }
   | { type: 'fatal'; code: DmlErrorCode | null; message: string }
-  | { type: 'result'; id: number; outputs: Record<string, PlainTensor> }
+  | { type: 'result'; id: number; outputs: Record<string, PlainTensor>; inputs: FloatInputs }
   | { type: 'error'; id: number; message: string };
 
 async function serve(port: MessagePort, data: SessionThreadData): Promise<void> {
@@ -49,7 +50,11 @@ async function serve(port: MessagePort, data: SessionThreadData): Promise<void> 
       return;
     }
     session.run(ortFeeds(request.inputs), request.outputNames).then(
-      (result) => port.postMessage({ type: 'result', id: request.id, outputs: plainOutputs(result, request.outputNames) } satisfies SessionThreadReply),
+      (result) => {
+        // The inputs go back with the outputs (moved, not copied), so the caller can reuse its arrays.
+        const reply: SessionThreadReply = { type: 'result', id: request.id, outputs: plainOutputs(result, request.outputNames), inputs: request.inputs };
+        port.postMessage(reply, Object.values(request.inputs).map((input) => input.data.buffer as ArrayBuffer));
+      },
       (err: unknown) => port.postMessage({ type: 'error', id: request.id, message: (err as Error)?.message ?? String(err) } satisfies SessionThreadReply),
     );
   });

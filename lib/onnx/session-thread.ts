@@ -5,7 +5,7 @@
  * infers one batch, the main thread goes on receiving decoded images from the decode processes.
  *
  * Inputs are copied to the thread (structured clone) unless the caller hands their buffers over
- * (`transferInputs`); outputs come back as copies. Runs are answered in order. A thread that dies
+ * (`transferInputs`; the answer hands them back); outputs come back as copies. Runs are answered in order. A thread that dies
  * rejects the runs it held and every later one with an E_MODEL error naming the model. While no run is
  * pending the thread does not keep the process alive, as an in-process session would not.
  *
@@ -15,11 +15,11 @@ import { Worker } from 'node:worker_threads';
 import { DmlError } from '../errors.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import type { CreateSessionOptions, ExecutionProviderName, IoDescription, ProviderAttempt } from './session.js';
-import type { FloatInputs, PlainTensor, RunOptions, SessionRunner } from './session-runner.js';
+import type { FloatInputs, RunOptions, RunResult, SessionRunner } from './session-runner.js';
 import type { SessionThreadData, SessionThreadReply, SessionThreadRequest } from './session-thread-worker.js';
 
 interface PendingRun {
-  resolve: (outputs: Record<string, PlainTensor>) => void;
+  resolve: (result: RunResult) => void;
   reject: (error: Error) => void;
 }
 
@@ -81,7 +81,7 @@ export class SessionThread implements SessionRunner {
     });
   }
 
-  run(inputs: FloatInputs, outputNames: string[], options: RunOptions = {}): Promise<Record<string, PlainTensor>> {
+  run(inputs: FloatInputs, outputNames: string[], options: RunOptions = {}): Promise<RunResult> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended);
     const id = this.#nextId++;
     const request: SessionThreadRequest = { type: 'run', id, inputs, outputNames };
@@ -108,7 +108,7 @@ export class SessionThread implements SessionRunner {
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     if (this.#pending.size === 0) this.#worker.unref();
-    if (reply.type === 'result') pending.resolve(reply.outputs);
+    if (reply.type === 'result') pending.resolve({ outputs: reply.outputs, inputs: reply.inputs });
     else pending.reject(new Error(reply.message));
   }
 

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import type { ImageSource } from '../../lib/data/manifest.js';
 import { DmlError } from '../../lib/errors.js';
 import { loadImageBatch } from '../../lib/image/batch-loader.js';
@@ -93,6 +94,27 @@ describe('loadImageBatch', () => {
     expect(wide.data).to.deep.equal(one.data);
     const third = await loadImageBatch([photos[3]!], photoPre);
     expect(one.data.subarray(3 * 1728, 4 * 1728)).to.deep.equal(third.data);
+  });
+
+  it('writes into a caller-given output array, reused batch after batch, with the same values', async () => {
+    const expected = await loadImageBatch(photos, photoPre);
+    const output = new Float32Array(12 * 1728).fill(Number.NaN); // room for 12 images; stale values inside
+    const first = await loadImageBatch(photos, photoPre, { output });
+    expect(first.data.buffer).to.equal(output.buffer);
+    expect(first.data.length).to.equal(10 * 1728);
+    expect(first.data).to.deep.equal(expected.data);
+    const second = await loadImageBatch(photos.slice(0, 3), photoPre, { output });
+    expect(second.data.buffer).to.equal(output.buffer);
+    expect(second.data).to.deep.equal(expected.data.subarray(0, 3 * 1728));
+    // With an image skipped, the batch is packed into a new array; the caller's is left as it was.
+    const skipped = await loadImageBatch([photos[0]!, garbage, photos[1]!], photoPre, { output, skipBadImages: true });
+    expect(skipped.data.buffer).not.to.equal(output.buffer);
+    expect(skipped.data).to.deep.equal(expected.data.subarray(0, 2 * 1728));
+    await expectDmlError(
+      loadImageBatch(photos, photoPre, { output: new Float32Array(9 * 1728) }),
+      'E_ARG',
+      /^Expected a Float32Array of at least 17280 values \(the batch's images x their size\) for output but received/,
+    );
   });
 
   it('throws the DmlError of the lowest-index bad image by default', async () => {

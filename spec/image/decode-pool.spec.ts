@@ -90,6 +90,15 @@ describe('ImageDecodePool', function () {
     expect(slot(15).equals(slot(10))).to.equal(false);
   });
 
+  it('writes into a caller-given output array, with the bytes loadImageBatch gives', async () => {
+    const output = new Float32Array(13 * 3 * 24 * 24).fill(Number.NaN);
+    const pooled = await rgbPool.loadBatch(photos, { output });
+    const local = await loadImageBatch(photos, rgbPre);
+    expect(pooled.data.buffer).to.equal(output.buffer);
+    expect(bytes(pooled).equals(bytes(local))).to.equal(true);
+    await expectDmlError(rgbPool.loadBatch(photos, { output: new Float32Array(3) }), 'E_ARG', /^Expected a Float32Array of at least 20736 values/);
+  });
+
   it('gives byte-identical grey NHWC batches (PNG, JPEG and IDX items, cropped and padded)', async () => {
     const sources = [...idx, ...photos];
     const pooled = await greyPool.loadBatch(sources);

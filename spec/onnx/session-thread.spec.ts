@@ -56,8 +56,8 @@ describe('onnx/session-thread', () => {
       expect(thread.io).to.deep.equal(local.io);
       const x = Float32Array.from([0.5, -1, 3, 7, 2, -4]);
       const inputs = { x: { data: x, dims: [2, 3] } };
-      const a = await thread.run(inputs, ['y', 'top', 'where']);
-      const b = await local.run(inputs, ['y', 'top', 'where']);
+      const a = (await thread.run(inputs, ['y', 'top', 'where'])).outputs;
+      const b = (await local.run(inputs, ['y', 'top', 'where'])).outputs;
       expect(Array.from(a['y']?.data as Float32Array)).to.deep.equal([2, -1, 7, 15, 5, -7]);
       expect(a['y']?.dims).to.deep.equal([2, 3]);
       expect(a['where']?.type).to.equal('int64');
@@ -93,13 +93,18 @@ describe('onnx/session-thread', () => {
     }
   });
 
-  it('hands the input buffer over only when asked (transferInputs)', async () => {
+  it('hands the input buffer over only when asked (transferInputs), and back with the answer', async () => {
     const thread = await openSessionRunner(smallModel(), { device: 'cpu' });
     try {
       const x = Float32Array.from([1, 2, 3]);
-      const out = await thread.run({ x: { data: x, dims: [1, 3] } }, ['y'], { transferInputs: true });
-      expect(Array.from(out['y']?.data as Float32Array)).to.deep.equal([3, 5, 7]);
-      expect(x.length).to.equal(0); // detached: the thread owns it now
+      const result = await thread.run({ x: { data: x, dims: [1, 3] } }, ['y'], { transferInputs: true });
+      expect(Array.from(result.outputs['y']?.data as Float32Array)).to.deep.equal([3, 5, 7]);
+      expect(x.length).to.equal(0); // detached: it went to the thread
+      const back = result.inputs['x']?.data as Float32Array;
+      expect(Array.from(back)).to.deep.equal([1, 2, 3]);
+      back.set([4, 5, 6]); // usable again
+      const again = await thread.run({ x: { data: back, dims: [1, 3] } }, ['y'], { transferInputs: true });
+      expect(Array.from(again.outputs['y']?.data as Float32Array)).to.deep.equal([9, 11, 13]);
     } finally {
       await thread.release();
     }
