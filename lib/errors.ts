@@ -30,14 +30,30 @@ export type DmlErrorCode =
   /** Training diverged: a loss or weight became NaN or infinite. */
   | 'E_NUMERIC';
 
+/** Marks DmlErrors across copies of this module (a registered symbol: the same in every copy). */
+const DML_ERROR_BRAND = Symbol.for('dmlkit.DmlError');
+
 /** An error a user can act on. `message` is one line; `cause` keeps the underlying error. */
 export class DmlError extends Error {
   readonly code: DmlErrorCode;
+  /** The brand {@link DmlError}'s `instanceof` checks. */
+  readonly [DML_ERROR_BRAND] = true;
 
   constructor(code: DmlErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'DmlError';
     this.code = code;
+  }
+
+  /**
+   * `x instanceof DmlError` holds for a DmlError of any copy of this module: a program can end up with
+   * two (dmlkit loaded once through `require` and once through `import`, as the specs do when a
+   * command's work is loaded with `import()`; or two installed versions), and each copy has its own
+   * class. Subclasses keep the ordinary prototype check.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (this !== DmlError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as { [DML_ERROR_BRAND]?: unknown })[DML_ERROR_BRAND] === true;
   }
 }
 

@@ -19,7 +19,7 @@ import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
-import type { DeviceChoice } from '../onnx/session.js';
+import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';

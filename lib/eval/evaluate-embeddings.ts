@@ -7,8 +7,8 @@
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizedMutualInformation, pairwiseClusteringF1 } from '../metrics/clustering.js';
-import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, kmeansSweep } from '../metrics/kmeans.js';
-import { DEFAULT_ROUND_FRACTION, type KMeansInit } from '../metrics/kmeans-seeding.js';
+import { kmeansSweep } from '../metrics/kmeans.js';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_ROUND_FRACTION, DEFAULT_TOLERANCE, type KMeansInit } from '../metrics/kmeans-options.js';
 import { encodeLabels } from '../metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';

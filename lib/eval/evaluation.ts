@@ -4,7 +4,7 @@
  * evaluate-model.ts (model + dataset -> embeddings -> metrics).
  */
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
-import type { KMeansInit } from '../metrics/kmeans-seeding.js';
+import type { KMeansInit } from '../metrics/kmeans-options.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
 
 /** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */

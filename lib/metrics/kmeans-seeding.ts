@@ -31,15 +31,7 @@
 import { invalidParameterError } from '../errors.js';
 import type { Rng } from '../util/rng.js';
 import { nearestCentroids } from './kmeans-assign.js';
-
-/** How initial centroids are chosen (see the file comment). */
-export type KMeansInit = 'k-means++' | 'random';
-
-/** The seeding methods {@link seedRows} knows, for messages and the CLI. */
-export const KMEANS_INITS: readonly KMeansInit[] = ['k-means++', 'random'];
-
-/** Default `roundFraction`: each k-means++ round draws a quarter of the count chosen so far. */
-export const DEFAULT_ROUND_FRACTION = 0.25;
+import { DEFAULT_ROUND_FRACTION, KMEANS_INITS, type KMeansInit } from './kmeans-options.js';
 
 /** Options of {@link seedRows}. */
 export interface SeedingOptions {

@@ -34,12 +34,9 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import { Rng } from '../util/rng.js';
 import { nearestCentroids, type NearestCentroids } from './kmeans-assign.js';
 import { clusterSums, ClusterSumThreads } from './kmeans-sums.js';
-import { DEFAULT_ROUND_FRACTION, KMEANS_INITS, rowSquaredNorms, seedRows, type KMeansInit } from './kmeans-seeding.js';
+import { DEFAULT_MAX_ITERATIONS, DEFAULT_ROUND_FRACTION, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansInit } from './kmeans-options.js';
+import { rowSquaredNorms, seedRows } from './kmeans-seeding.js';
 
-/** Default cap on Lloyd iterations per run. */
-export const DEFAULT_MAX_ITERATIONS = 100;
-/** Default convergence tolerance on the relative inertia change of one iteration. */
-export const DEFAULT_TOLERANCE = 1e-4;
 
 /** Options of {@link kmeansSweep}: everything but the cluster count. */
 export interface KMeansSweepOptions {

@@ -7,7 +7,8 @@
  * thread stops everything else there: the replies of image decode processes, a server's requests.
  */
 import * as ort from 'onnxruntime-node';
-import { createSession, describeIo, type CreateSessionOptions, type ExecutionProviderName, type IoDescription, type ProviderAttempt } from './session.js';
+import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type ProviderAttempt } from './session.js';
+import type { ExecutionProviderName } from './devices.js';
 import { SessionThread } from './session-thread.js';
 
 /** A tensor as it crosses threads: element type, dimensions and data. */

@@ -22,15 +22,8 @@
 import { access, readdir } from 'node:fs/promises';
 import * as ort from 'onnxruntime-node';
 import { DmlError, invalidParameterError } from '../errors.js';
+import { AUTO_PROVIDER_ORDER, DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './devices.js';
 
-/**
- * Where to run a model: `auto` tries CUDA, then WebGPU, then CPU; `cuda`, `webgpu` or `cpu` uses that
- * provider or fails with the reason.
- */
-export type DeviceChoice = 'auto' | ExecutionProviderName;
-
-/** An execution provider dmlkit knows how to ask for. */
-export type ExecutionProviderName = 'cuda' | 'webgpu' | 'cpu';
 
 /** One try at creating the session. */
 export interface ProviderAttempt {
@@ -74,14 +67,6 @@ export interface IoDescription {
   outputs: IoValueInfo[];
 }
 
-/** The providers `auto` tries, in order. */
-export const AUTO_PROVIDER_ORDER: readonly ExecutionProviderName[] = ['cuda', 'webgpu', 'cpu'];
-
-/** Every `--device` value, for parsers and messages. */
-export const DEVICE_CHOICES: readonly DeviceChoice[] = ['auto', ...AUTO_PROVIDER_ORDER];
-
-/** One line of help text for a `--device` flag. */
-export const DEVICE_HELP = 'auto (CUDA, else WebGPU, else CPU), cuda, webgpu or cpu';
 
 const PROVIDER_LISTS: Readonly<Record<ExecutionProviderName, ort.InferenceSession.ExecutionProviderConfig[]>> = {
   // 'cpu' after a GPU provider only places nodes that provider lacks; it does not rescue a failed load.
@@ -141,14 +126,6 @@ async function webgpuUnavailable(): Promise<string | undefined> {
   return undefined;
 }
 
-/**
- * One line for the user: which provider runs `name`, and why the ones tried before it failed, e.g.
- * `model.onnx runs on cpu (cuda: Failed to load shared library; webgpu: no Vulkan loader ...)`.
- */
-export function describeProviderChoice(name: string, created: { provider: string; attempts: ReadonlyArray<{ provider: string; error?: string }> }): string {
-  const failed = created.attempts.filter((a) => a.error !== undefined).map((a) => `${a.provider}: ${a.error}`);
-  return `${name} runs on ${created.provider}${failed.length > 0 ? ` (${failed.join('; ')})` : ''}`;
-}
 
 /**
  * Creates an onnxruntime session for `model` (a file path or the model's bytes), trying execution

@@ -1,7 +1,7 @@
 /**
  * @file The side-by-side Markdown table printed on stdout: one row per run.
  */
-import { describeProviderChoice } from '../onnx/session.js';
+import { describeProviderChoice } from '../onnx/devices.js';
 import type { Report, RunReport } from './report.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));

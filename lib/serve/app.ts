@@ -21,13 +21,14 @@ import multipart from '@fastify/multipart';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { decodeImageSource } from '../image/decode.js';
 import { rawInput } from '../image/raw-image.js';
-import type { DeviceChoice } from '../onnx/session.js';
+import type { DeviceChoice } from '../onnx/devices.js';
 import { errorBody, HttpError } from './errors.js';
 import { checkItemText, checkVector, SearchIndexStore, type IndexedItem, type SearchHit } from './index-store.js';
 import { RequestMetrics } from './metrics.js';
 import { openApiDocument } from './openapi.js';
 import { searchPage } from './page.js';
 import { InferenceWorkerPool } from './worker-pool.js';
+import { DEFAULT_MAX_UPLOAD_BYTES } from './defaults.js';
 
 /** Options of {@link createSearchApp}. */
 export interface SearchAppOptions {
@@ -55,8 +56,6 @@ export interface SearchAppOptions {
   logger?: boolean | { level: string };
 }
 
-/** Default of {@link SearchAppOptions.maxUploadBytes}: 10 MiB. */
-export const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
 
 /** Neighbours returned when a request gives no k. */
 export const DEFAULT_K = 10;

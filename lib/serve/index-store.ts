@@ -49,6 +49,7 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import { HnswIndex, type HnswParams } from '../search/hnsw.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { sha256, sha256File } from '../util/hash.js';
+import { DEFAULT_SNAPSHOT_EVERY } from './defaults.js';
 
 const { HierarchicalNSW } = hnswlib;
 
@@ -67,8 +68,6 @@ const UPLOADS = 'uploads';
 /** Longest item id and label accepted. */
 export const MAX_ID_LENGTH = 512;
 
-/** Journal lines after which a writable index takes a snapshot by itself (see {@link OpenIndexOptions}). */
-export const DEFAULT_SNAPSHOT_EVERY = 1000;
 
 /** One indexed image. */
 export interface IndexedItem {

@@ -14,7 +14,7 @@ import type { DmlErrorCode } from '../errors.js';
 import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import type { DeviceChoice } from '../onnx/session.js';
+import type { DeviceChoice } from '../onnx/devices.js';
 import { preprocessImageBytes } from './embed-image.js';
 
 /** What a worker is started with. */

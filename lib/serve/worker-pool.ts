@@ -13,7 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import type { DeviceChoice } from '../onnx/session.js';
+import type { DeviceChoice } from '../onnx/devices.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import { HttpError } from './errors.js';
 import type { InferenceWorkerData, WorkerReply, WorkerRequest } from './inference-worker.js';

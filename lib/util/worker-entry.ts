@@ -4,9 +4,10 @@
  * `.ts` file after registering tsx inside the worker.
  *
  * Measured on Node 20.20 with tsx 4.23: `--import tsx` in a worker's execArgv does not apply to its
- * entry module (ERR_UNKNOWN_FILE_EXTENSION), and under mocha the caller is compiled to CommonJS, where
- * `import.meta.resolve` is missing; so an eval'd one-line bootstrap registers tsx's CommonJS hooks
- * (`tsx/cjs/api`) and requires the entry. An entry started this way must have no top-level await.
+ * entry module (ERR_UNKNOWN_FILE_EXTENSION), and a caller loaded through `require` is compiled to
+ * CommonJS, where `import.meta.resolve` is missing; so an eval'd one-line bootstrap registers tsx's
+ * CommonJS hooks (`tsx/cjs/api`) and requires the entry. An entry started this way must have no
+ * top-level await.
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';

@@ -14,7 +14,8 @@ import { expect } from 'chai';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import * as ort from 'onnxruntime-node';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
-import { createSession, describeIo, describeProviderChoice, type CreateSessionOptions } from '../../lib/onnx/session.js';
+import { describeProviderChoice } from '../../lib/onnx/devices.js';
+import { createSession, describeIo, type CreateSessionOptions } from '../../lib/onnx/session.js';
 import { DmlError } from '../../lib/errors.js';
 
 /** x[batch, 5] -> y = Relu(x), plus top-2 values and int64 indices. */

@@ -1,0 +1,240 @@
+/**
+ * @file The work of `dml eval` (eval-command.ts declares the command): checks the flags, evaluates the
+ * models or the .npy embeddings, prints the table and writes the reports. Loaded only when the command
+ * runs.
+ */
+import { access, constants, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { applyClassSplit, parseClassList } from '../data/class-split.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { DmlError, invalidParameterError } from '../errors.js';
+import { OnnxEmbedder } from '../embed/embedder.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { normalizeRowsInPlace } from '../embed/normalize.js';
+import { readNpy } from '../embed/npy.js';
+import { parseClusterCountSpecs } from '../eval/cluster-counts.js';
+import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
+import { evaluateModel } from '../eval/evaluate-model.js';
+import type { IndexParameters } from '../eval/evaluation.js';
+import { KMEANS_INITS } from '../metrics/kmeans-options.js';
+import { DEVICE_CHOICES } from '../onnx/devices.js';
+import { reportHtml } from '../report/html.js';
+import { reportMarkdown } from '../report/markdown.js';
+import { buildReport, type Report, type RunReport } from '../report/report.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { createProgress } from '../util/progress.js';
+import {
+  parseChoice,
+  parseNonNegativeInt,
+  parseNonNegativeNumber,
+  parsePositiveInt,
+  parsePositiveIntList,
+  parseSeed,
+} from './parse-options.js';
+import type { EvalFlags } from './eval-command.js';
+import { preprocessingOverrides } from './preprocessing-flags.js';
+
+/**
+ * Checks that folder `dir` exists or can be created, before any work starts: its nearest existing
+ * ancestor must be a writable folder. `what` names the flag and value in the error.
+ */
+async function checkWritableFolder(dir: string, what: string): Promise<void> {
+  let current = path.resolve(dir);
+  for (;;) {
+    const info = await stat(current).catch(() => undefined);
+    if (info) {
+      if (!info.isDirectory()) throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not a folder`);
+      break;
+    }
+    const parent = path.dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  try {
+    await access(current, constants.W_OK);
+  } catch {
+    throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not writable`);
+  }
+}
+
+export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
+  const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
+  if (usingNpy && (models.length > 0 || flags.data !== undefined)) {
+    throw invalidParameterError('dml eval', 'either models with --data, or --query-embeddings with --query-labels, not both', argv.join(' '));
+  }
+  if (!usingNpy && models.length === 0) {
+    throw invalidParameterError('dml eval', 'at least one model.onnx (or --query-embeddings)', 'none');
+  }
+  if (!usingNpy && flags.data === undefined) throw invalidParameterError('--data', 'a dataset such as folder:path/to/images', 'nothing');
+
+  const index: IndexParameters =
+    parseChoice(flags.index, ['exact', 'hnsw'] as const, '--index') === 'exact'
+      ? { kind: 'exact', chunkSize: parsePositiveInt(flags.chunkSize, '--chunk-size') }
+      : {
+          kind: 'hnsw',
+          m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
+          efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
+          ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
+          seed: parseSeed(flags.seed, '--seed'),
+        };
+  const seed = parseSeed(flags.seed, '--seed');
+  const workers = flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
+  const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
+    clusterCountSpecs: parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k'),
+    clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
+    index,
+    kmeans: {
+      maxIterations: parsePositiveInt(flags.kmeansMaxIterations, '--kmeans-max-iterations'),
+      tolerance: parseNonNegativeNumber(flags.kmeansTolerance, '--kmeans-tolerance'),
+      init: parseChoice(flags.kmeansInit, KMEANS_INITS, '--kmeans-init'),
+      restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
+      seed,
+    },
+    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+  };
+  const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
+  if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
+  if (flags.json !== undefined) await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
+
+  const progress = new Map<string, ReturnType<typeof createProgress>>();
+  const onProgress = (stage: string, done: number, total: number): void => {
+    let bar = progress.get(stage);
+    if (!bar) {
+      bar = createProgress(stage);
+      progress.set(stage, bar);
+    }
+    bar.update(done, total);
+    if (done >= total) {
+      bar.stop();
+      progress.delete(stage);
+    }
+  };
+
+  const runs: RunReport[] = [];
+  if (usingNpy) {
+    runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
+  } else {
+    const spec = flags.data as string;
+    let manifest = await openDataset(spec, {
+      warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
+      ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
+    });
+    let trainClasses: string[] | undefined;
+    if (flags.trainClasses !== undefined) {
+      trainClasses = parseClassList(flags.trainClasses, '--train-classes');
+      manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
+    }
+    const hash = await manifestHash(manifest);
+    const ks = explicitKs ?? manifest.defaultK;
+    const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
+    const names = models.map((m) => path.basename(m));
+    const overrides = preprocessingOverrides(flags);
+    for (const [i, model] of models.entries()) {
+      const embedder = await OnnxEmbedder.open(model, {
+        device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+        batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
+        preprocessing: overrides,
+        ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+        ...(common.threads !== undefined ? { threads: common.threads } : {}),
+      });
+      try {
+        runs.push(
+          await evaluateModel(embedder, manifest, {
+            ...common,
+            ks,
+            onProgress,
+            datasetSpec: spec,
+            manifestHash: hash,
+            ...(trainClasses !== undefined ? { trainClasses } : {}),
+            ...(cacheDir !== undefined ? { cacheDir } : {}),
+            skipBadImages: flags.skipBadImages === true,
+            ...(workers !== undefined ? { workers } : {}),
+            ...(flags.limitInputPixels !== undefined
+              ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') }
+              : {}),
+            name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
+          }),
+        );
+      } finally {
+        await embedder.release();
+      }
+    }
+  }
+
+  const report = buildReport(runs, ['dml', ...argv]);
+  const table = reportMarkdown(report);
+  await writeOutputs(report, table, flags);
+  process.stdout.write(`${table}\n`);
+}
+
+async function writeOutputs(report: Report, table: string, flags: EvalFlags): Promise<void> {
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  if (flags.out !== undefined) {
+    await writeFileAtomic(path.join(flags.out, 'report.json'), json);
+    await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n`);
+    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, table));
+  }
+  if (flags.json !== undefined) await writeFileAtomic(flags.json, json);
+}
+
+/** Reads an N x D float .npy as L2-normalised float32 rows. */
+async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array; count: number; dim: number }> {
+  const npy = await readNpy(file);
+  if (npy.shape.length !== 2 || !(npy.data instanceof Float32Array || npy.data instanceof Float64Array)) {
+    throw new DmlError('E_EMBEDDING', `${file}: expected a float32 or float64 array of shape (N, D) but found ${npy.dtype} of shape (${npy.shape.join(', ')})`);
+  }
+  const [count, dim] = npy.shape as [number, number];
+  const vectors = npy.data instanceof Float32Array ? npy.data : Float32Array.from(npy.data);
+  normalizeRowsInPlace(vectors, count, dim, file);
+  return { vectors, count, dim };
+}
+
+/** Reads N labels (integers or strings) as strings. */
+async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<string[]> {
+  const npy = await readNpy(file);
+  if (npy.shape.length !== 1 && !(npy.shape.length === 2 && npy.shape[1] === 1)) {
+    throw new DmlError('E_DATASET', `${file}: expected a 1-D label array but found shape (${npy.shape.join(', ')})`);
+  }
+  if (npy.data instanceof Float32Array || npy.data instanceof Float64Array) {
+    throw new DmlError('E_DATASET', `${file}: labels must be integers or strings, found ${npy.dtype}`);
+  }
+  const labels = Array.from(npy.data as ArrayLike<number | bigint | string>, (v) => String(v));
+  if (labels.length !== expected) {
+    throw new DmlError('E_DATASET', `${file} holds ${labels.length} labels but ${embeddingsFile} holds ${expected} embeddings`);
+  }
+  return labels;
+}
+
+async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions): Promise<RunReport> {
+  if (flags.queryEmbeddings === undefined || flags.queryLabels === undefined) {
+    throw invalidParameterError('--query-embeddings/--query-labels', 'both files', 'only one');
+  }
+  if ((flags.galleryEmbeddings === undefined) !== (flags.galleryLabels === undefined)) {
+    throw invalidParameterError('--gallery-embeddings/--gallery-labels', 'both files or neither', 'only one');
+  }
+  const load = async (emb: string, lab: string, prefix: string): Promise<EmbeddingSet> => {
+    const e = await readEmbeddingsNpy(emb);
+    const labels = await readLabelsNpy(lab, e.count, emb);
+    return { ...e, labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
+  };
+  const query = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
+  const gallery =
+    flags.galleryEmbeddings !== undefined ? await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g') : null;
+  const evaluation = await evaluateEmbeddings(query, gallery, options);
+  const spec = gallery ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
+  return {
+    name: path.basename(flags.queryEmbeddings),
+    dataset: {
+      spec,
+      layout: 'npy',
+      protocol: gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
+      queryCount: query.count,
+      galleryCount: gallery?.count ?? query.count,
+      sameSet: evaluation.sameSet,
+      skippedImages: [],
+    },
+    metrics: evaluation.metrics,
+    parameters: evaluation.parameters,
+    timings: evaluation.timings,
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * @file The work of `dml index build|add|remove|info` (index-command.ts declares the commands). Loaded
+ * only when a subcommand runs.
+ */
+import type { ImageSource, ManifestItem } from '../data/manifest.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { embedItemsCached } from '../embed/cache.js';
+import { decodeProcessCount, OnnxEmbedder, type EmbedderOptions, type ImageFailure } from '../embed/embedder.js';
+import { DmlError } from '../errors.js';
+import { DEVICE_CHOICES } from '../onnx/devices.js';
+import { ImageDecodePool } from '../image/decode-pool.js';
+import { checkNewIndexFolder, SearchIndexStore } from '../serve/index-store.js';
+import { createProgress } from '../util/progress.js';
+import { parseChoice, parseNonNegativeInt, parsePositiveInt, parseSeed } from './parse-options.js';
+import type { AddFlags, BuildFlags, EmbedFlags } from './index-command.js';
+import { preprocessingOverrides } from './preprocessing-flags.js';
+
+/** The embedder options of the flags. */
+function embedderOptions(flags: EmbedFlags): EmbedderOptions {
+  return {
+    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+    batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
+    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+  };
+}
+
+function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number } {
+  return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
+}
+
+/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets). */
+function decodeWorkers(flags: EmbedFlags): number | undefined {
+  return flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
+}
+
+function warn(message: string): void {
+  process.stderr.write(`warning: ${message}\n`);
+}
+
+function reportFailures(failures: ImageFailure[]): void {
+  if (failures.length === 0) return;
+  warn(`skipped ${failures.length} undecodable image${failures.length === 1 ? '' : 's'}, first: ${failures[0]?.message ?? ''}`);
+}
+
+export async function runBuild(model: string, images: string, flags: BuildFlags): Promise<void> {
+  const options = embedderOptions(flags);
+  const hnsw = {
+    m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
+    efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
+    ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
+    seed: parseSeed(flags.seed, '--seed'),
+  };
+  const workers = decodeWorkers(flags);
+  await checkNewIndexFolder(flags.out, '--out');
+  const manifest = await openDataset(images, { warn });
+  const hash = await manifestHash(manifest);
+  const embedder = await OnnxEmbedder.open(model, {
+    ...options,
+    preprocessing: preprocessingOverrides(flags),
+    ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+  });
+  try {
+    const bar = createProgress('embedding');
+    const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
+      skipBadImages: flags.skipBadImages === true,
+      ...limitInputPixels(flags),
+      ...(workers !== undefined ? { workers } : {}),
+      onProgress: (done, total) => bar.update(done, total),
+    });
+    bar.stop();
+    reportFailures(failures);
+    const sources = new Map(manifest.items.map((item) => [item.id, item.source]));
+    const graphBar = createProgress('hnsw');
+    await SearchIndexStore.create(flags.out, {
+      modelPath: model,
+      metadata: {
+        model: { sha256: embedder.modelSha256, source: model, outputName: embedder.signature.outputName },
+        preprocessing: embedder.preprocessing,
+        dataset: { spec: images, manifestHash: hash },
+      },
+      set,
+      sources: set.ids.map((id) => sources.get(id) as ImageSource),
+      hnsw,
+      onProgress: (done, total) => graphBar.update(done, total),
+    });
+    graphBar.stop();
+    const labels = new Set(set.labels).size;
+    process.stdout.write(
+      `Indexed ${set.count} items (${labels} labels, ${set.dim}-d${fromCache ? ', embeddings from the cache' : `, embedded on ${embedder.provider}`}) from ${images} into ${flags.out}\n`,
+    );
+  } finally {
+    await embedder.release();
+  }
+}
+
+export async function runAdd(dir: string, images: string, flags: AddFlags): Promise<void> {
+  const options = embedderOptions(flags);
+  const snapshotEvery = parsePositiveInt(flags.snapshotEvery, '--snapshot-every');
+  const workers = decodeWorkers(flags);
+  const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
+  try {
+    const manifest = await openDataset(images, { warn });
+    const taken = manifest.items.filter((item) => store.get(item.id) !== undefined);
+    if (taken.length > 0) {
+      const listed = taken.slice(0, 3).map((item) => JSON.stringify(item.id)).join(', ');
+      throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids)`);
+    }
+    const { metadata } = store;
+    const embedder = await OnnxEmbedder.open(store.modelPath, { ...options, preprocessing: metadata.preprocessing, outputName: metadata.model.outputName });
+    try {
+      if (embedder.modelSha256 !== metadata.model.sha256) {
+        throw new DmlError('E_MODEL', `${store.modelPath} has sha256 ${embedder.modelSha256} but index ${dir} was built with ${metadata.model.sha256}`);
+      }
+      // One pool for all batches: each embedItems call below is a single batch, too small to start one for.
+      const processes = decodeProcessCount(manifest.items.length, workers);
+      const pool =
+        processes > 0
+          ? await ImageDecodePool.start({ workers: processes, preprocessing: embedder.preprocessing, ...limitInputPixels(flags) })
+          : undefined;
+      const bar = createProgress('adding');
+      let added = 0;
+      const failures: ImageFailure[] = [];
+      try {
+        for (let start = 0; start < manifest.items.length; start += embedder.batchSize) {
+          const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);
+          const { set, failures: skipped } = await embedder.embedItems(chunk, {
+            skipBadImages: flags.skipBadImages === true,
+            ...limitInputPixels(flags),
+            ...(pool !== undefined ? { decodePool: pool } : { workers: 0 }),
+          });
+          failures.push(...skipped);
+          if (set.count === 0) continue;
+          const sources = new Map(chunk.map((item) => [item.id, item.source]));
+          await store.add(
+            set.ids.map((id, row) => ({
+              id,
+              label: set.labels[row] as string,
+              vector: set.vectors.slice(row * set.dim, (row + 1) * set.dim),
+              image: sources.get(id) as ImageSource,
+            })),
+          );
+          process.stdout.write(set.ids.map((id) => `added ${id}\n`).join(''));
+          added += set.count;
+          bar.update(Math.min(start + embedder.batchSize, manifest.items.length), manifest.items.length);
+        }
+      } finally {
+        await pool?.close();
+      }
+      bar.stop();
+      reportFailures(failures);
+      process.stderr.write(`Added ${added} items (embedded on ${embedder.provider}); index ${dir} holds ${store.count}\n`);
+    } finally {
+      await embedder.release();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** `dml index remove <dir> <ids...>`: all or none, one `removed <id>` line per id once on disk. */
+export async function runRemove(dir: string, ids: string[]): Promise<void> {
+  const store = await SearchIndexStore.open(dir, { writable: true });
+  try {
+    await store.remove(ids);
+    for (const id of new Set(ids)) process.stdout.write(`removed ${id}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `dml index info <dir>`: what the index holds, as JSON on stdout. */
+export async function runInfo(dir: string): Promise<void> {
+  const store = await SearchIndexStore.open(dir);
+  const info = { dir: store.dir, items: store.count, generation: store.generation, journalLines: store.journalLines, labels: store.labelCounts(), ...store.metadata };
+  await store.close();
+  process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+}

@@ -1,0 +1,48 @@
+/**
+ * @file The work of `dml serve` (serve-command.ts declares the command): checks the flags, starts the
+ * search service, prints the start line and shuts down on SIGTERM or SIGINT. Loaded only when the
+ * command runs.
+ */
+import { invalidParameterError } from '../errors.js';
+import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
+import { createSearchApp } from '../serve/app.js';
+import { parseChoice, parsePositiveInt } from './parse-options.js';
+import { LOG_LEVELS, type ServeFlags } from './serve-command.js';
+
+/** Runs `dml serve <dir>` with the flags commander parsed; resolves once the server has stopped. */
+export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
+  const port = /^\d+$/.test(flags.port) && Number(flags.port) <= 65535 ? Number(flags.port) : NaN;
+  if (Number.isNaN(port)) throw invalidParameterError('--port', 'an integer in [0, 65535]', flags.port);
+  let provider = 'the model runs on an unknown provider';
+  const app = await createSearchApp({
+    dir,
+    workers: parsePositiveInt(flags.workers, '--workers'),
+    threads: flags.threads !== undefined ? parsePositiveInt(flags.threads, '--threads') : undefined,
+    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+    onProvider: (chosen) => {
+      provider = describeProviderChoice('the model', chosen);
+    },
+    maxUploadBytes: parsePositiveInt(flags.maxUploadBytes, '--max-upload-bytes'),
+    limitInputPixels: flags.limitInputPixels !== undefined ? parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') : undefined,
+    maxK: parsePositiveInt(flags.maxK, '--max-k'),
+    maxPending: parsePositiveInt(flags.maxPending, '--max-pending'),
+    snapshotEvery: parsePositiveInt(flags.snapshotEvery, '--snapshot-every'),
+    logger: { level: parseChoice(flags.logLevel, LOG_LEVELS, '--log-level') },
+  });
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  let address: string;
+  try {
+    address = await app.listen({ port, host: flags.host });
+  } catch (err) {
+    await app.close();
+    throw invalidParameterError('--host/--port', `an address this machine can listen on (${(err as Error).message})`, `${flags.host}:${flags.port}`);
+  }
+  process.stdout.write(`dml serve: serving ${dir} (${provider}), listening on ${address}\n`);
+  const signal = await stopped;
+  process.stderr.write(`dml serve: ${signal}, shutting down\n`);
+  await app.close();
+  process.stderr.write('dml serve: stopped\n');
+}

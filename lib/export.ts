@@ -1,0 +1,9 @@
+/**
+ * @file `dmlkit/export`: trained TensorFlow.js embedders to ONNX, checked against TensorFlow.js.
+ * Loads TensorFlow.js.
+ */
+export { exportEmbedder, exportCheckpoint, type EmbedderExportOptions, type ExportedEmbedder, type CheckpointExportOptions, type CheckpointExport } from './export/export-model.js';
+export { convertLayersModel, type ConvertOptions, type ConvertedModel } from './export/tfjs-to-onnx.js';
+export { composeBackboneAndHead, type ComposeOptions, type ComposedModel } from './export/compose.js';
+export { registerLayerConverter, supportedLayerClasses, type LayerConverter } from './export/layer-converters.js';
+export { PARITY_TOLERANCE, type ParityReport } from './export/parity.js';

@@ -1,0 +1,16 @@
+/**
+ * @file `dmlkit/train`: training embedding models with TensorFlow.js (the trainer, its config, models,
+ * losses, samplers, checkpoints). Loads TensorFlow.js; `dmlkit` itself never does.
+ */
+export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
+export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
+export { selectBackend, type BackendPreference, type SelectedBackend } from './train/backend.js';
+export { buildModel } from './train/models/build-model.js';
+export type { ModelSpec, MlpModelSpec, CnnModelSpec, TfjsBackboneModelSpec } from './train/models/model-spec.js';
+export { L2Normalize } from './train/models/l2-normalize.js';
+export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
+export { createLoss, LOSS_NAMES, type LossSpec, type LossName } from './train/losses/registry.js';
+export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
+export { createSampler, type SamplerSpec, type BatchSampler } from './train/samplers/sampler.js';
+export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
+export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
