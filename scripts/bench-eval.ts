@@ -48,7 +48,7 @@ import { kmeans, kmeansSweep } from '../lib/metrics/kmeans.js';
 import { encodeLabels } from '../lib/metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../lib/metrics/retrieval.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../lib/onnx/builder.js';
-import type { DeviceChoice } from '../lib/onnx/session.js';
+import type { DeviceChoice } from '../lib/onnx/devices.js';
 import { exactSearch } from '../lib/search/exact.js';
 import { Rng } from '../lib/util/rng.js';
 
