@@ -2,7 +2,9 @@
  * @file Tests of the clustering part of evaluateEmbeddings: the NMI+ curve comes from one k-means sweep
  * whose every point equals a separate k-means run with the recorded parameters (so sharing the seeding
  * across cluster counts changes nothing), the recorded k-means parameters are the resolved defaults,
- * and the clustered set is the union of queries and gallery or the queries alone.
+ * and the clustered set is the union of queries and gallery or the queries alone. And the retrieval
+ * metrics of every query/gallery combination (one set, separate sets, sets sharing items by id) against
+ * values computed by hand, with exact search and with HNSW.
  */
 import { expect } from 'chai';
 import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
@@ -80,5 +82,99 @@ describe('eval/evaluateEmbeddings (clustering)', () => {
     expect(union.metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(both.labels, []).queryCodes, unionAlone.assignments));
     const queryAlone = await kmeans(set.vectors, set.count, set.dim, { k: 6, seed: 7 });
     expect(queriesOnly.metrics.nmi).to.equal(normalizedMutualInformation(codes, queryAlone.assignments));
+  });
+});
+
+/** Unit vectors at `degrees` on the circle; ids and labels as given. */
+function circleSet(points: Array<[id: string, label: string, degrees: number]>): EmbeddingSet {
+  const vectors = new Float32Array(points.length * 2);
+  points.forEach(([, , degrees], i) => {
+    vectors[2 * i] = Math.cos((degrees * Math.PI) / 180);
+    vectors[2 * i + 1] = Math.sin((degrees * Math.PI) / 180);
+  });
+  return { vectors, count: points.length, dim: 2, ids: points.map((p) => p[0]), labels: points.map((p) => p[1]) };
+}
+
+describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
+  // On the unit circle, nearer in angle = more similar. Gallery: A at 10, 60, 200 degrees; B at 30, 100.
+  const gallery = circleSet([
+    ['g0', 'A', 10],
+    ['g1', 'B', 30],
+    ['g2', 'A', 60],
+    ['g3', 'B', 100],
+    ['g4', 'A', 200],
+  ]);
+  const options: EvaluateEmbeddingsOptions = { ...OPTIONS, ks: [1, 2, 4], clusterCountSpecs: ['1x'] };
+
+  for (const index of [{ kind: 'exact', chunkSize: 1 }, { kind: 'hnsw', m: 8, efConstruction: 50, ef: 16, seed: 1 }] as const) {
+    it(`separate query set (${index.kind}): Recall@K, R-Precision and MAP@R as computed by hand`, async () => {
+      // q0 (A, 0 deg) ranks g0 A, g1 B, g2 A, g3 B, g4 A: R = 3, AP@R = (1 + 2/3) / 3, R-Precision 2/3.
+      // q1 (B, 90 deg) ranks g3 B, g2 A, g1 B, g0 A, g4 A: R = 2, AP@R = 1/2, R-Precision 1/2.
+      const queries = circleSet([
+        ['q0', 'A', 0],
+        ['q1', 'B', 90],
+      ]);
+      const { metrics } = await evaluateEmbeddings(queries, gallery, { ...options, index });
+      expect(metrics.recall).to.deep.equal({ '1': 1, '2': 1, '4': 1 });
+      expect(metrics.mapAtR).to.be.closeTo((5 / 9 + 1 / 2) / 2, 1e-12);
+      expect(metrics.rPrecision).to.be.closeTo((2 / 3 + 1 / 2) / 2, 1e-12);
+      expect([metrics.queryCount, metrics.galleryCount, metrics.loneQueries]).to.deep.equal([2, 5, 0]);
+    });
+  }
+
+  it('a query that is also a gallery item (same id) is excluded from its own neighbours', async () => {
+    // g2 (A, 60 deg) without itself ranks g1 B, g3 B, g0 A, g4 A: R = 2, AP@R 0, R-Precision 0, first hit at rank 3.
+    const queries = circleSet([
+      ['g2', 'A', 60],
+      ['q1', 'B', 90],
+    ]);
+    const { metrics } = await evaluateEmbeddings(queries, gallery, options);
+    expect(metrics.recall).to.deep.equal({ '1': 0.5, '2': 0.5, '4': 1 });
+    expect(metrics.mapAtR).to.be.closeTo((0 + 1 / 2) / 2, 1e-12);
+    expect(metrics.rPrecision).to.be.closeTo((0 + 1 / 2) / 2, 1e-12);
+  });
+
+  it('query set = gallery set (null or the same object): leave-one-out', async () => {
+    // With g4 relabelled C (no other C: a lone query), each other item has one same-label neighbour:
+    // g0 (10 deg): g1 B, g2 A, ...       -> first hit at rank 2
+    // g1 (30 deg): g0 A, g2 A, g3 B      -> rank 3
+    // g2 (60 deg): g1 B, g3 B, g0 A      -> rank 3
+    // g3 (100 deg): g2 A, g1 B           -> rank 2
+    // So R = 1 for all four and no first neighbour matches: R-Precision and MAP@R are 0, and Recall@2
+    // and Recall@4 count 2 and 4 hits of 5 queries.
+    const set = circleSet([
+      ['g0', 'A', 10],
+      ['g1', 'B', 30],
+      ['g2', 'A', 60],
+      ['g3', 'B', 100],
+      ['g4', 'C', 200],
+    ]);
+    for (const second of [null, set]) {
+      const { metrics, sameSet } = await evaluateEmbeddings(set, second, options);
+      expect(sameSet).to.equal(true);
+      expect(metrics.loneQueries).to.equal(1); // g4: no other C
+      // Lone queries count as misses in Recall@K and are left out of R-Precision and MAP@R.
+      expect(metrics.recall).to.deep.equal({ '1': 0, '2': 2 / 5, '4': 4 / 5 });
+      expect(metrics.mapAtR).to.equal(0);
+      expect(metrics.rPrecision).to.equal(0);
+    }
+  });
+
+  it('clusters the union by id: a query that is a gallery item counts once', async () => {
+    const queries = circleSet([
+      ['g2', 'A', 60],
+      ['q1', 'B', 90],
+    ]);
+    const { metrics } = await evaluateEmbeddings(queries, gallery, options);
+    const union: EmbeddingSet = {
+      vectors: Float32Array.from([...gallery.vectors, ...queries.vectors.subarray(2, 4)]),
+      count: 6,
+      dim: 2,
+      ids: [...gallery.ids, 'q1'],
+      labels: [...gallery.labels, 'B'],
+    };
+    const alone = await kmeans(union.vectors, union.count, union.dim, { k: 2, seed: 7 });
+    expect(metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(union.labels, []).queryCodes, alone.assignments));
+    expect(metrics.labelCount).to.equal(2);
   });
 });
