@@ -12,11 +12,12 @@
 import type { Command } from 'commander';
 import { DEFAULT_CLUSTER_COUNT_SPECS } from '../eval/cluster-counts.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
-import { DEVICE_HELP } from '../onnx/devices.js';
+import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
+import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';
 
 /** Raw option values as commander hands them over (strings until parsed). */
-export interface EvalFlags extends PreprocessingFlags {
+export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   data?: string;
   trainClasses?: string;
   hotelsTestSet?: string;
@@ -32,22 +33,11 @@ export interface EvalFlags extends PreprocessingFlags {
   kmeansInit: string;
   kmeansRestarts: string;
   index: string;
-  hnswM: string;
-  hnswEfConstruction: string;
-  hnswEf: string;
   chunkSize: string;
-  seed: string;
   out?: string;
   json?: string;
   cacheDir?: string;
   cache: boolean;
-  device: string;
-  threads?: string;
-  batchSize: string;
-  workers?: string;
-  outputName?: string;
-  skipBadImages?: boolean;
-  limitInputPixels?: string;
 }
 
 /** Registers `eval` on the program. */
@@ -71,23 +61,14 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds) or random', 'k-means++')
     .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
     .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
-    .option('--hnsw-m <n>', 'HNSW M', '16')
-    .option('--hnsw-ef-construction <n>', 'HNSW efConstruction', '200')
-    .option('--hnsw-ef <n>', 'HNSW ef at query time (raised to the neighbours needed)', '64')
     .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')
     .option('--seed <n>', 'seed of k-means and HNSW', '0')
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
     .option('--json <file>', 'write report.json to this file')
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
-    .option('--device <device>', DEVICE_HELP, 'auto')
-    .option('--threads <n>', 'onnxruntime intra-op threads')
-    .option('--batch-size <n>', 'images per inference call', '32')
-    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process');
-  addPreprocessingOptions(command)
-    .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
-    .option('--skip-bad-images', 'skip and count undecodable images instead of failing')
-    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs')
+    .option('--output-name <name>', 'model output holding the embeddings (default: the first)');
+  addPreprocessingOptions(addEmbedOptions(addHnswOptions(command)))
     .action(async (models: string[], flags: EvalFlags) => {
       const { runEval } = await import('./eval-run.js');
       await runEval(models, flags, commandLine);

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import { OnnxEmbedder } from '../embed/embedder.js';
+import { OnnxEmbedder, type EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
@@ -17,7 +17,6 @@ import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/eval
 import { evaluateModel } from '../eval/evaluate-model.js';
 import type { IndexParameters } from '../eval/evaluation.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
-import { DEVICE_CHOICES } from '../onnx/devices.js';
 import { reportHtml } from '../report/html.js';
 import { reportMarkdown } from '../report/markdown.js';
 import { buildReport, type Report, type RunReport } from '../report/report.js';
@@ -25,13 +24,14 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
-  parseNonNegativeInt,
   parseNonNegativeNumber,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
 } from './parse-options.js';
 import type { EvalFlags } from './eval-command.js';
+import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.js';
+import { hnswParameters } from './hnsw-flags.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
 
 /**
@@ -70,15 +70,9 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const index: IndexParameters =
     parseChoice(flags.index, ['exact', 'hnsw'] as const, '--index') === 'exact'
       ? { kind: 'exact', chunkSize: parsePositiveInt(flags.chunkSize, '--chunk-size') }
-      : {
-          kind: 'hnsw',
-          m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
-          efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
-          ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
-          seed: parseSeed(flags.seed, '--seed'),
-        };
+      : { kind: 'hnsw', ...hnswParameters(flags) };
   const seed = parseSeed(flags.seed, '--seed');
-  const workers = flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
+  const workers = decodeWorkers(flags);
   const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
     clusterCountSpecs: parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k'),
     clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
@@ -93,6 +87,14 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
+  // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
+  const openOptions: EmbedderOptions = {
+    ...embedderOptions(flags),
+    preprocessing: preprocessingOverrides(flags),
+    ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+  };
+  const pixelLimit = limitInputPixels(flags);
+  const trainClasses = flags.trainClasses !== undefined ? parseClassList(flags.trainClasses, '--train-classes') : undefined;
   if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
   if (flags.json !== undefined) await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
 
@@ -119,24 +121,13 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
     });
-    let trainClasses: string[] | undefined;
-    if (flags.trainClasses !== undefined) {
-      trainClasses = parseClassList(flags.trainClasses, '--train-classes');
-      manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
-    }
+    if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
     const hash = await manifestHash(manifest);
     const ks = explicitKs ?? manifest.defaultK;
     const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
     const names = models.map((m) => path.basename(m));
-    const overrides = preprocessingOverrides(flags);
     for (const [i, model] of models.entries()) {
-      const embedder = await OnnxEmbedder.open(model, {
-        device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
-        batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
-        preprocessing: overrides,
-        ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
-        ...(common.threads !== undefined ? { threads: common.threads } : {}),
-      });
+      const embedder = await OnnxEmbedder.open(model, openOptions);
       try {
         runs.push(
           await evaluateModel(embedder, manifest, {
@@ -149,9 +140,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
             ...(cacheDir !== undefined ? { cacheDir } : {}),
             skipBadImages: flags.skipBadImages === true,
             ...(workers !== undefined ? { workers } : {}),
-            ...(flags.limitInputPixels !== undefined
-              ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') }
-              : {}),
+            ...pixelLimit,
             name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
           }),
         );

@@ -17,63 +17,43 @@
  * starts one pool for all its batches. The work is in index-run.ts, loaded when a subcommand runs.
  */
 import type { Command } from 'commander';
-import { DEVICE_HELP } from '../onnx/devices.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../serve/defaults.js';
+import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
+import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';
 
-/** Flags shared by `build` and `add`. */
-export interface EmbedFlags {
-  device: string;
-  threads?: string;
-  batchSize: string;
-  workers?: string;
-  skipBadImages?: boolean;
-  limitInputPixels?: string;
-}
-
-export interface BuildFlags extends EmbedFlags, PreprocessingFlags {
+/** Flags of `dml index build`. */
+export interface BuildFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   out: string;
-  outputName?: string;
-  hnswM: string;
-  hnswEfConstruction: string;
-  hnswEf: string;
-  seed: string;
   cacheDir: string;
   cache: boolean;
 }
 
+/** Flags of `dml index add`. */
 export interface AddFlags extends EmbedFlags {
   snapshotEvery: string;
 }
 
-function addEmbedOptions(command: Command): Command {
-  return command
-    .option('--device <device>', DEVICE_HELP, 'auto')
-    .option('--threads <n>', 'onnxruntime intra-op threads')
-    .option('--batch-size <n>', 'images per inference call (and per commit, for add)', '32')
-    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process')
-    .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
-    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs');
-}
+const BATCH_SIZE_HELP = 'images per inference call (and per commit, for add)';
 
 /** Registers `index` and its subcommands on the program. */
 export function registerIndexCommand(program: Command): void {
   const index = program.command('index').description('Build and change the image search index that dml serve serves');
 
   const build = addEmbedOptions(
-    index
-      .command('build')
-      .description('Embed a dataset with an ONNX model and write an HNSW search index folder')
-      .argument('<model>', 'ONNX embedder (copied into the index)')
-      .argument('<images>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
-      .requiredOption('--out <dir>', 'index folder to create (must not exist, or be empty)')
-      .option('--output-name <name>', 'model output holding the embeddings (default: the first)')
-      .option('--hnsw-m <n>', 'HNSW M', '16')
-      .option('--hnsw-ef-construction <n>', 'HNSW efConstruction', '200')
-      .option('--hnsw-ef <n>', 'HNSW ef at query time (raised to k by a search for k neighbours)', '64')
+    addHnswOptions(
+      index
+        .command('build')
+        .description('Embed a dataset with an ONNX model and write an HNSW search index folder')
+        .argument('<model>', 'ONNX embedder (copied into the index)')
+        .argument('<images>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
+        .requiredOption('--out <dir>', 'index folder to create (must not exist, or be empty)')
+        .option('--output-name <name>', 'model output holding the embeddings (default: the first)'),
+    )
       .option('--seed <n>', 'seed of the HNSW level generator', '0')
       .option('--cache-dir <dir>', 'embedding cache folder', '.dml-cache/embeddings')
       .option('--no-cache', 'do not read or write the embedding cache'),
+    BATCH_SIZE_HELP,
   );
   // The preprocessing chosen at build time is recorded in the index; add and serve reuse it.
   addPreprocessingOptions(build).action(async (model: string, images: string, flags: BuildFlags) => {
@@ -88,6 +68,7 @@ export function registerIndexCommand(program: Command): void {
       .argument('<dir>', 'index folder')
       .argument('<images>', 'dataset spec, as for build')
       .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many commits', String(DEFAULT_SNAPSHOT_EVERY)),
+    BATCH_SIZE_HELP,
   ).action(async (dir: string, images: string, flags: AddFlags) => {
     const { runAdd } = await import('./index-run.js');
     await runAdd(dir, images, flags);

@@ -5,33 +5,16 @@
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { embedItemsCached } from '../embed/cache.js';
-import { decodeProcessCount, OnnxEmbedder, type EmbedderOptions, type ImageFailure } from '../embed/embedder.js';
+import { decodeProcessCount, OnnxEmbedder, type ImageFailure } from '../embed/embedder.js';
 import { DmlError } from '../errors.js';
-import { DEVICE_CHOICES } from '../onnx/devices.js';
 import { ImageDecodePool } from '../image/decode-pool.js';
 import { checkNewIndexFolder, SearchIndexStore } from '../serve/index-store.js';
 import { createProgress } from '../util/progress.js';
-import { parseChoice, parseNonNegativeInt, parsePositiveInt, parseSeed } from './parse-options.js';
-import type { AddFlags, BuildFlags, EmbedFlags } from './index-command.js';
+import { parsePositiveInt } from './parse-options.js';
+import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.js';
+import { hnswParameters } from './hnsw-flags.js';
+import type { AddFlags, BuildFlags } from './index-command.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
-
-/** The embedder options of the flags. */
-function embedderOptions(flags: EmbedFlags): EmbedderOptions {
-  return {
-    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
-    batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
-    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
-  };
-}
-
-function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number } {
-  return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
-}
-
-/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets). */
-function decodeWorkers(flags: EmbedFlags): number | undefined {
-  return flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
-}
 
 function warn(message: string): void {
   process.stderr.write(`warning: ${message}\n`);
@@ -44,26 +27,24 @@ function reportFailures(failures: ImageFailure[]): void {
 
 export async function runBuild(model: string, images: string, flags: BuildFlags): Promise<void> {
   const options = embedderOptions(flags);
-  const hnsw = {
-    m: parsePositiveInt(flags.hnswM, '--hnsw-m'),
-    efConstruction: parsePositiveInt(flags.hnswEfConstruction, '--hnsw-ef-construction'),
-    ef: parsePositiveInt(flags.hnswEf, '--hnsw-ef'),
-    seed: parseSeed(flags.seed, '--seed'),
-  };
+  const hnsw = hnswParameters(flags);
   const workers = decodeWorkers(flags);
+  const preprocessing = preprocessingOverrides(flags);
+  const pixelLimit = limitInputPixels(flags);
+  // Every flag is checked above, before any file is read.
   await checkNewIndexFolder(flags.out, '--out');
   const manifest = await openDataset(images, { warn });
   const hash = await manifestHash(manifest);
   const embedder = await OnnxEmbedder.open(model, {
     ...options,
-    preprocessing: preprocessingOverrides(flags),
+    preprocessing,
     ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
   });
   try {
     const bar = createProgress('embedding');
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
       skipBadImages: flags.skipBadImages === true,
-      ...limitInputPixels(flags),
+      ...pixelLimit,
       ...(workers !== undefined ? { workers } : {}),
       onProgress: (done, total) => bar.update(done, total),
     });
@@ -97,6 +78,8 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
   const options = embedderOptions(flags);
   const snapshotEvery = parsePositiveInt(flags.snapshotEvery, '--snapshot-every');
   const workers = decodeWorkers(flags);
+  const pixelLimit = limitInputPixels(flags);
+  // Every flag is checked above, before the index is opened.
   const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
   try {
     const manifest = await openDataset(images, { warn });
@@ -115,7 +98,7 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
       const processes = decodeProcessCount(manifest.items.length, workers);
       const pool =
         processes > 0
-          ? await ImageDecodePool.start({ workers: processes, preprocessing: embedder.preprocessing, ...limitInputPixels(flags) })
+          ? await ImageDecodePool.start({ workers: processes, preprocessing: embedder.preprocessing, ...pixelLimit })
           : undefined;
       const bar = createProgress('adding');
       let added = 0;
@@ -125,7 +108,7 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
           const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);
           const { set, failures: skipped } = await embedder.embedItems(chunk, {
             skipBadImages: flags.skipBadImages === true,
-            ...limitInputPixels(flags),
+            ...pixelLimit,
             ...(pool !== undefined ? { decodePool: pool } : { workers: 0 }),
           });
           failures.push(...skipped);

@@ -162,6 +162,14 @@ describe('dml eval', function () {
       await expectFailure(['eval', MODEL, '--data', smallFolder(), '--workers', 'all'], 2, /^dml: Expected a non-negative integer for --workers but received "all"\n$/);
     });
 
+    it('a bad flag value is the error even when the dataset is missing too (flags are checked before any I/O)', async () => {
+      const nowhere = `folder:${path.join(dir, 'nowhere')}`;
+      await expectFailure(['eval', MODEL, '--data', nowhere, '--device', 'tpu'], 2, /^dml: Expected one of auto, cuda, webgpu, cpu for --device but received "tpu"\n$/);
+      await expectFailure(['eval', MODEL, '--data', nowhere, '--batch-size', '0'], 2, /--batch-size/);
+      await expectFailure(['eval', MODEL, '--data', nowhere, '--limit-input-pixels', 'many'], 2, /--limit-input-pixels/);
+      await expectFailure(['eval', MODEL, '--data', nowhere, '--size', '0'], 2, /--size/);
+    });
+
     it('a corrupt image fails naming the file; --skip-bad-images skips and counts it', async () => {
       const root = smallFolder(3, 4);
       const cls = readdirSync(root).sort()[0] as string;

@@ -1,0 +1,49 @@
+/**
+ * @file The flags of every command that embeds images with an ONNX model (`dml eval`, `dml index
+ * build|add`): declared once, parsed once, as preprocessing-flags.ts does for the preprocessing.
+ */
+import type { Command } from 'commander';
+import type { EmbedderOptions } from '../embed/embedder.js';
+import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
+import { parseChoice, parseNonNegativeInt, parsePositiveInt } from './parse-options.js';
+
+/** Raw values of the embedding flags. */
+export interface EmbedFlags {
+  device: string;
+  threads?: string;
+  batchSize: string;
+  workers?: string;
+  outputName?: string;
+  skipBadImages?: boolean;
+  limitInputPixels?: string;
+}
+
+/** Declares the embedding flags on `command`; `batchSizeHelp` says what a batch is for this command. */
+export function addEmbedOptions(command: Command, batchSizeHelp = 'images per inference call'): Command {
+  return command
+    .option('--device <device>', DEVICE_HELP, 'auto')
+    .option('--threads <n>', 'onnxruntime intra-op threads')
+    .option('--batch-size <n>', batchSizeHelp, '32')
+    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process')
+    .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
+    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs');
+}
+
+/** The embedder options of the flags (device, batch size, threads). Errors: E_ARG naming the flag. */
+export function embedderOptions(flags: EmbedFlags): EmbedderOptions {
+  return {
+    device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+    batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
+    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+  };
+}
+
+/** `--limit-input-pixels` as an option field, or nothing for the decoder's default. */
+export function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number } {
+  return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
+}
+
+/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets). */
+export function decodeWorkers(flags: EmbedFlags): number | undefined {
+  return flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
+}
