@@ -3,6 +3,7 @@
  * worker threads).
  */
 export { createSearchApp, type SearchAppOptions } from './serve/app.js';
-export { SearchIndexStore, type SearchIndexMetadata, type IndexedItem, type NewItem, type SearchHit } from './serve/index-store.js';
+export { SearchIndexStore } from './index-store/store.js';
+export type { SearchIndexMetadata, IndexedItem, NewItem, SearchHit } from './index-store/layout.js';
 export { InferenceWorkerPool, type WorkerPoolOptions } from './serve/worker-pool.js';
 export { RequestMetrics } from './serve/metrics.js';

@@ -8,7 +8,7 @@
  *
  * `<images>` is a dataset spec as `dml eval --data` takes it (`folder:path`, `csv:file`,
  * `fashion-mnist:dir`, ...). `build` embeds every item (through the embedding cache), builds the HNSW
- * graph and writes the folder atomically (see lib/serve/index-store.ts). `add` and `remove` hold the
+ * graph and writes the folder atomically (see lib/index-store/store.ts). `add` and `remove` hold the
  * index's lock, commit in batches and print one `added <id>` / `removed <id>` line per item once it is
  * on disk, so an interrupted run has kept every item it printed. Preprocessing is the model's own
  * (its dml metadata or its input shape), overridden at `build` by the flags `dml eval` takes
@@ -17,7 +17,7 @@
  * starts one pool for all its batches. The work is in index-run.ts, loaded when a subcommand runs.
  */
 import type { Command } from 'commander';
-import { DEFAULT_SNAPSHOT_EVERY } from '../serve/defaults.js';
+import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
 import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';

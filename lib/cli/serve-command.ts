@@ -10,7 +10,8 @@
  */
 import type { Command } from 'commander';
 import { DEVICE_HELP } from '../onnx/devices.js';
-import { DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SNAPSHOT_EVERY } from '../serve/defaults.js';
+import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
+import { DEFAULT_MAX_UPLOAD_BYTES } from '../serve/defaults.js';
 
 /** Raw option values of `dml serve`. */
 export interface ServeFlags {

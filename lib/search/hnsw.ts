@@ -76,6 +76,19 @@ export interface HnswLoadOptions {
   ef?: number;
   /** The seed the index was built with, when the caller recorded it. */
   seed?: number;
+  /**
+   * Let {@link HnswIndex.add} reuse the nodes of items removed with {@link HnswIndex.markDeleted}
+   * (hnswlib's `allowReplaceDeleted`). Default false.
+   */
+  allowReplaceDeleted?: boolean;
+}
+
+/** One neighbour of {@link HnswIndex.nearest}. */
+export interface HnswNeighbour {
+  /** The hnswlib label the item was added under. */
+  label: number;
+  /** Cosine similarity (1 - hnswlib's cosine distance), rounded to float32. */
+  similarity: number;
 }
 
 /** Rows added between yields to the event loop during a build. */
@@ -147,18 +160,23 @@ async function readHeader(file: string): Promise<IndexFileHeader> {
   return { count, dim: dataBytes / 4, m, efConstruction };
 }
 
-/** An HNSW index over L2-normalised (or any, see {@link HNSW_SPACE}) float32 rows. */
+/**
+ * An HNSW index over L2-normalised (or any, see {@link HNSW_SPACE}) float32 rows. It owns its native
+ * hnswlib index for its whole life, as hnswlib-node's own class does: building, loading, searching,
+ * adding, marking deleted and saving all go through it (the search index store, lib/index-store/,
+ * changes its graph only through these methods).
+ */
 export class HnswIndex {
   readonly #native: NativeIndex;
   readonly #dim: number;
-  readonly #count: number;
+  readonly #allowReplaceDeleted: boolean;
   #params: HnswParams;
 
-  private constructor(native: NativeIndex, dim: number, count: number, params: HnswParams) {
+  private constructor(native: NativeIndex, dim: number, params: HnswParams, allowReplaceDeleted: boolean) {
     this.#native = native;
     this.#dim = dim;
-    this.#count = count;
     this.#params = params;
+    this.#allowReplaceDeleted = allowReplaceDeleted;
   }
 
   /**
@@ -186,7 +204,7 @@ export class HnswIndex {
       if (end < count) await new Promise<void>((resolve) => setImmediate(resolve));
     }
     native.setEf(ef);
-    return new HnswIndex(native, dim, count, { space: HNSW_SPACE, m, efConstruction, ef, seed });
+    return new HnswIndex(native, dim, { space: HNSW_SPACE, m, efConstruction, ef, seed }, false);
   }
 
   /**
@@ -200,20 +218,15 @@ export class HnswIndex {
     if (options.dim !== undefined && options.dim !== header.dim) {
       throw invalidParameterError('dim', `${header.dim} (the dimension of ${file})`, options.dim);
     }
+    const allowReplaceDeleted = options.allowReplaceDeleted ?? false;
     const native = new HierarchicalNSW(HNSW_SPACE, header.dim);
     try {
-      await native.readIndex(file);
+      await native.readIndex(file, allowReplaceDeleted);
     } catch (err) {
       throw new DmlError('E_DATASET', `${file} is not a readable hnswlib index: ${(err as Error).message}`, { cause: err });
     }
     native.setEf(ef);
-    return new HnswIndex(native, header.dim, header.count, {
-      space: HNSW_SPACE,
-      m: header.m,
-      efConstruction: header.efConstruction,
-      ef,
-      seed,
-    });
+    return new HnswIndex(native, header.dim, { space: HNSW_SPACE, m: header.m, efConstruction: header.efConstruction, ef, seed }, allowReplaceDeleted);
   }
 
   /** Vector dimension. */
@@ -221,9 +234,57 @@ export class HnswIndex {
     return this.#dim;
   }
 
-  /** Number of indexed rows. */
+  /** Nodes in the graph: the rows added, those marked deleted included until a later add reuses them. */
   get count(): number {
-    return this.#count;
+    return this.#native.getCurrentCount();
+  }
+
+  /** Nodes the graph has room for before {@link resize} is needed. */
+  get capacity(): number {
+    return this.#native.getMaxElements();
+  }
+
+  /** Gives the graph room for `capacity` nodes (at least {@link count}). */
+  resize(capacity: number): void {
+    this.#native.resizeIndex(checkInteger('capacity', capacity, this.count));
+  }
+
+  /** The labels of every node (deleted ones included), in no particular order. */
+  labels(): number[] {
+    return this.#native.getIdsList();
+  }
+
+  /**
+   * Adds `vector` (of {@link dim} values) under `label`. An index loaded with `allowReplaceDeleted`
+   * puts it in the node of a deleted item when there is one; otherwise it needs room
+   * ({@link capacity} above {@link count}).
+   */
+  add(vector: Float32Array, label: number): void {
+    checkRows('vector', vector, 1, this.#dim);
+    this.#native.addPoint(Array.from(vector), checkInteger('label', label, 0, 0xffffffff), this.#allowReplaceDeleted);
+  }
+
+  /** Marks the item under `label` deleted: searches skip it, and an index allowing it reuses its node. */
+  markDeleted(label: number): void {
+    this.#native.markDelete(label);
+  }
+
+  /** The vector stored under `label` (as hnswlib keeps it: L2-normalised in the cosine space). */
+  vector(label: number): Float32Array {
+    return Float32Array.from(this.#native.getPoint(label));
+  }
+
+  /**
+   * The `k` nearest items to one `query` that pass `filter` (by label), ordered by (similarity
+   * descending, label ascending), searched with ef = max(the index's ef, k). Fewer come back when the
+   * graph holds fewer, or when the filter leaves the walk too few within ef.
+   */
+  nearest(query: Float32Array, k: number, filter?: (label: number) => boolean): HnswNeighbour[] {
+    checkRows('query', query, 1, this.#dim);
+    this.#native.setEf(Math.max(this.#params.ef, checkInteger('k', k, 1)));
+    const { distances, neighbors } = this.#native.searchKnn(Array.from(query), k, filter);
+    const found = neighbors.map((label, j) => ({ label, similarity: Math.fround(1 - (distances[j] as number)) }));
+    return found.sort((a, b) => b.similarity - a.similarity || a.label - b.label);
   }
 
   /** The index's parameters (a copy). */
@@ -247,12 +308,13 @@ export class HnswIndex {
     const k = checkInteger('k', options.k, 1);
     const chunkSize = checkInteger('chunkSize', options.chunkSize ?? DEFAULT_SEARCH_CHUNK, 1);
     const { selfIndex } = options;
-    const excluding = validateSelfIndex(selfIndex, count, this.#count);
+    const rows = this.count;
+    const excluding = validateSelfIndex(selfIndex, count, rows);
     if (this.#params.ef < k + 1) {
       this.#params = { ...this.#params, ef: k + 1 };
       this.#native.setEf(k + 1);
     }
-    const wanted = Math.min(this.#count, excluding ? k + 1 : k);
+    const wanted = Math.min(rows, excluding ? k + 1 : k);
     const candidateIndices = new Int32Array(wanted);
     const candidateSimilarities = new Float32Array(wanted);
 
@@ -273,16 +335,11 @@ export class HnswIndex {
     }
   }
 
-  /**
-   * Runs one hnswlib query for `wanted` neighbours and writes them to the candidate arrays ordered by
-   * (similarity descending, index ascending); returns how many were found.
-   */
+  /** {@link nearest} for `wanted` neighbours, written to the candidate arrays; returns how many were found. */
   #nearest(query: Float32Array, wanted: number, outIndices: Int32Array, outSimilarities: Float32Array): number {
-    const { distances, neighbors } = this.#native.searchKnn(Array.from(query), wanted);
-    const found = neighbors.map((index, j) => ({ index, similarity: Math.fround(1 - (distances[j] as number)) }));
-    found.sort((a, b) => b.similarity - a.similarity || a.index - b.index);
-    found.forEach(({ index, similarity }, j) => {
-      outIndices[j] = index;
+    const found = this.nearest(query, wanted);
+    found.forEach(({ label, similarity }, j) => {
+      outIndices[j] = label;
       outSimilarities[j] = similarity;
     });
     return found.length;

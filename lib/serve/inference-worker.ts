@@ -15,7 +15,7 @@ import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { DeviceChoice } from '../onnx/devices.js';
-import { preprocessImageBytes } from './embed-image.js';
+import { preprocessImageBytes } from '../image/image-bytes.js';
 
 /** What a worker is started with. */
 export interface InferenceWorkerData {

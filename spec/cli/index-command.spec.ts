@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';

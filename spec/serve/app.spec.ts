@@ -6,7 +6,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import sharp from 'sharp';
 import { createSearchApp, type SearchAppOptions } from '../../lib/serve/app.js';
 import type { ErrorBody } from '../../lib/serve/errors.js';
-import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { encodeBombPng, makeTempDir } from '../image/image-fixtures.js';
 import { bruteForce, buildFixtureIndex, rowOf, type ExpectedHit, type FixtureIndex } from './fixtures.js';
 

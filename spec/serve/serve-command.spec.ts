@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { SearchIndexStore } from '../../lib/serve/index-store.js';
+import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { buildFixtureIndex, type FixtureIndex } from './fixtures.js';

@@ -2,11 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { SearchIndexStore, type NewItem } from '../../lib/serve/index-store.js';
+import type { NewItem } from '../../lib/index-store/layout.js';
+import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { makeTempDir } from '../image/image-fixtures.js';
-import { bruteForce, buildFixtureIndex, MODEL, rowOf, type FixtureIndex } from './fixtures.js';
+import { bruteForce, buildFixtureIndex, MODEL, rowOf, type FixtureIndex } from '../serve/fixtures.js';
 
 /** A unit vector of `dim` values along axis `axis`, nudged by `tilt` along the next axis. */
 function axisVector(dim: number, axis: number, tilt = 0): Float32Array {

@@ -3,10 +3,10 @@
  * the eval transform (resize shorter side, centre crop) and normalisation, exactly as the batch loader
  * prepares gallery images, so an uploaded copy of a gallery image embeds to the same vector.
  */
-import { decodeImageBuffer } from '../image/decode.js';
-import type { Preprocessing } from '../image/preprocessing.js';
-import { toTensor } from '../image/to-tensor.js';
-import { evalTransform } from '../image/transform.js';
+import { decodeImageBuffer } from './decode.js';
+import type { Preprocessing } from './preprocessing.js';
+import { toTensor } from './to-tensor.js';
+import { evalTransform } from './transform.js';
 
 /** Options of {@link preprocessImageBytes}. */
 export interface PreprocessImageOptions {

@@ -34,239 +34,51 @@
  * writes are serialised. A snapshot's graph file is written on the libuv pool while searches go on
  * (both only read the graph) and writes wait. Only one process may hold an index open for writing
  * (the `lock` file); read-only opens take no lock.
+ *
+ * The parts live beside this file: layout.ts (file names, formats, checks), lock.ts, journal.ts and
+ * snapshot.ts; the graph is a {@link HnswIndex} (search/hnsw.ts, the only hnswlib wrapper).
  */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import hnswlib from 'hnswlib-node';
-import type { HierarchicalNSW as NativeIndex } from 'hnswlib-node';
 import type { ImageSource } from '../data/manifest.js';
-import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import type { Preprocessing } from '../image/preprocessing.js';
-import { HnswIndex, type HnswParams } from '../search/hnsw.js';
+import { HnswIndex } from '../search/hnsw.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { sha256, sha256File } from '../util/hash.js';
-import { DEFAULT_SNAPSHOT_EVERY } from './defaults.js';
-
-const { HierarchicalNSW } = hnswlib;
-
-/** Format tag of `index.json`. */
-export const SEARCH_INDEX_FORMAT = 'dmlkit.search-index/1';
-
-/** File name of the model copy inside an index folder. */
-export const MODEL_FILE = 'model.onnx';
-
-const METADATA_FILE = 'index.json';
-const ITEMS_FILE = 'items.json';
-const GRAPH_FILE = 'hnsw.bin';
-const LOCK_FILE = 'lock';
-const UPLOADS = 'uploads';
-
-/** Longest item id and label accepted. */
-export const MAX_ID_LENGTH = 512;
-
-
-/** One indexed image. */
-export interface IndexedItem {
-  /** Unique id (the dataset's item id, or the id given when it was added). */
-  id: string;
-  label: string;
-  /** Where the image is; a relative file path is relative to the index folder (uploads). */
-  source: ImageSource;
-}
-
-/** What `index.json` records besides the generation. */
-export interface SearchIndexMetadata {
-  format: typeof SEARCH_INDEX_FORMAT;
-  createdAt: string;
-  model: {
-    /** SHA-256 of `model.onnx`. */
-    sha256: string;
-    /** The path the model was copied from, for provenance. */
-    source: string;
-    /** The model output holding the embeddings. */
-    outputName: string;
-  };
-  preprocessing: Preprocessing;
-  /** Embedding dimension. */
-  dim: number;
-  /** HNSW parameters (ef is the search-time default; a search for k neighbours uses at least k). */
-  hnsw: HnswParams;
-  /** The dataset the index was built from. */
-  dataset: { spec: string; manifestHash: string };
-}
-
-interface MetadataFile extends SearchIndexMetadata {
-  generation: number;
-  updatedAt: string;
-}
-
-interface ItemsFile {
-  format: typeof SEARCH_INDEX_FORMAT;
-  /** Slot to give the next added item (never reused: hnswlib labels must be fresh). */
-  nextSlot: number;
-  items: Array<IndexedItem & { slot: number }>;
-}
-
-/** One change in a journal line. */
-type JournalOp =
-  | { op: 'add'; id: string; label: string; source: ImageSource; /** base64 of the float32 vector */ vector: string }
-  | { op: 'remove'; id: string };
-
-/** An item to add: its embedding, and either where its image is or the image bytes to store. */
-export interface NewItem {
-  id: string;
-  label: string;
-  /** L2-normalised embedding of the index's dimension. */
-  vector: Float32Array;
-  /** The image: a source (kept as is) or encoded bytes (stored under `uploads/`). */
-  image: ImageSource | Uint8Array;
-}
-
-/** One search result. */
-export interface SearchHit {
-  id: string;
-  label: string;
-  /** Cosine similarity to the query. */
-  score: number;
-}
-
-/** Options of {@link SearchIndexStore.search}. */
-export interface IndexSearchOptions {
-  /** Neighbours wanted (fewer come back when fewer items qualify). */
-  k: number;
-  /** Only items with this label. */
-  label?: string | undefined;
-  /** Leave this item out (a search by an indexed item's own vector). */
-  excludeId?: string | undefined;
-}
-
-/** Options of {@link SearchIndexStore.open}. */
-export interface OpenIndexOptions {
-  /** Open for writing: takes the lock and tidies leftovers of interrupted snapshots. Default false. */
-  writable?: boolean;
-  /** With `writable`: take a snapshot once the journal holds this many lines. Default {@link DEFAULT_SNAPSHOT_EVERY}. */
-  snapshotEvery?: number;
-}
-
-/** What {@link SearchIndexStore.create} builds an index from. */
-export interface CreateIndexInit {
-  /** The ONNX model the embeddings came from; copied into the index. */
-  modelPath: string;
-  metadata: Omit<SearchIndexMetadata, 'format' | 'createdAt' | 'dim' | 'hnsw'>;
-  /** Embeddings with ids and labels (L2-normalised rows). */
-  set: EmbeddingSet;
-  /** Image source of each row of `set`. */
-  sources: ImageSource[];
-  /** HNSW build parameters. */
-  hnsw: { m: number; efConstruction: number; ef: number; seed: number };
-  onProgress?: (done: number, total: number) => void;
-}
-
-/** fsyncs a file or folder (a folder: so that the names created or renamed in it are durable). */
-async function syncPath(p: string): Promise<void> {
-  const handle = await open(p, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-function ioError(what: string, err: unknown): DmlError {
-  if (err instanceof DmlError) return err;
-  const code = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO';
-  return new DmlError(code, `${what}: ${(err as Error).message}`, { cause: err });
-}
-
-function encodeVector(vector: Float32Array): string {
-  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
-}
-
-function decodeVector(text: string, dim: number, where: string): Float32Array {
-  const bytes = Buffer.from(text, 'base64');
-  if (bytes.length !== dim * 4) throw new DmlError('E_DATASET', `${where}: vector of ${bytes.length} bytes (expected ${dim} float32 values)`);
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-}
-
-/** Checks an id or label: a non-empty string of at most {@link MAX_ID_LENGTH} characters without control characters. */
-export function checkItemText(name: string, value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH || /[\u0000-\u001f\u007f]/.test(value)) {
-    throw invalidParameterError(name, `a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`, value);
-  }
-  return value;
-}
-
-/** Checks a query or item vector: a Float32Array of `dim` finite values, not all zero. */
-export function checkVector(name: string, vector: unknown, dim: number): Float32Array {
-  if (!(vector instanceof Float32Array) || vector.length !== dim) {
-    throw invalidParameterError(name, `a Float32Array of ${dim} values (the index's dimension)`, vector);
-  }
-  let norm = 0;
-  for (const v of vector) {
-    if (!Number.isFinite(v)) throw invalidParameterError(name, 'finite values', v);
-    norm += v * v;
-  }
-  if (norm === 0) throw invalidParameterError(name, 'a vector with a non-zero norm', 'all zeros');
-  return vector;
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Takes the write lock of index folder `dir`, replacing a lock whose process on this host is gone. */
-async function acquireLock(dir: string): Promise<string> {
-  const file = path.join(dir, LOCK_FILE);
-  const mine = JSON.stringify({ pid: process.pid, host: os.hostname(), since: new Date().toISOString() });
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await writeFile(file, mine, { flag: 'wx' });
-      return file;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw ioError(`Cannot lock index ${dir}`, err);
-    }
-    let holder: { pid?: unknown; host?: unknown } = {};
-    try {
-      holder = JSON.parse(await readFile(file, 'utf8')) as typeof holder;
-    } catch {
-      // An empty or half-written lock file: its writer died before finishing it.
-    }
-    const pid = typeof holder.pid === 'number' ? holder.pid : undefined;
-    if (pid !== undefined && (holder.host !== os.hostname() || isProcessAlive(pid))) {
-      throw new DmlError(
-        'E_IO',
-        `Index ${dir} is in use by process ${pid} on ${String(holder.host)} (lock file ${file}); stop that process, or delete the lock file if it is gone`,
-      );
-    }
-    await rm(file, { force: true });
-  }
-}
-
-/**
- * Checks that `dir` can become a new index folder: it does not exist or is an empty folder. `name`
- * names it in the error (E_ARG).
- */
-export async function checkNewIndexFolder(dir: string, name = 'dir'): Promise<void> {
-  const existing = await stat(dir).catch(() => undefined);
-  if (existing && !(existing.isDirectory() && (await readdir(dir)).length === 0)) {
-    throw invalidParameterError(name, 'a new or empty folder', dir);
-  }
-}
+import { Journal } from './journal.js';
+import {
+  checkItemText,
+  checkNewIndexFolder,
+  checkVector,
+  decodeVector,
+  DEFAULT_SNAPSHOT_EVERY,
+  encodeVector,
+  ioError,
+  METADATA_FILE,
+  MODEL_FILE,
+  SEARCH_INDEX_FORMAT,
+  syncPath,
+  UPLOADS,
+  type CreateIndexInit,
+  type IndexedItem,
+  type IndexSearchOptions,
+  type ItemsFile,
+  type JournalOp,
+  type NewItem,
+  type OpenIndexOptions,
+  type SearchHit,
+  type SearchIndexMetadata,
+} from './layout.js';
+import { acquireLock, releaseLock } from './lock.js';
+import { readSnapshot, removeGeneration, removeLeftovers, writeGeneration, writeMetadata, writeSnapshot } from './snapshot.js';
 
 /** A mutable HNSW image index in a folder (see the file comment for the layout and guarantees). */
 export class SearchIndexStore {
   readonly #dir: string;
   readonly #metadata: SearchIndexMetadata;
-  readonly #native: NativeIndex;
+  readonly #graph: HnswIndex;
+  readonly #journal: Journal;
   readonly #writable: boolean;
   readonly #snapshotEvery: number;
   readonly #lockFile: string | undefined;
@@ -277,16 +89,13 @@ export class SearchIndexStore {
   #nextSlot: number;
   /** Marked-deleted graph nodes not yet reused. */
   #vacant: number;
-  #journalLines = 0;
-  /** Bytes of the journal that hold complete lines; anything after is a torn tail. */
-  #journalBytes = 0;
   #writes: Promise<unknown> = Promise.resolve();
   #closed = false;
 
   private constructor(init: {
     dir: string;
     metadata: SearchIndexMetadata;
-    native: NativeIndex;
+    graph: HnswIndex;
     generation: number;
     items: ItemsFile;
     writable: boolean;
@@ -295,14 +104,15 @@ export class SearchIndexStore {
   }) {
     this.#dir = init.dir;
     this.#metadata = init.metadata;
-    this.#native = init.native;
+    this.#graph = init.graph;
     this.#generation = init.generation;
+    this.#journal = new Journal(init.dir, init.generation);
     this.#writable = init.writable;
     this.#snapshotEvery = init.snapshotEvery;
     this.#lockFile = init.lockFile;
     this.#nextSlot = init.items.nextSlot;
     for (const { slot, ...item } of init.items.items) this.#insert(slot, item);
-    this.#vacant = init.native.getCurrentCount() - this.#items.size;
+    this.#vacant = init.graph.count - this.#items.size;
   }
 
   /**
@@ -333,26 +143,13 @@ export class SearchIndexStore {
         ...init.hnsw,
         ...(init.onProgress !== undefined ? { onProgress: init.onProgress } : {}),
       });
-      await graph.save(path.join(tmp, 'gen-1', GRAPH_FILE));
       const items: ItemsFile = {
         format: SEARCH_INDEX_FORMAT,
         nextSlot: set.count,
         items: set.ids.map((id, slot) => ({ slot, id, label: set.labels[slot] as string, source: sources[slot] as ImageSource })),
       };
-      await writeFileAtomic(path.join(tmp, 'gen-1', ITEMS_FILE), JSON.stringify(items));
-      await syncPath(path.join(tmp, 'gen-1'));
-      const now = new Date().toISOString();
-      const metadata: MetadataFile = {
-        format: SEARCH_INDEX_FORMAT,
-        createdAt: now,
-        ...init.metadata,
-        dim: set.dim,
-        hnsw: graph.params,
-        generation: 1,
-        updatedAt: now,
-      };
-      await writeFileAtomic(path.join(tmp, METADATA_FILE), `${JSON.stringify(metadata, null, 2)}\n`);
-      await syncPath(tmp);
+      await writeGeneration(path.join(tmp, 'gen-1'), graph, items);
+      await writeMetadata(tmp, { format: SEARCH_INDEX_FORMAT, createdAt: new Date().toISOString(), ...init.metadata, dim: set.dim, hnsw: graph.params }, 1);
       if (await stat(target).catch(() => undefined)) await rmdir(target);
       await rename(tmp, target);
       await syncPath(path.dirname(target));
@@ -386,59 +183,16 @@ export class SearchIndexStore {
         }
       }
     } catch (err) {
-      if (lockFile !== undefined) await rm(lockFile, { force: true });
+      if (lockFile !== undefined) await releaseLock(lockFile);
       throw err;
     }
   }
 
   static async #load(root: string, dir: string, writable: boolean, snapshotEvery: number, lockFile: string | undefined): Promise<SearchIndexStore> {
-    const metadataPath = path.join(root, METADATA_FILE);
-    let text: string;
-    try {
-      text = await readFile(metadataPath, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DmlError('E_NOT_FOUND', `No search index at ${dir} (${METADATA_FILE} is missing)`);
-      throw ioError(`Cannot read ${metadataPath}`, err);
-    }
-    let file: MetadataFile;
-    try {
-      file = JSON.parse(text) as MetadataFile;
-    } catch (err) {
-      throw new DmlError('E_DATASET', `${metadataPath} is not valid JSON: ${(err as Error).message}`, { cause: err });
-    }
-    if (file?.format !== SEARCH_INDEX_FORMAT || !Number.isInteger(file.generation) || !Number.isInteger(file.dim)) {
-      throw new DmlError('E_DATASET', `${metadataPath}: expected a ${SEARCH_INDEX_FORMAT} file with a generation and a dim`);
-    }
-    const { generation, updatedAt: _updatedAt, ...metadata } = file;
-    const genDir = path.join(root, `gen-${generation}`);
-    const itemsPath = path.join(genDir, ITEMS_FILE);
-    let items: ItemsFile;
-    try {
-      items = JSON.parse(await readFile(itemsPath, 'utf8')) as ItemsFile;
-    } catch (err) {
-      throw err instanceof SyntaxError
-        ? new DmlError('E_DATASET', `${itemsPath} is not valid JSON: ${err.message}`, { cause: err })
-        : ioError(`Cannot read ${itemsPath}`, err);
-    }
-    if (items?.format !== SEARCH_INDEX_FORMAT || !Array.isArray(items.items)) {
-      throw new DmlError('E_DATASET', `${itemsPath}: expected a ${SEARCH_INDEX_FORMAT} item list`);
-    }
-    const graphPath = path.join(genDir, GRAPH_FILE);
-    const native = new HierarchicalNSW(metadata.hnsw.space, metadata.dim);
-    try {
-      await native.readIndex(graphPath, true);
-    } catch (err) {
-      throw new DmlError('E_DATASET', `${graphPath} is not a readable hnswlib index: ${(err as Error).message}`, { cause: err });
-    }
-    native.setEf(metadata.hnsw.ef);
-    const inGraph = new Set(native.getIdsList());
-    const stray = items.items.find(({ slot }) => !inGraph.has(slot));
-    if (stray !== undefined) {
-      throw new DmlError('E_DATASET', `${itemsPath} lists item ${JSON.stringify(stray.id)} at slot ${stray.slot}, which ${graphPath} does not hold`);
-    }
-    const store = new SearchIndexStore({ dir: root, metadata, native, generation, items, writable, snapshotEvery, lockFile });
-    await store.#replayJournal();
-    if (writable) await store.#removeLeftovers();
+    const { metadata, generation, items, graph } = await readSnapshot(root, dir);
+    const store = new SearchIndexStore({ dir: root, metadata, graph, generation, items, writable, snapshotEvery, lockFile });
+    await store.#journal.replay((ops, where) => store.#apply(ops, where));
+    if (writable) await removeLeftovers(root, generation);
     return store;
   }
 
@@ -446,37 +200,6 @@ export class SearchIndexStore {
     this.#items.set(slot, item);
     this.#slots.set(item.id, slot);
     this.#labelCounts.set(item.label, (this.#labelCounts.get(item.label) ?? 0) + 1);
-  }
-
-  get #journalPath(): string {
-    return path.join(this.#dir, `journal-${this.#generation}.jsonl`);
-  }
-
-  /** Applies the complete lines of the current journal; a torn last line (a crash mid-write) is ignored. */
-  async #replayJournal(): Promise<void> {
-    let bytes: Buffer;
-    try {
-      bytes = await readFile(this.#journalPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw ioError(`Cannot read ${this.#journalPath}`, err);
-    }
-    let start = 0;
-    let line = 0;
-    for (let end = bytes.indexOf(10); end >= 0; start = end + 1, end = bytes.indexOf(10, start)) {
-      line++;
-      const where = `${this.#journalPath} line ${line}`;
-      let entry: { ops?: unknown };
-      try {
-        entry = JSON.parse(bytes.subarray(start, end).toString('utf8')) as { ops?: unknown };
-      } catch (err) {
-        throw new DmlError('E_DATASET', `${where} is corrupt: ${(err as Error).message}`, { cause: err });
-      }
-      if (!Array.isArray(entry?.ops)) throw new DmlError('E_DATASET', `${where} is corrupt: no list of changes`);
-      this.#apply(entry.ops as JournalOp[], where);
-      this.#journalLines++;
-    }
-    this.#journalBytes = start;
   }
 
   /** Applies journal ops to the graph and the maps (checked first, so a bad line changes nothing). */
@@ -494,16 +217,16 @@ export class SearchIndexStore {
       if (op.op === 'add') {
         if (this.#vacant > 0) {
           this.#vacant--;
-        } else if (this.#native.getCurrentCount() >= this.#native.getMaxElements()) {
-          this.#native.resizeIndex(Math.max(16, Math.ceil(this.#native.getMaxElements() * 1.5)));
+        } else if (this.#graph.count >= this.#graph.capacity) {
+          this.#graph.resize(Math.max(16, Math.ceil(this.#graph.capacity * 1.5)));
         }
         const slot = this.#nextSlot++;
-        this.#native.addPoint(Array.from(vectors[i] as Float32Array), slot, true);
+        this.#graph.add(vectors[i] as Float32Array, slot);
         this.#insert(slot, { id: op.id, label: op.label, source: op.source });
       } else {
         const slot = this.#slots.get(op.id) as number;
         const item = this.#items.get(slot) as IndexedItem;
-        this.#native.markDelete(slot);
+        this.#graph.markDeleted(slot);
         this.#vacant++;
         this.#items.delete(slot);
         this.#slots.delete(op.id);
@@ -512,15 +235,6 @@ export class SearchIndexStore {
         else this.#labelCounts.set(item.label, left);
       }
     });
-  }
-
-  /** Removes generations, journals and temporary folders other than the current ones. */
-  async #removeLeftovers(): Promise<void> {
-    const keep = new Set([`gen-${this.#generation}`, `journal-${this.#generation}.jsonl`]);
-    for (const name of await readdir(this.#dir)) {
-      if (keep.has(name) || !(/^gen-\d+$/.test(name) || /^journal-\d+\.jsonl$/.test(name) || /^\..*\.tmp$/.test(name))) continue;
-      await rm(path.join(this.#dir, name), { recursive: true, force: true });
-    }
   }
 
   /** The index folder (absolute). */
@@ -555,7 +269,7 @@ export class SearchIndexStore {
 
   /** Lines in the journal since the last snapshot. */
   get journalLines(): number {
-    return this.#journalLines;
+    return this.#journal.lines;
   }
 
   /** Number of items per label, labels sorted. */
@@ -585,7 +299,7 @@ export class SearchIndexStore {
   vector(id: string): Float32Array {
     const slot = this.#slots.get(id);
     if (slot === undefined) throw new DmlError('E_NOT_FOUND', `No item with id ${JSON.stringify(id)} in the index`);
-    return Float32Array.from(this.#native.getPoint(slot));
+    return this.#graph.vector(slot);
   }
 
   /**
@@ -608,14 +322,10 @@ export class SearchIndexStore {
       label === undefined && excluded === undefined
         ? undefined
         : (slot: number): boolean => slot !== excluded && (label === undefined || this.#items.get(slot)?.label === label);
-    this.#native.setEf(Math.max(this.#metadata.hnsw.ef, wanted));
-    const { distances, neighbors } = this.#native.searchKnn(Array.from(query), wanted, filter);
-    const hits = neighbors.map((slot, j) => {
+    return this.#graph.nearest(query, wanted, filter).map(({ label: slot, similarity }) => {
       const item = this.#items.get(slot) as IndexedItem;
-      return { slot, id: item.id, label: item.label, score: Math.fround(1 - (distances[j] as number)) };
+      return { id: item.id, label: item.label, score: similarity };
     });
-    hits.sort((a, b) => b.score - a.score || a.slot - b.slot);
-    return hits.map(({ id, label: l, score }) => ({ id, label: l, score }));
   }
 
   /**
@@ -679,7 +389,7 @@ export class SearchIndexStore {
     try {
       await done;
     } finally {
-      if (this.#lockFile !== undefined) await rm(this.#lockFile, { force: true });
+      if (this.#lockFile !== undefined) await releaseLock(this.#lockFile);
     }
   }
 
@@ -700,64 +410,27 @@ export class SearchIndexStore {
     return { kind: 'file', path: relative };
   }
 
-  /**
-   * Appends one journal line holding `ops`, fsyncs it, then applies it in memory. The file is opened
-   * per commit (an open costs little next to the fsync), and a torn tail after the last complete line
-   * (a crash, or a failed earlier write) is cut off first.
-   */
+  /** Appends `ops` to the journal (fsynced), then applies them in memory; snapshots when the journal is long. */
   async #commit(ops: JournalOp[]): Promise<void> {
-    const line = Buffer.from(`${JSON.stringify({ ops, at: new Date().toISOString() })}\n`);
-    let handle: FileHandle | undefined;
-    try {
-      const fresh = this.#journalBytes === 0 && !(await stat(this.#journalPath).catch(() => undefined));
-      handle = await open(this.#journalPath, 'a');
-      if ((await handle.stat()).size !== this.#journalBytes) await handle.truncate(this.#journalBytes);
-      await handle.write(line);
-      await handle.datasync();
-      if (fresh) await syncPath(this.#dir);
-    } catch (err) {
-      throw ioError(`Cannot write ${this.#journalPath}`, err);
-    } finally {
-      await handle?.close().catch(() => undefined);
-    }
-    this.#journalBytes += line.length;
-    this.#journalLines++;
-    this.#apply(ops, this.#journalPath);
-    if (this.#journalLines >= this.#snapshotEvery) await this.#snapshot();
+    await this.#journal.append(ops);
+    this.#apply(ops, this.#journal.path);
+    if (this.#journal.lines >= this.#snapshotEvery) await this.#snapshot();
   }
 
+  /** Folds the journal into a new generation; then the old generation, its journal and unused uploads go. */
   async #snapshot(): Promise<void> {
-    if (this.#journalLines === 0) return;
+    if (this.#journal.lines === 0) return;
     const next = this.#generation + 1;
-    const genDir = path.join(this.#dir, `gen-${next}`);
-    const tmp = path.join(this.#dir, `.gen-${next}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-    try {
-      await rm(genDir, { recursive: true, force: true });
-      await mkdir(tmp);
-      await this.#native.writeIndex(path.join(tmp, GRAPH_FILE));
-      await syncPath(path.join(tmp, GRAPH_FILE));
-      const items: ItemsFile = {
-        format: SEARCH_INDEX_FORMAT,
-        nextSlot: this.#nextSlot,
-        items: [...this.#items].map(([slot, item]) => ({ slot, ...item })),
-      };
-      await writeFileAtomic(path.join(tmp, ITEMS_FILE), JSON.stringify(items));
-      await syncPath(tmp);
-      await rename(tmp, genDir);
-      const file: MetadataFile = { ...this.#metadata, generation: next, updatedAt: new Date().toISOString() };
-      await writeFileAtomic(path.join(this.#dir, METADATA_FILE), `${JSON.stringify(file, null, 2)}\n`);
-      await syncPath(this.#dir);
-    } catch (err) {
-      await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
-      throw ioError(`Cannot write a snapshot of index ${this.#dir}`, err);
-    }
-    // Committed: the old generation, its journal and unreferenced uploads are obsolete.
+    const items: ItemsFile = {
+      format: SEARCH_INDEX_FORMAT,
+      nextSlot: this.#nextSlot,
+      items: [...this.#items].map(([slot, item]) => ({ slot, ...item })),
+    };
+    await writeSnapshot(this.#dir, next, this.#graph, items, this.#metadata);
     const old = this.#generation;
     this.#generation = next;
-    this.#journalLines = 0;
-    this.#journalBytes = 0;
-    await rm(path.join(this.#dir, `gen-${old}`), { recursive: true, force: true }).catch(() => undefined);
-    await rm(path.join(this.#dir, `journal-${old}.jsonl`), { force: true }).catch(() => undefined);
+    this.#journal.startGeneration(next);
+    await removeGeneration(this.#dir, old);
     await this.#removeUnusedUploads();
   }
 

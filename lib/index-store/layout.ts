@@ -1,0 +1,196 @@
+/**
+ * @file The on-disk format of a search index folder: file names, what each file holds, the item and
+ * vector checks every writer applies, and the small file helpers (fsync, error mapping) the store's
+ * parts share. See store.ts for the layout, durability and concurrency guarantees.
+ */
+import { open, readdir, stat } from 'node:fs/promises';
+import type { ImageSource } from '../data/manifest.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { DmlError, invalidParameterError } from '../errors.js';
+import type { Preprocessing } from '../image/preprocessing.js';
+import type { HnswParams } from '../search/hnsw.js';
+
+/** Format tag of `index.json`. */
+export const SEARCH_INDEX_FORMAT = 'dmlkit.search-index/1';
+
+/** File name of the model copy inside an index folder. */
+export const MODEL_FILE = 'model.onnx';
+
+/** The metadata file: its replacement is the commit point of a snapshot. */
+export const METADATA_FILE = 'index.json';
+/** The item list of a snapshot generation. */
+export const ITEMS_FILE = 'items.json';
+/** The hnswlib graph of a snapshot generation. */
+export const GRAPH_FILE = 'hnsw.bin';
+/** The write lock. */
+export const LOCK_FILE = 'lock';
+/** Folder of images added over HTTP. */
+export const UPLOADS = 'uploads';
+
+/** Journal lines after which a writable index takes a snapshot by itself. */
+export const DEFAULT_SNAPSHOT_EVERY = 1000;
+
+/** Longest item id and label accepted. */
+export const MAX_ID_LENGTH = 512;
+
+/** One indexed image. */
+export interface IndexedItem {
+  /** Unique id (the dataset's item id, or the id given when it was added). */
+  id: string;
+  label: string;
+  /** Where the image is; a relative file path is relative to the index folder (uploads). */
+  source: ImageSource;
+}
+
+/** What `index.json` records besides the generation. */
+export interface SearchIndexMetadata {
+  format: typeof SEARCH_INDEX_FORMAT;
+  createdAt: string;
+  model: {
+    /** SHA-256 of `model.onnx`. */
+    sha256: string;
+    /** The path the model was copied from, for provenance. */
+    source: string;
+    /** The model output holding the embeddings. */
+    outputName: string;
+  };
+  preprocessing: Preprocessing;
+  /** Embedding dimension. */
+  dim: number;
+  /** HNSW parameters (ef is the search-time default; a search for k neighbours uses at least k). */
+  hnsw: HnswParams;
+  /** The dataset the index was built from. */
+  dataset: { spec: string; manifestHash: string };
+}
+
+/** The contents of `index.json`. */
+export interface MetadataFile extends SearchIndexMetadata {
+  generation: number;
+  updatedAt: string;
+}
+
+/** The contents of a generation's `items.json`. */
+export interface ItemsFile {
+  format: typeof SEARCH_INDEX_FORMAT;
+  /** Slot to give the next added item (never reused: hnswlib labels must be fresh). */
+  nextSlot: number;
+  items: Array<IndexedItem & { slot: number }>;
+}
+
+/** One change in a journal line. */
+export type JournalOp =
+  | { op: 'add'; id: string; label: string; source: ImageSource; /** base64 of the float32 vector */ vector: string }
+  | { op: 'remove'; id: string };
+
+/** An item to add: its embedding, and either where its image is or the image bytes to store. */
+export interface NewItem {
+  id: string;
+  label: string;
+  /** L2-normalised embedding of the index's dimension. */
+  vector: Float32Array;
+  /** The image: a source (kept as is) or encoded bytes (stored under `uploads/`). */
+  image: ImageSource | Uint8Array;
+}
+
+/** One search result. */
+export interface SearchHit {
+  id: string;
+  label: string;
+  /** Cosine similarity to the query. */
+  score: number;
+}
+
+/** Options of {@link SearchIndexStore.search}. */
+export interface IndexSearchOptions {
+  /** Neighbours wanted (fewer come back when fewer items qualify). */
+  k: number;
+  /** Only items with this label. */
+  label?: string | undefined;
+  /** Leave this item out (a search by an indexed item's own vector). */
+  excludeId?: string | undefined;
+}
+
+/** Options of {@link SearchIndexStore.open}. */
+export interface OpenIndexOptions {
+  /** Open for writing: takes the lock and tidies leftovers of interrupted snapshots. Default false. */
+  writable?: boolean;
+  /** With `writable`: take a snapshot once the journal holds this many lines. Default {@link DEFAULT_SNAPSHOT_EVERY}. */
+  snapshotEvery?: number;
+}
+
+/** What {@link SearchIndexStore.create} builds an index from. */
+export interface CreateIndexInit {
+  /** The ONNX model the embeddings came from; copied into the index. */
+  modelPath: string;
+  metadata: Omit<SearchIndexMetadata, 'format' | 'createdAt' | 'dim' | 'hnsw'>;
+  /** Embeddings with ids and labels (L2-normalised rows). */
+  set: EmbeddingSet;
+  /** Image source of each row of `set`. */
+  sources: ImageSource[];
+  /** HNSW build parameters. */
+  hnsw: { m: number; efConstruction: number; ef: number; seed: number };
+  onProgress?: (done: number, total: number) => void;
+}
+
+/** fsyncs a file or folder (a folder: so that the names created or renamed in it are durable). */
+export async function syncPath(p: string): Promise<void> {
+  const handle = await open(p, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `err` as a DmlError: kept when it is one, else E_NOT_FOUND (ENOENT) or E_IO prefixed with `what`. */
+export function ioError(what: string, err: unknown): DmlError {
+  if (err instanceof DmlError) return err;
+  const code = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO';
+  return new DmlError(code, `${what}: ${(err as Error).message}`, { cause: err });
+}
+
+/** A vector as base64 of its float32 bytes (how journal lines hold vectors). */
+export function encodeVector(vector: Float32Array): string {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
+}
+
+/** The inverse of {@link encodeVector}; E_DATASET naming `where` when the length is not `dim` floats. */
+export function decodeVector(text: string, dim: number, where: string): Float32Array {
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.length !== dim * 4) throw new DmlError('E_DATASET', `${where}: vector of ${bytes.length} bytes (expected ${dim} float32 values)`);
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+}
+
+/** Checks an id or label: a non-empty string of at most {@link MAX_ID_LENGTH} characters without control characters. */
+export function checkItemText(name: string, value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_ID_LENGTH || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw invalidParameterError(name, `a non-empty string of at most ${MAX_ID_LENGTH} characters without control characters`, value);
+  }
+  return value;
+}
+
+/** Checks a query or item vector: a Float32Array of `dim` finite values, not all zero. */
+export function checkVector(name: string, vector: unknown, dim: number): Float32Array {
+  if (!(vector instanceof Float32Array) || vector.length !== dim) {
+    throw invalidParameterError(name, `a Float32Array of ${dim} values (the index's dimension)`, vector);
+  }
+  let norm = 0;
+  for (const v of vector) {
+    if (!Number.isFinite(v)) throw invalidParameterError(name, 'finite values', v);
+    norm += v * v;
+  }
+  if (norm === 0) throw invalidParameterError(name, 'a vector with a non-zero norm', 'all zeros');
+  return vector;
+}
+
+/**
+ * Checks that `dir` can become a new index folder: it does not exist or is an empty folder. `name`
+ * names it in the error (E_ARG).
+ */
+export async function checkNewIndexFolder(dir: string, name = 'dir'): Promise<void> {
+  const existing = await stat(dir).catch(() => undefined);
+  if (existing && !(existing.isDirectory() && (await readdir(dir)).length === 0)) {
+    throw invalidParameterError(name, 'a new or empty folder', dir);
+  }
+}
+
