@@ -39,7 +39,7 @@ import { readIdxFile } from '../lib/data/idx.js';
 import { openDataset } from '../lib/data/open-dataset.js';
 import { DECODE_PREFETCH_BATCHES, OnnxEmbedder } from '../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../lib/embed/embedding-set.js';
-import { DEFAULT_CLUSTER_COUNT_SPECS, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
+import { DEFAULT_CLUSTER_COUNTS, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
 import { evaluateEmbeddings } from '../lib/eval/evaluate-embeddings.js';
 import { loadImageBatch } from '../lib/image/batch-loader.js';
 import { defaultDecodeWorkers, ImageDecodePool } from '../lib/image/decode-pool.js';
@@ -196,7 +196,7 @@ async function child(kind: string, a: Args): Promise<Result> {
   if (kind === 'curve') {
     const data = await kmeansData(a, 't10k');
     const labels = data.labels;
-    const counts = resolveClusterCounts(DEFAULT_CLUSTER_COUNT_SPECS, 100, data.count);
+    const counts = resolveClusterCounts(DEFAULT_CLUSTER_COUNTS, 100, data.count);
     const t0 = performance.now();
     const results = await kmeansSweep(data.vectors, data.count, data.dim, counts, { seed: 0 });
     return {
@@ -275,7 +275,7 @@ async function child(kind: string, a: Args): Promise<Result> {
       let last = performance.now();
       const evaluation = await evaluateEmbeddings(set, null, {
         ks: KS,
-        clusterCountSpecs: DEFAULT_CLUSTER_COUNT_SPECS,
+        clusterCounts: DEFAULT_CLUSTER_COUNTS,
         clusterSet: 'union',
         index: { kind: 'exact', chunkSize: 512 },
         kmeans: { seed: 0 },
@@ -295,7 +295,7 @@ async function child(kind: string, a: Args): Promise<Result> {
         workers,
         searchSeconds: evaluation.timings.searchSeconds,
         clusteringSeconds: evaluation.timings.clusteringSeconds,
-        kmeansPerK: evaluation.metrics.nmiCurve.map((pt, i) => ({ k: pt.k, iterations: pt.iterations, seconds: kmeansTimes[i] })),
+        kmeansPerK: evaluation.metrics.nmiCurve.map((pt, i) => ({ k: pt.clusters, iterations: pt.iterations, seconds: kmeansTimes[i] })),
         recall1: evaluation.metrics.recall['1'],
       };
     }
@@ -384,7 +384,7 @@ async function vectorsMode(a: Args, tmp: string): Promise<void> {
   const faissRuns: number[] = [];
   const curveRuns: Array<Result & { peakRssMiB: number }> = [];
   const faissLargestRuns: number[] = [];
-  const largest = Math.max(...resolveClusterCounts(DEFAULT_CLUSTER_COUNT_SPECS, 100, small.count));
+  const largest = Math.max(...resolveClusterCounts(DEFAULT_CLUSTER_COUNTS, 100, small.count));
   for (let r = 0; r < repeats; r++) {
     km20Runs.push(runChild('kmeans-20', a));
     faissRuns.push(secondsOf(runPython('faiss_kmeans.py', [file, String(big.dim), '1000', '20'])));

@@ -32,7 +32,7 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import type { ManifestItem } from '../lib/data/manifest.js';
 import { openDataset } from '../lib/data/open-dataset.js';
-import { DEFAULT_CLUSTER_COUNT_SPECS, NMI_PLUS_SPEC, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
+import { DEFAULT_CLUSTER_COUNTS, NMI_PLUS_SPEC, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
 import { evaluateEmbeddings } from '../lib/eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../lib/image/preprocessing.js';
 import { loadCheckpoint } from '../lib/train/checkpoint-io.js';
@@ -85,7 +85,7 @@ async function coarseRecall1(model: tf.LayersModel, test: TrainingData, groupOf:
   const labels = Array.from(test.labels, (code) => groupOf.get(test.labelNames[code] as string) as string);
   const { metrics } = await evaluateEmbeddings({ vectors, count: test.count, dim, ids: test.ids, labels }, null, {
     ks: [1],
-    clusterCountSpecs: ['1x'],
+    clusterCounts: ['1x'],
     clusterSet: 'union',
     index: { kind: 'exact', chunkSize: 512 },
     kmeans: { seed: 0 },
@@ -104,7 +104,7 @@ async function main(): Promise<void> {
     data: { ...fileData, dataset: `fashion-mnist:${data}`, trainLabelGroups: GROUPS, maxTrainItems: integerArgument('--max-train-items', file.data.maxTrainItems) },
     epochs: integerArgument('--epochs', file.epochs) as number,
     backend: argument('--backend', file.backend ?? 'auto') as TrainConfigInput['backend'],
-    validation: { ...file.validation, maxItems: VALIDATION_ITEMS, clusterCounts: DEFAULT_CLUSTER_COUNT_SPECS },
+    validation: { ...file.validation, maxItems: VALIDATION_ITEMS, clusterCounts: [...DEFAULT_CLUSTER_COUNTS] },
   };
   const groupOf = new Map(Object.entries(GROUPS).flatMap(([group, classes]) => classes.map((c) => [String(c), group] as const)));
   const testItems: ManifestItem[] = (await openDataset(base.data.dataset)).items.filter((it) => it.split === 'test');

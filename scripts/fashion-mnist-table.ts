@@ -31,7 +31,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CLUSTER_COUNT_SPECS } from '../lib/eval/cluster-counts.js';
+import { DEFAULT_CLUSTER_COUNTS } from '../lib/eval/cluster-counts.js';
 import { parseTrainConfig, type TrainConfigInput } from '../lib/train/config.js';
 import { train, type EpochRecord } from '../lib/train/trainer.js';
 import { writeFileAtomic } from '../lib/util/atomic-write.js';
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
     data: { ...file.data, dataset: `fashion-mnist:${data}`, ...(maxTrainItems !== undefined ? { maxTrainItems } : {}) },
     epochs: integerArgument('--epochs', file.epochs) as number,
     backend,
-    validation: { ...file.validation, ...(maxValidationItems !== undefined ? { maxItems: maxValidationItems } : {}), clusterCounts: DEFAULT_CLUSTER_COUNT_SPECS },
+    validation: { ...file.validation, ...(maxValidationItems !== undefined ? { maxItems: maxValidationItems } : {}), clusterCounts: [...DEFAULT_CLUSTER_COUNTS] },
   };
   const rows: Array<{
     method: string;

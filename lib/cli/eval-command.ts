@@ -9,8 +9,8 @@
  * succeeded, and every file is written atomically. The work is in eval-run.ts, loaded when the
  * command runs.
  */
-import type { Command } from 'commander';
-import { DEFAULT_CLUSTER_COUNT_SPECS } from '../eval/cluster-counts.js';
+import { Option, type Command } from 'commander';
+import { DEFAULT_CLUSTER_COUNTS } from '../eval/cluster-counts.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
 import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
@@ -26,7 +26,9 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   galleryEmbeddings?: string;
   galleryLabels?: string;
   k?: string;
-  nmiK: string;
+  clusterCounts: string;
+  /** The old name of `--cluster-counts`, still accepted (with a warning). */
+  nmiK?: string;
   clusterSet: string;
   kmeansMaxIterations: string;
   kmeansTolerance: string;
@@ -54,7 +56,8 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
     .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
-    .option('--nmi-k <list>', 'cluster counts for NMI+: integers or multiples of the label count', DEFAULT_CLUSTER_COUNT_SPECS.join(','))
+    .option('--cluster-counts <list>', 'cluster counts of the NMI curve: integers or multiples of the label count (NMI+ is the 10x point)', DEFAULT_CLUSTER_COUNTS.join(','))
+    .addOption(new Option('--nmi-k <list>', 'old name of --cluster-counts').hideHelp())
     .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery) or query', 'union')
     .option('--kmeans-max-iterations <n>', 'cap on Lloyd iterations per k-means run', String(DEFAULT_MAX_ITERATIONS))
     .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))

@@ -12,7 +12,7 @@ import { OnnxEmbedder, type EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
-import { parseClusterCountSpecs } from '../eval/cluster-counts.js';
+import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
 import type { IndexParameters } from '../eval/evaluation.js';
@@ -57,6 +57,16 @@ async function checkWritableFolder(dir: string, what: string): Promise<void> {
   }
 }
 
+/** `--cluster-counts`, or its old name `--nmi-k` (with a warning on stderr); both at once is a usage error. */
+function clusterCountsFlag(flags: EvalFlags): ClusterCountSpec[] {
+  if (flags.nmiK === undefined) return parseClusterCountSpecs(flags.clusterCounts.split(',').map((s) => s.trim()), '--cluster-counts');
+  if (flags.clusterCounts !== DEFAULT_CLUSTER_COUNTS.join(',')) {
+    throw new DmlError('E_ARG', '--nmi-k is the old name of --cluster-counts: give one of them, not both');
+  }
+  process.stderr.write('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
+  return parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k');
+}
+
 export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
   const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
   if (usingNpy && (models.length > 0 || flags.data !== undefined)) {
@@ -74,7 +84,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const seed = parseSeed(flags.seed, '--seed');
   const workers = decodeWorkers(flags);
   const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
-    clusterCountSpecs: parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k'),
+    clusterCounts: clusterCountsFlag(flags),
     clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
     index,
     kmeans: {

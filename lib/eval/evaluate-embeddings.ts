@@ -14,7 +14,7 @@ import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
-import { resolveClusterCounts } from './cluster-counts.js';
+import { nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import type {
   ClusterSet,
   EvaluationMetrics,
@@ -28,7 +28,8 @@ import type {
 /** Options of {@link evaluateEmbeddings}. */
 export interface EvaluateEmbeddingsOptions {
   ks: number[];
-  clusterCountSpecs: string[];
+  /** Cluster counts of the NMI curve (1x is always added: it gives NMI and F1). */
+  clusterCounts: readonly ClusterCountSpec[];
   clusterSet: ClusterSet;
   index: IndexParameters;
   /** k-means settings; omitted fields take the k-means defaults (k-means++, 100 iterations, tolerance 1e-4, 1 restart). */
@@ -166,7 +167,7 @@ export async function evaluateEmbeddings(
   const clustered = options.clusterSet === 'query' || sameSet ? query : unionById(query, g);
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
-  const clusterCounts = resolveClusterCounts(options.clusterCountSpecs, labelCount, clustered.count);
+  const clusterCounts = resolveClusterCounts(options.clusterCounts, labelCount, clustered.count);
   const kmeansParameters: KMeansParameters = {
     init: options.kmeans.init ?? 'k-means++',
     roundFraction: options.kmeans.roundFraction ?? DEFAULT_ROUND_FRACTION,
@@ -183,7 +184,7 @@ export async function evaluateEmbeddings(
     onProgress: (done, total) => options.onProgress?.('k-means', done, total),
   });
   const nmiCurve: NmiCurvePoint[] = results.map((result) => ({
-    k: result.k,
+    clusters: result.k,
     nmi: normalizedMutualInformation(clusterLabels, result.assignments),
     f1: pairwiseClusteringF1(clusterLabels, result.assignments).f1,
     inertia: result.inertia,
@@ -191,7 +192,7 @@ export async function evaluateEmbeddings(
     converged: result.converged,
   }));
   timings.clusteringSeconds = seconds(start);
-  const atLabelCount = nmiCurve.find((p) => p.k === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
+  const atLabelCount = nmiCurve.find((p) => p.clusters === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
 
   const recall: Record<string, number> = {};
   for (const kk of options.ks) recall[String(kk)] = retrieval.recall[kk] as number;
@@ -202,6 +203,7 @@ export async function evaluateEmbeddings(
     mapAtR: retrieval.mapAtR,
     nmi: atLabelCount.nmi,
     nmiCurve,
+    nmiPlus: nmiPlusOf(nmiCurve, labelCount, clustered.count),
     f1: atLabelCount.f1,
     loneQueries: retrieval.loneQueries,
     queryCount: query.count,
@@ -211,8 +213,8 @@ export async function evaluateEmbeddings(
   };
   const parameters: EvaluationParameters = {
     ks: [...options.ks],
-    clusterCountSpecs: [...options.clusterCountSpecs],
-    clusterCounts,
+    clusterCounts: [...options.clusterCounts],
+    resolvedClusterCounts: clusterCounts,
     clusterSet: options.clusterSet,
     index: effectiveIndex,
     kmeans: kmeansParameters,

@@ -6,6 +6,7 @@
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
 import type { KMeansInit } from '../metrics/kmeans-options.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
+import type { ClusterCountSpec } from './cluster-counts.js';
 
 /** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */
 export type IndexParameters =
@@ -34,9 +35,9 @@ export interface EvaluationParameters {
   /** K values of Recall@K. */
   ks: number[];
   /** Cluster counts as requested (`10`, `5x`, ...). */
-  clusterCountSpecs: string[];
-  /** Cluster counts after resolving multiples of the label count and capping at the point count. */
-  clusterCounts: number[];
+  clusterCounts: ClusterCountSpec[];
+  /** The cluster counts after resolving multiples of the label count and capping at the point count. */
+  resolvedClusterCounts: number[];
   clusterSet: ClusterSet;
   index: IndexParameters;
   kmeans: KMeansParameters;
@@ -49,7 +50,7 @@ export interface EvaluationParameters {
 /** One point of the NMI+ curve. */
 export interface NmiCurvePoint {
   /** Number of k-means clusters. */
-  k: number;
+  clusters: number;
   nmi: number;
   /** Pairwise clustering F1 at this cluster count. */
   f1: number;
@@ -73,8 +74,10 @@ export interface EvaluationMetrics {
   mapAtR: number | null;
   /** NMI with K = number of distinct labels in the clustered set. */
   nmi: number;
-  /** NMI (and F1) over the requested cluster counts. */
+  /** The NMI curve: NMI (and F1) at each requested cluster count. */
   nmiCurve: NmiCurvePoint[];
+  /** NMI+ (Levi et al.): the curve's NMI at 10x the label count; null when 10x is not among the cluster counts. */
+  nmiPlus: number | null;
   /** Pairwise clustering F1 with K = number of distinct labels. */
   f1: number;
   /** Queries without any same-label gallery item (other than themselves). */
@@ -104,7 +107,8 @@ export const METRIC_DEFINITIONS = {
   ...RETRIEVAL_METRIC_DEFINITIONS,
   ...CLUSTERING_METRIC_DEFINITIONS,
   nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once, unless --cluster-set query).',
-  nmiCurve: 'NMI+ = the same NMI with more clusters than labels, over the listed cluster counts (Levi et al., class collapse).',
+  nmiCurve: 'NMI curve = the same NMI at each listed cluster count (more clusters than labels shows class collapse).',
+  nmiPlus: 'NMI+ = the NMI with K = 10 x the number of distinct labels in the clustered set (capped at the item count), as Levi et al. 2021 report it; null unless 10x is among the cluster counts.',
   kmeans: 'Euclidean k-means on the L2-normalised embeddings: seeded k-means++ (D² sampling in rounds) or random initialisation, Lloyd iterations until the relative inertia change is at most the tolerance (or the assignment stops changing, or the cap), restarts keep the lowest inertia.',
   annRecall: 'ANN recall@K = mean over queries of |HNSW top-K ∩ exact top-K| / K on the same embeddings.',
 } as const;

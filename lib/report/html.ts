@@ -19,8 +19,8 @@ export function recallChartSvg(report: Report): string {
 /** NMI against the number of k-means clusters, one line per run. */
 export function nmiChartSvg(report: Report): string {
   return lineChartSvg(
-    report.runs.map((r) => ({ name: r.name, points: r.metrics.nmiCurve.map((p) => ({ x: p.k, y: p.nmi })) })),
-    { title: 'NMI+ (NMI over cluster counts)', xLabel: 'k-means clusters', yLabel: 'NMI', logX: true },
+    report.runs.map((r) => ({ name: r.name, points: r.metrics.nmiCurve.map((p) => ({ x: p.clusters, y: p.nmi })) })),
+    { title: 'NMI curve (NMI over cluster counts)', xLabel: 'k-means clusters', yLabel: 'NMI', logX: true },
   );
 }
 

@@ -10,7 +10,7 @@ const pct = (v: number | null | undefined): string => (v === null || v === undef
 export function reportMarkdown(report: Report): string {
   const runs: RunReport[] = report.runs;
   const ks = [...new Set(runs.flatMap((r) => Object.keys(r.metrics.recall).map(Number)))].sort((a, b) => a - b);
-  const curveKs = [...new Set(runs.flatMap((r) => r.metrics.nmiCurve.map((p) => p.k)))].sort((a, b) => a - b);
+  const curveKs = [...new Set(runs.flatMap((r) => r.metrics.nmiCurve.map((p) => p.clusters)))].sort((a, b) => a - b);
   const hasAnn = runs.some((r) => r.metrics.annRecall !== undefined);
   const header = [
     'model',
@@ -30,7 +30,7 @@ export function reportMarkdown(report: Report): string {
     pct(r.metrics.mapAtR),
     pct(r.metrics.nmi),
     pct(r.metrics.f1),
-    ...curveKs.map((k) => pct(r.metrics.nmiCurve.find((p) => p.k === k)?.nmi)),
+    ...curveKs.map((k) => pct(r.metrics.nmiCurve.find((p) => p.clusters === k)?.nmi)),
     ...(hasAnn ? ks.map((k) => pct(r.metrics.annRecall?.[String(k)])) : []),
     String(r.metrics.loneQueries),
   ]);

@@ -6,8 +6,13 @@ import { createRequire } from 'node:module';
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from '../eval/evaluation.js';
 import { METRIC_DEFINITIONS } from '../eval/evaluation.js';
 
-/** Format tag of report.json. */
-export const REPORT_FORMAT = 'dmlkit.report/1';
+/**
+ * Format tag of report.json. Version 2: the NMI curve's points name their cluster count `clusters`
+ * (was `k`), the parameters name the requested counts `clusterCounts` and the resolved ones
+ * `resolvedClusterCounts` (were `clusterCountSpecs` and `clusterCounts`), and the metrics carry
+ * `nmiPlus`.
+ */
+export const REPORT_FORMAT = 'dmlkit.report/2';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {

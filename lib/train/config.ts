@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { DmlError } from '../errors.js';
-import { parseClusterCountSpecs } from '../eval/cluster-counts.js';
+import { parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 
 const positiveInt = z.number().int().positive();
 const activation = z.enum(['relu', 'elu', 'tanh', 'sigmoid']);
@@ -181,7 +181,7 @@ export const trainConfigSchema = z
         maxItems: positiveInt.default(5000),
         ks: z.array(positiveInt).default([1, 2, 4, 8]),
         /**
-         * Cluster counts of the NMI curve recorded per validation, as `dml eval --nmi-k` takes them:
+         * Cluster counts of the NMI curve recorded per validation, as `dml eval --cluster-counts` takes them:
          * integers or multiples of the held-out label count (`["1x", "2x", "5x", "10x", "30x"]`, the
          * NMI+ sweep). 1x is always included (it gives `nmi`); NMI+ (`nmiPlus`) is the point at 10x and
          * is null unless 10x is listed. Default `["1x"]`: NMI alone.
@@ -195,7 +195,8 @@ export const trainConfigSchema = z
             } catch (err) {
               context.addIssue({ code: 'custom', message: (err as Error).message });
             }
-          }),
+          })
+          .transform((specs) => specs as ClusterCountSpec[]),
       })
       .strict()
       .default({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8], clusterCounts: ['1x'] }),

@@ -23,7 +23,6 @@ import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
-import { nmiPlusOf } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
@@ -432,7 +431,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     const set = embedAll(model, validationData, inputShape);
     const { metrics } = await evaluateEmbeddings(set, null, {
       ks: config.validation.ks,
-      clusterCountSpecs: config.validation.clusterCounts,
+      clusterCounts: config.validation.clusterCounts,
       clusterSet: 'union',
       index: { kind: 'exact', chunkSize: 512 },
       kmeans: { seed: config.seed },
@@ -441,9 +440,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       recall: metrics.recall,
       mapAtR: metrics.mapAtR,
       nmi: metrics.nmi,
-      nmiCurve: metrics.nmiCurve.map((p) => ({ clusters: p.k, nmi: p.nmi })),
-      // The clustered set is the validation set itself (query set = gallery set).
-      nmiPlus: nmiPlusOf(metrics.nmiCurve, metrics.labelCount, set.count),
+      nmiCurve: metrics.nmiCurve.map((p) => ({ clusters: p.clusters, nmi: p.nmi })),
+      nmiPlus: metrics.nmiPlus,
       queryCount: metrics.queryCount,
     };
     if (epoch % config.scatter.every === 0 || last) {

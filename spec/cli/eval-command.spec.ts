@@ -31,7 +31,7 @@ describe('dml eval', function () {
 
   it('evaluates the default model on the default data: table on stdout, report.json/md/html, then a cache hit', async () => {
     const out = path.join(dir, 'run');
-    const args = ['eval', MODEL, '--data', 'folder:data/default', '--out', out, '--nmi-k', '1x,5x'];
+    const args = ['eval', MODEL, '--data', 'folder:data/default', '--out', out, '--cluster-counts', '1x,5x'];
     const first = await runCliCaptured(args);
     expect(first.stderr).to.equal('');
     expect(first.code).to.equal(0);
@@ -47,7 +47,7 @@ describe('dml eval', function () {
     expect(report.metrics.precisionAt1).to.equal(report.metrics.recall['1']);
     expect(report.metrics.recall['1']).to.be.above(0.6);
     expect(report.metrics.mapAtR).to.be.within(0.2, 1);
-    expect(report.metrics.nmiCurve.map((p) => p.k)).to.deep.equal([10, 50]);
+    expect(report.metrics.nmiCurve.map((p) => p.clusters)).to.deep.equal([10, 50]);
     expect(report.metrics.nmi).to.equal(report.metrics.nmiCurve[0]!.nmi);
     expect(report.metrics.loneQueries).to.equal(0);
     expect(report.dataset).to.deep.include({ queryCount: 600, galleryCount: 600, sameSet: true });
@@ -72,7 +72,7 @@ describe('dml eval', function () {
     const json = path.join(dir, 'r.json');
     const other = path.join(dir, 'copy.onnx');
     copyFileSync(MODEL, other);
-    const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--index', 'hnsw', '--json', json, '--nmi-k', '1x', '--k', '1,4']);
+    const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--index', 'hnsw', '--json', json, '--cluster-counts', '1x', '--k', '1,4']);
     expect(res.stderr).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
@@ -99,7 +99,7 @@ describe('dml eval', function () {
       '--query-labels', path.join(dir, 'ql.npy'),
       '--gallery-embeddings', path.join(dir, 'g.npy'),
       '--gallery-labels', path.join(dir, 'gl.npy'),
-      '--k', '1,2', '--nmi-k', '1x', '--json', json,
+      '--k', '1,2', '--cluster-counts', '1x', '--json', json,
     ]);
     expect(res.stderr).to.equal('');
     expect(res.code).to.equal(0);
@@ -162,6 +162,19 @@ describe('dml eval', function () {
       await expectFailure(['eval', MODEL, '--data', smallFolder(), '--workers', 'all'], 2, /^dml: Expected a non-negative integer for --workers but received "all"\n$/);
     });
 
+    it('--nmi-k, the old name of --cluster-counts, still works with a warning; both at once is a usage error', async () => {
+      const npy = ['--query-embeddings', path.join(dir, 'q2.npy'), '--query-labels', path.join(dir, 'ql2.npy'), '--k', '1'];
+      await writeNpy(path.join(dir, 'q2.npy'), Float32Array.from([1, 0, 0.9, 0.1, 0, 1, 0.1, 0.9]), [4, 2]);
+      await writeNpy(path.join(dir, 'ql2.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
+      const old = await runCliCaptured(['eval', ...npy, '--nmi-k', '1x,2']);
+      expect(old.code).to.equal(0);
+      expect(old.stderr).to.equal('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
+      const current = await runCliCaptured(['eval', ...npy, '--cluster-counts', '1x,2']);
+      expect(current.stderr).to.equal('');
+      expect(current.stdout).to.equal(old.stdout.replace('--nmi-k', '--cluster-counts'));
+      await expectFailure(['eval', ...npy, '--nmi-k', '1x', '--cluster-counts', '2x'], 2, /^dml: --nmi-k is the old name of --cluster-counts: give one of them, not both\n$/);
+    });
+
     it('a bad flag value is the error even when the dataset is missing too (flags are checked before any I/O)', async () => {
       const nowhere = `folder:${path.join(dir, 'nowhere')}`;
       await expectFailure(['eval', MODEL, '--data', nowhere, '--device', 'tpu'], 2, /^dml: Expected one of auto, cuda, webgpu, cpu for --device but received "tpu"\n$/);
@@ -182,7 +195,7 @@ describe('dml eval', function () {
         expect(failed.stderr).to.match(/^dml: \S*broken\.png: not an image in a supported format [^\n]*\n$/);
         messages.push(failed.stderr);
         const json = path.join(dir, `r${workers}.json`);
-        const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--nmi-k', '1x', '--workers', workers]);
+        const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--cluster-counts', '1x', '--workers', workers]);
         expect(res.code, res.stderr).to.equal(0);
         const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
         expect(report.dataset.skippedImages).to.have.length(1);

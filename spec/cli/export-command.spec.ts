@@ -30,7 +30,7 @@ const KS = [1, 2, 4, 8];
 async function recallOf(set: EmbeddingSet): Promise<Record<string, number>> {
   const evaluation = await evaluateEmbeddings(set, null, {
     ks: KS,
-    clusterCountSpecs: ['1x'],
+    clusterCounts: ['1x'],
     clusterSet: 'union',
     index: { kind: 'exact', chunkSize: 512 },
     kmeans: { seed: 0 },
@@ -40,7 +40,7 @@ async function recallOf(set: EmbeddingSet): Promise<Record<string, number>> {
 
 /** Runs `dml eval` on `model` over the default data and returns its Recall@K. */
 async function evalRecall(model: string, json: string): Promise<Record<string, number>> {
-  const res = await runCliCaptured(['eval', model, '--data', DATA, '--json', json, '--k', KS.join(','), '--nmi-k', '1x', '--no-cache', '--device', 'cpu']);
+  const res = await runCliCaptured(['eval', model, '--data', DATA, '--json', json, '--k', KS.join(','), '--cluster-counts', '1x', '--no-cache', '--device', 'cpu']);
   expect(res.stderr).to.equal('');
   expect(res.code).to.equal(0);
   return (JSON.parse(readFileSync(json, 'utf8')) as Report).metrics.recall;

@@ -44,7 +44,7 @@ describe('lazy loading of the CLI and the entry points', function () {
   });
 
   it('dml eval runs without TensorFlow.js', () => {
-    const result = probe('cli', 'eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--nmi-k', '1x', '--k', '1,2');
+    const result = probe('cli', 'eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--cluster-counts', '1x', '--k', '1,2');
     expect(result.code).to.equal(0);
     expect(result.loaded).to.include('onnxruntime-node');
     expect(result.loaded).not.to.include('@tensorflow');

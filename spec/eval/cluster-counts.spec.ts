@@ -10,16 +10,16 @@ describe('cluster counts', () => {
   });
 
   it('rejects malformed specs naming the flag', () => {
-    expect(() => parseClusterCountSpecs(['10y'])).to.throw(DmlError, /--nmi-k.*"10y"/);
-    expect(() => parseClusterCountSpecs(['0'])).to.throw(DmlError, /--nmi-k/);
+    expect(() => parseClusterCountSpecs(['10y'])).to.throw(DmlError, /--cluster-counts.*"10y"/);
+    expect(() => parseClusterCountSpecs(['0'])).to.throw(DmlError, /--cluster-counts/);
     expect(() => parseClusterCountSpecs([])).to.throw(DmlError, /at least one/);
   });
 
   it('reads NMI+ off the curve at 10x the label count (capped at N), or null without that point', () => {
-    const curve = [5, 10, 50, 150].map((k) => ({ k, nmi: k / 1000 }));
+    const curve = [5, 10, 50, 150].map((clusters) => ({ clusters, nmi: clusters / 1000 }));
     expect(nmiPlusOf(curve, 5, 300)).to.equal(0.05);
     expect(nmiPlusOf(curve, 5, 40)).to.equal(null); // 10x capped at 40 points: not on this curve
-    expect(nmiPlusOf([{ k: 40, nmi: 0.4 }], 5, 40)).to.equal(0.4);
+    expect(nmiPlusOf([{ clusters: 40, nmi: 0.4 }], 5, 40)).to.equal(0.4);
     expect(nmiPlusOf(curve.slice(0, 2), 5, 300)).to.equal(null);
   });
 });

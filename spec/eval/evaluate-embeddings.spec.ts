@@ -37,7 +37,7 @@ function clusteredSet(classes: number, perClass: number, dim: number, idPrefix: 
 
 const OPTIONS: EvaluateEmbeddingsOptions = {
   ks: [1, 2],
-  clusterCountSpecs: ['1x', '3x', '10x'],
+  clusterCounts: ['1x', '3x', '10x'],
   clusterSet: 'union',
   index: { kind: 'exact', chunkSize: 512 },
   kmeans: { seed: 7 },
@@ -50,10 +50,10 @@ describe('eval/evaluateEmbeddings (clustering)', () => {
   it('gives every NMI+ point the NMI of a separate k-means run with the recorded parameters', async () => {
     const { metrics, parameters } = await evaluateEmbeddings(set, null, OPTIONS);
     expect(parameters.kmeans).to.deep.equal({ init: 'k-means++', roundFraction: 0.25, maxIterations: 100, tolerance: 1e-4, restarts: 1, seed: 7 });
-    expect(metrics.nmiCurve.map((p) => p.k)).to.deep.equal([6, 18, 60]);
+    expect(metrics.nmiCurve.map((p) => p.clusters)).to.deep.equal([6, 18, 60]);
     for (const point of metrics.nmiCurve) {
-      const alone = await kmeans(set.vectors, set.count, set.dim, { k: point.k, ...parameters.kmeans });
-      expect(point.nmi, `K ${point.k}`).to.equal(normalizedMutualInformation(codes, alone.assignments));
+      const alone = await kmeans(set.vectors, set.count, set.dim, { k: point.clusters, ...parameters.kmeans });
+      expect(point.nmi, `K ${point.clusters}`).to.equal(normalizedMutualInformation(codes, alone.assignments));
       expect([point.inertia, point.iterations, point.converged]).to.deep.equal([alone.inertia, alone.iterationsRun, alone.converged]);
     }
     expect(metrics.nmi).to.equal(metrics.nmiCurve[0]?.nmi);
@@ -62,15 +62,15 @@ describe('eval/evaluateEmbeddings (clustering)', () => {
   it('passes the k-means options through (random seeding, an iteration cap)', async () => {
     const { metrics, parameters } = await evaluateEmbeddings(set, null, { ...OPTIONS, kmeans: { seed: 7, init: 'random', maxIterations: 1, tolerance: 0 } });
     expect(parameters.kmeans).to.include({ init: 'random', maxIterations: 1, tolerance: 0 });
-    for (const point of metrics.nmiCurve) expect(point.iterations, `K ${point.k}`).to.be.at.most(1);
+    for (const point of metrics.nmiCurve) expect(point.iterations, `K ${point.clusters}`).to.be.at.most(1);
     const alone = await kmeans(set.vectors, set.count, set.dim, { k: 6, seed: 7, init: 'random', maxIterations: 1, tolerance: 0 });
     expect(metrics.nmi).to.equal(normalizedMutualInformation(codes, alone.assignments));
   });
 
   it('clusters queries and gallery together by default, the queries alone with clusterSet query', async () => {
     const gallery = clusteredSet(6, 10, 8, 'g', 2);
-    const union = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCountSpecs: ['1x'] });
-    const queriesOnly = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCountSpecs: ['1x'], clusterSet: 'query' });
+    const union = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCounts: ['1x'] });
+    const queriesOnly = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCounts: ['1x'], clusterSet: 'query' });
     const both: EmbeddingSet = {
       vectors: Float32Array.from([...gallery.vectors, ...set.vectors]),
       count: gallery.count + set.count,
@@ -104,7 +104,7 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     ['g3', 'B', 100],
     ['g4', 'A', 200],
   ]);
-  const options: EvaluateEmbeddingsOptions = { ...OPTIONS, ks: [1, 2, 4], clusterCountSpecs: ['1x'] };
+  const options: EvaluateEmbeddingsOptions = { ...OPTIONS, ks: [1, 2, 4], clusterCounts: ['1x'] };
 
   for (const index of [{ kind: 'exact', chunkSize: 1 }, { kind: 'hnsw', m: 8, efConstruction: 50, ef: 16, seed: 1 }] as const) {
     it(`separate query set (${index.kind}): Recall@K, R-Precision and MAP@R as computed by hand`, async () => {

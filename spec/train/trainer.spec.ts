@@ -90,10 +90,10 @@ describe('train', function () {
     const { metrics } = await evaluateEmbeddings(
       { vectors, count: data.count, dim: 4, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c]!) },
       null,
-      { ks: [1, 2, 4, 8], clusterCountSpecs: ['2x', '10x', '1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 512 }, kmeans: { seed: 0 } },
+      { ks: [1, 2, 4, 8], clusterCounts: ['2x', '10x', '1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 512 }, kmeans: { seed: 0 } },
     );
     expect(recorded.nmiCurve.map((p) => p.clusters)).to.deep.equal([5, 10, 50]);
-    expect(metrics.nmiCurve.map((p) => p.k)).to.deep.equal([5, 10, 50]);
+    expect(metrics.nmiCurve.map((p) => p.clusters)).to.deep.equal([5, 10, 50]);
     recorded.nmiCurve.forEach((p, i) => expect(p.nmi).to.be.closeTo(metrics.nmiCurve[i]!.nmi, 1e-9));
     expect(recorded.nmiPlus).to.be.closeTo(metrics.nmiCurve[2]!.nmi, 1e-9);
     expect(recorded.nmi).to.equal(recorded.nmiCurve[0]!.nmi);
