@@ -14,3 +14,25 @@ export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
 export { createSampler, type SamplerSpec, type BatchSampler } from './train/samplers/sampler.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
+// Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
+export {
+  DEFAULT_DUPLICATE_THRESHOLD,
+  selectNegatives,
+  selectPositives,
+  type AnchorSelection,
+  type NegativeSelectionOptions,
+  type NegativeStrategy,
+  type PositiveSelectionOptions,
+  type PositiveStrategy,
+  type SemiHardRule,
+} from './train/mining/anchor-selection.js';
+export { allPairs, type MinedPairs, type PairList } from './train/mining/pairs.js';
+export { DEFAULT_MULTI_SIMILARITY_EPSILON, mineMultiSimilarityPairs } from './train/mining/multi-similarity-miner.js';
+export {
+  allTriplets,
+  groupTripletsByAnchor,
+  mineTripletsByMargin,
+  type TripletList,
+  type TripletMarginMinerType,
+  type TripletSlots,
+} from './train/mining/triplet-margin-miner.js';

@@ -41,6 +41,7 @@ import { readInshop } from './layouts/inshop.js';
 import { readCsvManifest, readJsonlManifest } from './layouts/manifest-file.js';
 import { readSop } from './layouts/sop.js';
 import type { Manifest } from './manifest.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /** A layout's reader and the kind of path it takes. */
 interface LayoutEntry {
@@ -171,7 +172,7 @@ export interface ManifestHashOptions {
  */
 export async function manifestHash(manifest: Manifest, options: ManifestHashOptions = {}): Promise<string> {
   const concurrency = options.concurrency ?? 64;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw invalidParameterError('concurrency', 'a positive integer', concurrency);
+  checkPositiveInteger('concurrency', concurrency);
   const { signal } = options;
   const firstItemOfFile = new Map<string, string>();
   for (const { id, source } of manifest.items) {

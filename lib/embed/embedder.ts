@@ -25,6 +25,8 @@ import { canonicalJson, sha256 } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { resolveModelSignature, type ModelSignature } from './model-signature.js';
 import { normalizeRowsInPlace } from './normalize.js';
+import { checkPositiveInteger } from '../util/check.js';
+import { concatFloat32 } from '../util/concat.js';
 
 /**
  * Batches an {@link OnnxEmbedder.embedItems} call queues in its decode pool ahead of the one being
@@ -156,7 +158,7 @@ export class OnnxEmbedder {
   /** Loads the model, reads its metadata and signature, and creates the session. */
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? 32;
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw invalidParameterError('batchSize', 'a positive integer', batchSize);
+    checkPositiveInteger('batchSize', batchSize);
     let bytes: Uint8Array;
     try {
       bytes = await readFile(modelPath);
@@ -349,14 +351,7 @@ export class OnnxEmbedder {
       options.onProgress?.(Math.min(start + this.batchSize, items.length), items.length);
     }
     while (inferring.length > 0) await collect();
-    const dim = this.dim ?? 0;
-    const vectors = new Float32Array(ids.length * dim);
-    let offset = 0;
-    for (const c of chunks) {
-      vectors.set(c, offset);
-      offset += c.length;
-    }
-    return { set: { vectors, count: ids.length, dim, ids, labels }, failures };
+    return { set: { vectors: concatFloat32(chunks), count: ids.length, dim: this.dim ?? 0, ids, labels }, failures };
   }
 
   /** Embedding dimension, once known (from the output's declared shape or the first run). */

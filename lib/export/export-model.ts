@@ -38,6 +38,7 @@ import { composeBackboneAndHead } from './compose.js';
 import { permuteArray } from './onnx-graph.js';
 import { assertParity, compareOutputs, randomImages, runOnnxModel, type ParityReport } from './parity.js';
 import { convertLayersModel } from './tfjs-to-onnx.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /** Options of {@link exportEmbedder}. */
 export interface EmbedderExportOptions {
@@ -258,7 +259,7 @@ async function exportComposed(model: tf.LayersModel, backbone: string, options: 
 export async function exportEmbedder(model: tf.LayersModel, options: EmbedderExportOptions = {}): Promise<ExportedEmbedder> {
   if (!(model instanceof tf.LayersModel)) throw invalidParameterError('model', 'a tf.LayersModel', model);
   const rows = options.parityInputs ?? DEFAULT_PARITY_INPUTS;
-  if (!Number.isInteger(rows) || rows < 1) throw invalidParameterError('parityInputs', 'a positive integer', rows);
+  checkPositiveInteger('parityInputs', rows);
   if (options.backbone !== undefined) return exportComposed(model, options.backbone, options, rows);
   return exportImageModel(model, options, rows);
 }

@@ -48,6 +48,7 @@ import type { DecodeReply, DecodeRequest, DecodeWorkerConfig } from './decode-wo
 import { describeImageSource } from './decode.js';
 import type { Preprocessing } from './preprocessing.js';
 import { validatePreprocessing } from './validate.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /**
  * Images a child holds at once: one decoding while the next is already in its pipe, so a child never
@@ -172,7 +173,7 @@ export class ImageDecodePool {
   static async start(options: DecodePoolOptions): Promise<ImageDecodePool> {
     if (typeof options !== 'object' || options === null) throw invalidParameterError('options', 'an object', options);
     const { workers, preprocessing, limitInputPixels } = options;
-    if (!Number.isInteger(workers) || workers < 1) throw invalidParameterError('workers', 'a positive integer', workers);
+    checkPositiveInteger('workers', workers);
     validatePreprocessing(preprocessing);
     if (limitInputPixels !== undefined && (!Number.isInteger(limitInputPixels) || limitInputPixels <= 0)) {
       throw invalidParameterError('limitInputPixels', 'a positive integer', limitInputPixels);

@@ -72,6 +72,7 @@ import {
 } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { readSnapshot, removeGeneration, removeLeftovers, writeGeneration, writeMetadata, writeSnapshot } from './snapshot.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /** A mutable HNSW image index in a folder (see the file comment for the layout and guarantees). */
 export class SearchIndexStore {
@@ -167,7 +168,7 @@ export class SearchIndexStore {
   static async open(dir: string, options: OpenIndexOptions = {}): Promise<SearchIndexStore> {
     const writable = options.writable ?? false;
     const snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
-    if (!Number.isInteger(snapshotEvery) || snapshotEvery < 1) throw invalidParameterError('snapshotEvery', 'a positive integer', snapshotEvery);
+    checkPositiveInteger('snapshotEvery', snapshotEvery);
     const root = path.resolve(dir);
     if (!(await stat(path.join(root, METADATA_FILE)).catch(() => undefined))) {
       throw new DmlError('E_NOT_FOUND', `No search index at ${dir} (${METADATA_FILE} is missing)`);
@@ -310,7 +311,7 @@ export class SearchIndexStore {
   search(query: Float32Array, options: IndexSearchOptions): SearchHit[] {
     checkVector('query', query, this.dim);
     const { k, label, excludeId } = options;
-    if (!Number.isInteger(k) || k < 1) throw invalidParameterError('k', 'a positive integer', k);
+    checkPositiveInteger('k', k);
     const excluded = excludeId === undefined ? undefined : this.#slots.get(excludeId);
     const excludedItem = excluded === undefined ? undefined : this.#items.get(excluded);
     const pool =

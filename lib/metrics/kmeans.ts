@@ -36,6 +36,7 @@ import { nearestCentroids, type NearestCentroids } from './kmeans-assign.js';
 import { clusterSums, ClusterSumThreads } from './kmeans-sums.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_ROUND_FRACTION, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansInit } from './kmeans-options.js';
 import { rowSquaredNorms, seedRows } from './kmeans-seeding.js';
+import { checkInteger, checkNonNegativeNumber, checkRows } from '../util/check.js';
 
 
 /** Options of {@link kmeansSweep}: everything but the cluster count. */
@@ -194,18 +195,6 @@ async function lloyd(data: Data, k: number, initial: Float32Array, maxIterations
   return { assignments: nearest.assignments, centroids, inertia: exact, iterationsRun, converged };
 }
 
-function checkInteger(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw invalidParameterError(name, max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`, value);
-  }
-  return value;
-}
-
-function checkNonNegative(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) throw invalidParameterError(name, 'a finite number >= 0', value);
-  return value;
-}
-
 interface CheckedSweep {
   maxIterations: number;
   tolerance: number;
@@ -219,19 +208,16 @@ interface CheckedSweep {
 function checkSweepOptions(vectors: Float32Array, count: number, dim: number, options: KMeansSweepOptions): CheckedSweep {
   checkInteger('count', count, 1);
   checkInteger('dim', dim, 1);
-  if (!(vectors instanceof Float32Array)) throw invalidParameterError('vectors', 'a Float32Array', vectors);
-  if (vectors.length !== count * dim) {
-    throw invalidParameterError('vectors.length', `${count * dim} (${count} rows x ${dim} dims)`, vectors.length);
-  }
+  checkRows('vectors', vectors, count, dim);
   const init = options.init ?? 'k-means++';
   if (!KMEANS_INITS.includes(init)) throw invalidParameterError('init', KMEANS_INITS.map((m) => `'${m}'`).join(' or '), init);
   const checked: CheckedSweep = {
     maxIterations: checkInteger('maxIterations', options.maxIterations ?? DEFAULT_MAX_ITERATIONS, 0),
-    tolerance: checkNonNegative('tolerance', options.tolerance ?? DEFAULT_TOLERANCE),
+    tolerance: checkNonNegativeNumber('tolerance', options.tolerance ?? DEFAULT_TOLERANCE),
     restarts: checkInteger('restarts', options.restarts ?? 1, 1),
     seed: checkInteger('seed', options.seed, 0, 0xffffffff),
     init,
-    roundFraction: checkNonNegative('roundFraction', options.roundFraction ?? DEFAULT_ROUND_FRACTION),
+    roundFraction: checkNonNegativeNumber('roundFraction', options.roundFraction ?? DEFAULT_ROUND_FRACTION),
     threads: options.threads === undefined ? undefined : checkInteger('threads', options.threads, 1),
   };
   const bad = vectors.findIndex((v) => !Number.isFinite(v));

@@ -22,6 +22,7 @@ import type { HierarchicalNSW as NativeIndex } from 'hnswlib-node';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { copyRowExcludingSelf, validateSelfIndex } from './exact.js';
 import type { NeighbourBlock } from './neighbours.js';
+import { checkInteger, checkRows } from '../util/check.js';
 
 const { HierarchicalNSW } = hnswlib;
 
@@ -101,18 +102,6 @@ const DEFAULT_SEARCH_CHUNK = 1024;
 
 /** Byte size of hnswlib 0.8's `saveIndex` header: 6 size_t, int, uint32, 3 size_t, double, size_t. */
 const HEADER_BYTES = 96;
-
-function checkInteger(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw invalidParameterError(name, max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`, value);
-  }
-  return value;
-}
-
-function checkRows(name: string, data: Float32Array, count: number, dim: number): void {
-  if (!(data instanceof Float32Array)) throw invalidParameterError(name, 'a Float32Array', data);
-  if (data.length !== count * dim) throw invalidParameterError(`${name}.length`, `${count * dim} (${count} rows x ${dim} dims)`, data.length);
-}
 
 function cancelled(what: string, signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new DmlError('E_CANCELLED', `${what} cancelled`);

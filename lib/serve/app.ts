@@ -30,6 +30,7 @@ import { openApiDocument } from './openapi.js';
 import { searchPage } from './page.js';
 import { InferenceWorkerPool } from './worker-pool.js';
 import { DEFAULT_MAX_UPLOAD_BYTES } from './defaults.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /** Options of {@link createSearchApp}. */
 export interface SearchAppOptions {
@@ -133,8 +134,8 @@ function searchResult(hits: SearchHit[], k: number, started: number): { k: numbe
 export async function createSearchApp(options: SearchAppOptions): Promise<FastifyInstance> {
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
   const maxK = options.maxK ?? 100;
-  if (!Number.isInteger(maxUploadBytes) || maxUploadBytes < 1) throw invalidParameterError('maxUploadBytes', 'a positive integer', maxUploadBytes);
-  if (!Number.isInteger(maxK) || maxK < 1) throw invalidParameterError('maxK', 'a positive integer', maxK);
+  checkPositiveInteger('maxUploadBytes', maxUploadBytes);
+  checkPositiveInteger('maxK', maxK);
   const store = await SearchIndexStore.open(options.dir, {
     writable: true,
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),

@@ -11,12 +11,13 @@
  * The worker entry is `inference-worker` beside this file, started by {@link workerThreadEntry}.
  */
 import { Worker } from 'node:worker_threads';
-import { DmlError, invalidParameterError } from '../errors.js';
+import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import { HttpError } from './errors.js';
 import type { InferenceWorkerData, WorkerReply, WorkerRequest } from './inference-worker.js';
+import { checkPositiveInteger } from '../util/check.js';
 
 /** Options of {@link InferenceWorkerPool.start}. */
 export interface WorkerPoolOptions {
@@ -76,7 +77,7 @@ export class InferenceWorkerPool {
     const maxPending = options.maxPending ?? 256;
     const batchSize = options.batchSize ?? 16;
     for (const [name, value] of [['workers', count], ['maxPending', maxPending], ['batchSize', batchSize]] as const) {
-      if (!Number.isInteger(value) || value < 1) throw invalidParameterError(name, 'a positive integer', value);
+      checkPositiveInteger(name, value);
     }
     const pool = new InferenceWorkerPool(
       {

@@ -162,11 +162,6 @@ export function missingKernels(kernelNames: Iterable<string>, backend: string = 
   return [...missing].sort();
 }
 
-/** True when `backend` (default: the active one) implements every kernel of `kernelNames`. */
-export function runsOnBackend(kernelNames: Iterable<string>, backend: string = tf.getBackend()): boolean {
-  return missingKernels(kernelNames, backend).length === 0;
-}
-
 /**
  * Kernels that a layer class needs beyond the elementwise and matrix kernels every backend has: its
  * forward kernel and, for training, the kernels of its gradient. Only layer classes whose needs differ

@@ -49,6 +49,7 @@ import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { tripletScatter } from './scatter.js';
 import { featureTrainingData, preloadImages, relabelTrainingData, trainingImagePreprocessing, type TrainingData } from './training-data.js';
+import { concatFloat32 } from '../util/concat.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -174,13 +175,7 @@ function embedAll(model: tf.LayersModel, data: TrainingData, inputShape: number[
     chunks.push(out.dataSync() as Float32Array);
     out.dispose();
   }
-  const vectors = new Float32Array(data.count * dim);
-  let offset = 0;
-  for (const c of chunks) {
-    vectors.set(c, offset);
-    offset += c.length;
-  }
-  return { vectors, count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
+  return { vectors: concatFloat32(chunks), count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
 }
 
 /** Preloaded training and validation inputs, and the image preprocessing that produced them. */

@@ -12,7 +12,7 @@ import {
   mineTripletsByMargin,
   selectNegatives,
   selectPositives,
-} from '../../lib/train/miners.js';
+} from '../../lib/train.js';
 import { labelPairMasks } from '../../lib/train/similarity.js';
 
 /** Row-major matrix from rows (symmetric input is the caller's business). */

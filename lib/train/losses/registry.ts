@@ -99,9 +99,6 @@ export const lossSpecSchema = z.discriminatedUnion('name', [
 /** A loss spec as written in a config: `name` and any of its options. */
 export type LossSpec = z.input<typeof lossSpecSchema>;
 
-/** A loss spec with every option filled in (what `lossSpecSchema.parse` returns). */
-export type ResolvedLossSpec = z.output<typeof lossSpecSchema>;
-
 /** The registered loss names. */
 export type LossName = LossSpec['name'];
 

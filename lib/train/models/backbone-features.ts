@@ -29,6 +29,7 @@ import type { TrainAugmentation } from '../../image/preprocessing.js';
 import { validateAugmentation } from '../../image/validate.js';
 import { canonicalJson, sha256 } from '../../util/hash.js';
 import { Rng } from '../../util/rng.js';
+import { concatFloat32 } from '../../util/concat.js';
 
 /** Options of {@link computeBackboneFeatures}. */
 export interface BackboneFeatureOptions {
@@ -101,14 +102,7 @@ async function embedAugmented(
     }
     progress(slice.length);
   }
-  const dim = embedder.embeddingDim ?? 0;
-  const vectors = new Float32Array(ids.length * dim);
-  let offset = 0;
-  for (const c of chunks) {
-    vectors.set(c, offset);
-    offset += c.length;
-  }
-  return { vectors, count: ids.length, dim, ids, labels };
+  return { vectors: concatFloat32(chunks), count: ids.length, dim: embedder.embeddingDim ?? 0, ids, labels };
 }
 
 /**

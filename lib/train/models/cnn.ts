@@ -11,8 +11,9 @@ import * as tf from '@tensorflow/tfjs';
 import { invalidParameterError } from '../../errors.js';
 import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
-import { activationOf, booleanOf, positiveInteger, positiveIntegers, type CnnModelSpec } from './model-spec.js';
+import { activationOf, booleanOf, positiveIntegers, type CnnModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+import { checkPositiveInteger } from '../../util/check.js';
 
 /** Builds the model of `spec`; initialiser seeds come from `rng`. */
 export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
@@ -20,12 +21,12 @@ export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
   if (!Array.isArray(shape) || shape.length !== 3) throw invalidParameterError('model.inputShape', 'an array [height, width, channels]', shape);
   const [height, width, channels] = positiveIntegers('model.inputShape', shape) as [number, number, number];
   const filters = positiveIntegers('model.filters', spec.filters ?? [32, 64]);
-  const kernelSize = positiveInteger('model.kernelSize', spec.kernelSize ?? 3);
+  const kernelSize = checkPositiveInteger('model.kernelSize', spec.kernelSize ?? 3);
   const activation = activationOf('model.activation', spec.activation);
   const batchNorm = booleanOf('model.batchNorm', spec.batchNorm, false);
   const head = {
     hidden: positiveIntegers('model.hidden', spec.hidden ?? [128]),
-    embeddingDim: positiveInteger('model.embeddingDim', spec.embeddingDim),
+    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
     activation,
     batchNorm,
   };

@@ -5,14 +5,15 @@
 import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
-import { activationOf, booleanOf, positiveInteger, positiveIntegers, type MlpModelSpec } from './model-spec.js';
+import { activationOf, booleanOf, positiveIntegers, type MlpModelSpec } from './model-spec.js';
+import { checkPositiveInteger } from '../../util/check.js';
 
 /** Builds the model of `spec`; initialiser seeds come from `rng`. */
 export function buildMlpModel(spec: MlpModelSpec, rng: Rng): tf.LayersModel {
-  const inputDim = positiveInteger('model.inputDim', spec.inputDim);
+  const inputDim = checkPositiveInteger('model.inputDim', spec.inputDim);
   const head = {
     hidden: positiveIntegers('model.hidden', spec.hidden),
-    embeddingDim: positiveInteger('model.embeddingDim', spec.embeddingDim),
+    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
     activation: activationOf('model.activation', spec.activation),
     batchNorm: booleanOf('model.batchNorm', spec.batchNorm, false),
   };

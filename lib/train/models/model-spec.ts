@@ -9,6 +9,7 @@
  *   MobileNetV2 converted with tensorflowjs_converter) as a trainable backbone, with a new head.
  */
 import { invalidParameterError } from '../../errors.js';
+import { checkPositiveInteger } from '../../util/check.js';
 
 /** Activations of hidden layers; each has a one-node ONNX counterpart. */
 export type Activation = 'relu' | 'elu' | 'tanh' | 'sigmoid';
@@ -69,16 +70,10 @@ export interface TfjsBackboneModelSpec {
 
 export type ModelSpec = MlpModelSpec | CnnModelSpec | TfjsBackboneModelSpec;
 
-/** Checks `value` is an integer >= 1 and returns it. */
-export function positiveInteger(name: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw invalidParameterError(name, 'a positive integer', value);
-  return value;
-}
-
 /** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */
 export function positiveIntegers(name: string, value: unknown): number[] {
   if (!Array.isArray(value)) throw invalidParameterError(name, 'an array of positive integers', value);
-  return value.map((v, i) => positiveInteger(`${name}[${i}]`, v));
+  return value.map((v, i) => checkPositiveInteger(`${name}[${i}]`, v));
 }
 
 /** Checks an optional activation and returns it with the default. */

@@ -17,8 +17,9 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../../errors.js';
 import type { Rng } from '../../util/rng.js';
 import { appendHead, headLayerNames } from './head.js';
-import { activationOf, booleanOf, positiveInteger, positiveIntegers, type TfjsBackboneModelSpec } from './model-spec.js';
+import { activationOf, booleanOf, positiveIntegers, type TfjsBackboneModelSpec } from './model-spec.js';
 import { loadLayersModelFromFile } from './tfjs-files.js';
+import { checkPositiveInteger } from '../../util/check.js';
 
 /** Loads the backbone of `spec` and builds backbone + head; head initialiser seeds come from `rng`. */
 export async function buildTfjsBackboneModel(spec: TfjsBackboneModelSpec, rng: Rng): Promise<tf.LayersModel> {
@@ -30,7 +31,7 @@ export async function buildTfjsBackboneModel(spec: TfjsBackboneModelSpec, rng: R
   }
   const head = {
     hidden: positiveIntegers('model.hidden', spec.hidden ?? []),
-    embeddingDim: positiveInteger('model.embeddingDim', spec.embeddingDim),
+    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
     activation: activationOf('model.activation', spec.activation),
     batchNorm: booleanOf('model.batchNorm', spec.batchNorm, false),
   };

@@ -29,6 +29,7 @@ import { filledPlan, type FilledLengthRule } from './filled.js';
 import { pairingPlan } from './pairing.js';
 import type { RoundPlan } from './plan.js';
 import { truncatedPlan } from './truncated.js';
+import { checkBoolean, checkInteger } from '../../util/check.js';
 
 /** The sampler variants. */
 export type SamplerKind = 'filled' | 'sample' | 'exact' | 'pairing';
@@ -110,17 +111,6 @@ export interface BatchSampler {
 
 const KINDS: readonly SamplerKind[] = ['filled', 'sample', 'exact', 'pairing'];
 
-function checkInteger(name: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw invalidParameterError(name, `an integer >= ${min}`, value);
-  }
-  return value;
-}
-
-function checkBoolean(name: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);
-  return value;
-}
 
 /**
  * Creates the sampler `spec` describes over `labels` (one integer class label per training item),

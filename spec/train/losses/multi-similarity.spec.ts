@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { MultiSimilarityLoss } from '../../../lib/train/losses/multi-similarity.js';
-import { mineMultiSimilarityPairs } from '../../../lib/train/miners.js';
+import { mineMultiSimilarityPairs } from '../../../lib/train.js';
 import { cosineSimilarityMatrix, labelPairMasks } from '../../../lib/train/similarity.js';
 import {
   checkFixture,

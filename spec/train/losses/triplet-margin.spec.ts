@@ -7,7 +7,7 @@ import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { TripletMarginLoss, type TripletMarginOptions } from '../../../lib/train/losses/triplet-margin.js';
-import { mineTripletsByMargin } from '../../../lib/train/miners.js';
+import { mineTripletsByMargin } from '../../../lib/train.js';
 import { cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../../../lib/train/similarity.js';
 import {
   checkFixture,

@@ -1,0 +1,39 @@
+/**
+ * @file Argument checks shared by the library's public functions, in the spirit of sharp's `lib/is.js`:
+ * each returns the checked value or throws the E_ARG {@link invalidParameterError} that names the
+ * parameter, what was expected and what was received.
+ */
+import { invalidParameterError } from '../errors.js';
+
+/** An integer in [min, max] (`max` unbounded by default). */
+export function checkInteger(name: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalidParameterError(name, max === Number.MAX_SAFE_INTEGER ? `an integer >= ${min}` : `an integer in [${min}, ${max}]`, value);
+  }
+  return value;
+}
+
+/** An integer >= 1. */
+export function checkPositiveInteger(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw invalidParameterError(name, 'a positive integer', value);
+  return value;
+}
+
+/** A finite number >= 0. */
+export function checkNonNegativeNumber(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0) || !Number.isFinite(value)) throw invalidParameterError(name, 'a finite number >= 0', value);
+  return value;
+}
+
+/** A boolean. */
+export function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);
+  return value;
+}
+
+/** A Float32Array of `count` row-major rows of `dim` values. */
+export function checkRows(name: string, data: unknown, count: number, dim: number): Float32Array {
+  if (!(data instanceof Float32Array)) throw invalidParameterError(name, 'a Float32Array', data);
+  if (data.length !== count * dim) throw invalidParameterError(`${name}.length`, `${count * dim} (${count} rows x ${dim} dims)`, data.length);
+  return data;
+}
