@@ -20,7 +20,8 @@ import { z } from 'zod';
 import { selectNegatives } from '../mining/anchor-selection.js';
 import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskTensor } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { negativeExponent, positiveExponent } from './nca.js';
 import { parseLossOptions } from './options.js';
@@ -33,18 +34,12 @@ export const batchAllOptionsSchema = z.strictObject({ ...ncaOptionsShape });
 export type BatchAllOptions = z.input<typeof batchAllOptionsSchema>;
 
 /** Batch All NCA loss over every positive pair (see the file comment). */
-export class BatchAllLoss implements MetricLoss {
-  readonly name = 'batch-all';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof batchAllOptionsSchema>;
-
+export class BatchAllLoss extends BaseMetricLoss<z.output<typeof batchAllOptionsSchema>> {
   constructor(options: BatchAllOptions = {}) {
-    this.options = parseLossOptions(batchAllOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('batch-all', parseLossOptions(batchAllOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { temperature, order, reduction, validity } = this.options;

@@ -12,7 +12,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 
@@ -28,18 +29,12 @@ export const contrastiveOptionsSchema = z.strictObject({
 export type ContrastiveOptions = z.input<typeof contrastiveOptionsSchema>;
 
 /** PML's contrastive loss (see the file comment). */
-export class ContrastiveLoss implements MetricLoss {
-  readonly name = 'contrastive';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof contrastiveOptionsSchema>;
-
+export class ContrastiveLoss extends BaseMetricLoss<z.output<typeof contrastiveOptionsSchema>> {
   constructor(options: ContrastiveOptions = {}) {
-    this.options = parseLossOptions(contrastiveOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('contrastive', parseLossOptions(contrastiveOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const { posMargin, negMargin } = this.options;
     const masks = labelPairMasks(labels);

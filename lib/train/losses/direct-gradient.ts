@@ -60,7 +60,8 @@ import {
   type TripletSimilarities,
   type TripletWeight,
 } from './direct-gradient-weights.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 
@@ -127,16 +128,11 @@ export interface MinedTriplets {
 }
 
 /** The direct-gradient loss (see the file comment). */
-export class DirectGradientLoss implements MetricLoss {
-  readonly name: DirectGradientName;
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: ResolvedOptions;
+export class DirectGradientLoss extends BaseMetricLoss<ResolvedOptions> {
+  declare readonly name: DirectGradientName;
 
   constructor(name: DirectGradientName, options: DirectGradientOptions = {}) {
-    this.name = name;
-    this.options = parseLossOptions(directGradientOptionsSchema(name), options, 'loss');
-    this.config = { name, ...this.options };
+    super(name, parseLossOptions(directGradientOptionsSchema(name), options, 'loss'));
   }
 
   /** The EPHN triplets of a batch (see the file comment); same calling rules as `compute`. */
@@ -144,7 +140,7 @@ export class DirectGradientLoss implements MetricLoss {
     return this.mineBatch(embeddings, labels).triplets;
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const { size, masks, similarities, triplets } = this.mineBatch(embeddings, labels);
     const { anchors, positives, negatives } = triplets;
     const count = anchors.length;

@@ -34,7 +34,8 @@ import { invalidParameterError } from '../../errors.js';
 import { DEFAULT_DUPLICATE_THRESHOLD, selectNegatives, selectPositives } from '../mining/anchor-selection.js';
 import type { NegativeStrategy, PositiveStrategy } from '../mining/anchor-selection.js';
 import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskRows, pickColumns, selectRows } from '../similarity.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses, ncaTripletLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
@@ -106,24 +107,20 @@ export interface AnchorLosses {
 }
 
 /** EP, EPHN, EPSHN, EPEN, HP and HPHN (see the file comment). */
-export class NcaTripletLoss implements MetricLoss {
-  readonly name: NcaTripletVariant;
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof semiHardNcaTripletOptionsSchema>;
+export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTripletOptionsSchema>> {
+  declare readonly name: NcaTripletVariant;
 
   constructor(variant: NcaTripletVariant, options: NcaTripletOptions = {}) {
     if (!NCA_TRIPLET_VARIANTS.includes(variant)) {
       throw invalidParameterError('variant', `one of ${NCA_TRIPLET_VARIANTS.join(', ')}`, variant);
     }
-    this.name = variant;
     const schema = variant === 'epshn' ? semiHardNcaTripletOptionsSchema : ncaTripletOptionsSchema;
     const parsed = parseLossOptions(schema, options, 'loss');
-    this.options = { semiHardRule: 'strict', ...parsed };
-    this.config = { name: variant, ...parsed };
+    // The strict semi-hard rule is the default of EPHN-type variants without the option; not recorded as one.
+    super(variant, { semiHardRule: 'strict', ...parsed }, parsed);
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const anchors = this.anchorLosses(embeddings, labels);
     if (anchors.losses === null) return zeroLoss(labels.length);
     return { loss: reduceLosses(anchors.losses, this.options.reduction), validCount: anchors.anchors.length, totalCount: labels.length };

@@ -55,7 +55,8 @@ import {
 import { ClassBeta } from './class-beta.js';
 import { marginOptionsSchema } from './margin.js';
 import { maskedLogSumExp } from './masked-ops.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 
@@ -133,16 +134,11 @@ function tripletDistances(distances: tf.Tensor2D, triplets: EpsTriplets): [tf.Te
 }
 
 /** EPS + triplet + semi-hard (see the file comment). */
-export class EpsTripletLoss implements MetricLoss {
-  readonly name = 'eps-triplet';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof epsTripletOptionsSchema>;
+export class EpsTripletLoss extends BaseMetricLoss<z.output<typeof epsTripletOptionsSchema>> {
   readonly generator: Rng;
 
   constructor(options: EpsTripletOptions = {}) {
-    this.options = parseLossOptions(epsTripletOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('eps-triplet', parseLossOptions(epsTripletOptionsSchema, options, 'loss'));
     this.generator = new Rng(this.options.seed);
   }
 
@@ -151,7 +147,7 @@ export class EpsTripletLoss implements MetricLoss {
     return this.mine(embeddings, labels).triplets;
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const { triplets, similarities, size } = this.mine(embeddings, labels);
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(size);
@@ -169,17 +165,13 @@ export class EpsTripletLoss implements MetricLoss {
 }
 
 /** EPS + margin loss + distance-weighted sampling (see the file comment). */
-export class EpsMarginLoss implements MetricLoss {
-  readonly name = 'eps-margin';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[];
-  private readonly options: z.output<typeof epsMarginOptionsSchema>;
+export class EpsMarginLoss extends BaseMetricLoss<z.output<typeof epsMarginOptionsSchema>> {
+  override readonly trainableVariables: readonly tf.Variable[];
   private readonly beta: ClassBeta;
   readonly generator: Rng;
 
   constructor(options: EpsMarginOptions = {}) {
-    this.options = parseLossOptions(epsMarginOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('eps-margin', parseLossOptions(epsMarginOptionsSchema, options, 'loss'));
     this.beta = new ClassBeta(this.options.beta, this.options.learnBeta, this.options.numClasses);
     this.trainableVariables = this.beta.variables;
     this.generator = new Rng(this.options.seed);
@@ -190,7 +182,7 @@ export class EpsMarginLoss implements MetricLoss {
     return this.mine(embeddings, labels).triplets;
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     this.beta.checkLabels(labels);
     const { triplets, distances } = this.mine(embeddings, labels);
     const count = triplets.anchors.length;
@@ -220,18 +212,12 @@ export class EpsMarginLoss implements MetricLoss {
 }
 
 /** EPS + multi-similarity with MS negative mining (see the file comment). */
-export class EpsMultiSimilarityLoss implements MetricLoss {
-  readonly name = 'eps-ms';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof epsMsOptionsSchema>;
-
+export class EpsMultiSimilarityLoss extends BaseMetricLoss<z.output<typeof epsMsOptionsSchema>> {
   constructor(options: EpsMsOptions = {}) {
-    this.options = parseLossOptions(epsMsOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('eps-ms', parseLossOptions(epsMsOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const { alpha, beta, base, epsilon, negativeThreshold, duplicateThreshold: threshold } = this.options;
     const { size, masks, similarities, values, positives } = mineEasyPositives(embeddings, labels, threshold);
     const negativeMask = new Uint8Array(size * size);

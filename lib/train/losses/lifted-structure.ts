@@ -16,7 +16,8 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, maskTensor } from '../similarity.js';
 import { maskedLogSumExp } from './masked-ops.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 
@@ -32,18 +33,12 @@ export const liftedStructureOptionsSchema = z.strictObject({
 export type LiftedStructureOptions = z.input<typeof liftedStructureOptionsSchema>;
 
 /** PML's lifted structure loss (see the file comment). */
-export class LiftedStructureLoss implements MetricLoss {
-  readonly name = 'lifted-structure';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof liftedStructureOptionsSchema>;
-
+export class LiftedStructureLoss extends BaseMetricLoss<z.output<typeof liftedStructureOptionsSchema>> {
   constructor(options: LiftedStructureOptions = {}) {
-    this.options = parseLossOptions(liftedStructureOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('lifted-structure', parseLossOptions(liftedStructureOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { negMargin, posMargin } = this.options;

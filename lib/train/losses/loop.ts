@@ -54,7 +54,8 @@ import { z } from 'zod';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, oneHotRows, pickColumns, selectRows } from '../similarity.js';
 import { closestPointsOnArcs, closestPointsOnSegments, type PointRole, type QuadrupleGram } from './loop-geometry.js';
 import { maskedLogSumExp } from './masked-ops.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 
@@ -354,20 +355,14 @@ export interface LoopBatch {
 }
 
 /** The four LoOp losses (see the file comment). */
-export class LoopLoss implements MetricLoss {
-  readonly name: LoopName;
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: ResolvedOptions;
+export class LoopLoss extends BaseMetricLoss<ResolvedOptions> {
+  declare readonly name: LoopName;
 
   constructor(name: LoopName, options: LoopOptions = {}) {
-    this.name = name;
-    const parsed = parseLossOptions(SCHEMAS[name], options, 'loss');
-    this.options = parsed;
-    this.config = { name, ...parsed };
+    super(name, parseLossOptions(SCHEMAS[name], options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const batch = this.pairLosses(embeddings, labels);
     const count = batch.contributing.length;
     if (batch.losses === null) return zeroLoss(batch.pairs.first.length);

@@ -23,7 +23,8 @@ import { z } from 'zod';
 import { allTriplets, groupTripletsByAnchor } from '../mining/triplet-margin-miner.js';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import { ClassBeta } from './class-beta.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
@@ -46,22 +47,18 @@ export const marginOptionsSchema = z.strictObject({
 export type MarginOptions = z.input<typeof marginOptionsSchema>;
 
 /** The margin loss of Wu et al. with PML's DivisorReducer (see the file comment). */
-export class MarginLoss implements MetricLoss {
-  readonly name = 'margin';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[];
-  private readonly options: z.output<typeof marginOptionsSchema>;
+export class MarginLoss extends BaseMetricLoss<z.output<typeof marginOptionsSchema>> {
+  override readonly trainableVariables: readonly tf.Variable[];
   private readonly beta: ClassBeta;
 
   constructor(options: MarginOptions = {}) {
-    this.options = parseLossOptions(marginOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('margin', parseLossOptions(marginOptionsSchema, options, 'loss'));
     const { learnBeta, beta, numClasses } = this.options;
     this.beta = new ClassBeta(beta, learnBeta, numClasses);
     this.trainableVariables = this.beta.variables;
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const { margin, learnBeta, numClasses, nu } = this.options;
     this.beta.checkLabels(labels);

@@ -24,7 +24,8 @@ import { DEFAULT_MULTI_SIMILARITY_EPSILON, mineMultiSimilarityPairs } from '../m
 import { allPairs, type PairList } from '../mining/pairs.js';
 import { checkBatch, cosineSimilarityMatrix, labelPairMasks } from '../similarity.js';
 import { maskedLogSumExp } from './masked-ops.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 
@@ -48,18 +49,12 @@ export const multiSimilarityOptionsSchema = z.strictObject({
 export type MultiSimilarityOptions = z.input<typeof multiSimilarityOptionsSchema>;
 
 /** PML's multi-similarity loss (see the file comment). */
-export class MultiSimilarityLoss implements MetricLoss {
-  readonly name = 'multi-similarity';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof multiSimilarityOptionsSchema>;
-
+export class MultiSimilarityLoss extends BaseMetricLoss<z.output<typeof multiSimilarityOptionsSchema>> {
   constructor(options: MultiSimilarityOptions = {}) {
-    this.options = parseLossOptions(multiSimilarityOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('multi-similarity', parseLossOptions(multiSimilarityOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { alpha, beta, base, miner, epsilon, reduction } = this.options;

@@ -20,7 +20,8 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { checkBatch, cosineSimilarityMatrix, oneHotRows, pickColumns, selectRows } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
@@ -32,18 +33,12 @@ export const nPairOptionsSchema = z.strictObject({ ...ncaOptionsShape });
 export type NPairOptions = z.input<typeof nPairOptionsSchema>;
 
 /** Sohn's multi-class N-pair loss with NCA temperature (see the file comment). */
-export class NPairLoss implements MetricLoss {
-  readonly name = 'npair';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof nPairOptionsSchema>;
-
+export class NPairLoss extends BaseMetricLoss<z.output<typeof nPairOptionsSchema>> {
   constructor(options: NPairOptions = {}) {
-    this.options = parseLossOptions(nPairOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('npair', parseLossOptions(nPairOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const { temperature, order, reduction, validity } = this.options;
     // First and second index of each label, in order of first appearance.

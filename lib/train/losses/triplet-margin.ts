@@ -18,7 +18,8 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { allTriplets, groupTripletsByAnchor, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
-import type { LossOutput, MetricLoss } from './metric-loss.js';
+import { BaseMetricLoss } from './base-loss.js';
+import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
@@ -39,18 +40,12 @@ export const tripletMarginOptionsSchema = z.strictObject({
 export type TripletMarginOptions = z.input<typeof tripletMarginOptionsSchema>;
 
 /** Triplet margin loss with the AvgNonZero reduction (see the file comment). */
-export class TripletMarginLoss implements MetricLoss {
-  readonly name = 'triplet-margin';
-  readonly config: Readonly<Record<string, unknown>>;
-  readonly trainableVariables: readonly tf.Variable[] = [];
-  private readonly options: z.output<typeof tripletMarginOptionsSchema>;
-
+export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMarginOptionsSchema>> {
   constructor(options: TripletMarginOptions = {}) {
-    this.options = parseLossOptions(tripletMarginOptionsSchema, options, 'loss');
-    this.config = { name: this.name, ...this.options };
+    super('triplet-margin', parseLossOptions(tripletMarginOptionsSchema, options, 'loss'));
   }
 
-  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
     const size = checkBatch(embeddings, labels);
     const masks = labelPairMasks(labels);
     const { margin, distance, miner, minerMargin } = this.options;
