@@ -26,7 +26,7 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
-import { histogramSvg, scatterSvg } from '../report/svg-scatter.js';
+import { writeScatterFiles } from '../report/scatter-files.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { definedFields } from '../util/defined-fields.js';
@@ -266,6 +266,21 @@ async function loadFeatureData(
   }
 }
 
+/** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */
+export function describeEpoch(r: EpochRecord, epochs: number): string {
+  const parts = [`epoch ${r.epoch}/${epochs}`];
+  if (r.loss !== null) parts.push(`loss ${r.loss.toFixed(4)}`);
+  if (r.validFraction !== null) parts.push(`valid ${(100 * r.validFraction).toFixed(1)}%`);
+  if (r.stepsPerSecond !== null) parts.push(`${r.stepsPerSecond.toFixed(2)} steps/s`);
+  if (r.validation) {
+    parts.push(`val R@1 ${(100 * (r.validation.recall['1'] ?? Number.NaN)).toFixed(2)}`);
+    if (r.validation.mapAtR !== null) parts.push(`MAP@R ${(100 * r.validation.mapAtR).toFixed(2)}`);
+    parts.push(`NMI ${(100 * r.validation.nmi).toFixed(2)}`);
+    if (r.validation.nmiPlus !== null) parts.push(`NMI+ ${(100 * r.validation.nmiPlus).toFixed(2)}`);
+  }
+  return parts.join(', ');
+}
+
 /** Runs a training as `config` says. See the file comment. */
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
@@ -451,52 +466,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         points: scatter.points.length,
         ...(scatter.loop ? { loopCorrectFraction: scatter.loop.correctFraction } : {}),
       };
-      const name = `epoch-${String(epoch).padStart(3, '0')}`;
-      await writeFileAtomic(path.join(out, 'scatter', `${name}.json`), JSON.stringify(scatter));
-      const below = `${(100 * scatter.correctFraction).toFixed(1)}%`;
-      await writeFileAtomic(
-        path.join(out, 'scatter', `${name}.svg`),
-        scatterSvg(scatter.points, {
-          title: scatter.loop
-            ? `Epoch ${epoch}, ${config.scatter.set}: ${below} below diagonal, LoOp ${(100 * scatter.loop.correctFraction).toFixed(1)}%`
-            : `Triplet scatter, epoch ${epoch} (${config.scatter.set}; ${below} below diagonal)`,
-          xLabel: 'similarity of the easiest positive',
-          yLabel: scatter.loop ? 'similarity of the hardest (real or LoOp) negative' : 'similarity of the hardest negative',
-          diagonal: true,
-          ...(scatter.loop
-            ? {
-                mainLabel: 'hardest real negative',
-                series: [{ name: `LoOp optimal negative (${scatter.loop.geometry}s, 1 - d²/2)`, colour: '#2ca02c', points: scatter.loop.points }],
-              }
-            : {}),
-        }),
-      );
-      await writeFileAtomic(
-        path.join(out, 'scatter', `${name}-histogram.svg`),
-        histogramSvg(
-          [
-            { name: 'positive pairs', counts: scatter.positiveCounts },
-            { name: 'negative pairs', counts: scatter.negativeCounts },
-          ],
-          [-1, 1],
-          { title: `Pair similarities, epoch ${epoch}`, xLabel: 'cosine similarity' },
-        ),
-      );
+      await writeScatterFiles(out, epoch, scatter, config.scatter.set);
     }
-  };
-
-  const describe = (r: EpochRecord): string => {
-    const parts = [`epoch ${r.epoch}/${config.epochs}`];
-    if (r.loss !== null) parts.push(`loss ${r.loss.toFixed(4)}`);
-    if (r.validFraction !== null) parts.push(`valid ${(100 * r.validFraction).toFixed(1)}%`);
-    if (r.stepsPerSecond !== null) parts.push(`${r.stepsPerSecond.toFixed(2)} steps/s`);
-    if (r.validation) {
-      parts.push(`val R@1 ${(100 * (r.validation.recall['1'] ?? Number.NaN)).toFixed(2)}`);
-      if (r.validation.mapAtR !== null) parts.push(`MAP@R ${(100 * r.validation.mapAtR).toFixed(2)}`);
-      parts.push(`NMI ${(100 * r.validation.nmi).toFixed(2)}`);
-      if (r.validation.nmiPlus !== null) parts.push(`NMI+ ${(100 * r.validation.nmiPlus).toFixed(2)}`);
-    }
-    return parts.join(', ');
   };
 
   if (startEpoch === 0) {
@@ -505,7 +476,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     history.push(untrained);
     await writeLog({ type: 'epoch', ...untrained });
     await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
-    log(describe(untrained));
+    log(describeEpoch(untrained, config.epochs));
   }
 
   for (let epoch = startEpoch + 1; epoch <= config.epochs; epoch++) {
@@ -571,7 +542,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     history.push(record);
     await writeLog({ type: 'epoch', ...record });
     await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
-    log(describe(record));
+    log(describeEpoch(record, config.epochs));
   }
 
   const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, preprocessing };

@@ -1,0 +1,111 @@
+/**
+ * @file Tests of report/: report.json's shape (format tag, definitions, the first run repeated at the
+ * top), the Markdown table's values and columns for runs side by side, the HTML page's escaping and
+ * charts, and the scatter files a training epoch writes.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
+import { reportHtml } from '../../lib/report/html.js';
+import { reportMarkdown } from '../../lib/report/markdown.js';
+import { buildReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
+import { writeScatterFiles } from '../../lib/report/scatter-files.js';
+import { tripletScatter } from '../../lib/train/scatter.js';
+import { describeEpoch } from '../../lib/train/trainer.js';
+
+function run(name: string, recall1: number, curve: Array<[number, number]>, extra: Partial<EvaluationMetrics> = {}): RunReport {
+  const metrics: EvaluationMetrics = {
+    recall: { '1': recall1, '4': 1 },
+    precisionAt1: recall1,
+    rPrecision: 0.5,
+    mapAtR: 0.25,
+    nmi: curve[0]?.[1] ?? 0,
+    nmiCurve: curve.map(([clusters, nmi]) => ({ clusters, nmi, f1: 0.5, inertia: 1, iterations: 3, converged: true })),
+    nmiPlus: null,
+    f1: 0.5,
+    loneQueries: 1,
+    queryCount: 10,
+    galleryCount: 10,
+    labelCount: 2,
+    ...extra,
+  };
+  const parameters: EvaluationParameters = {
+    ks: [1, 4],
+    clusterCounts: ['1x', '10x'],
+    resolvedClusterCounts: curve.map(([c]) => c),
+    clusterSet: 'union',
+    index: { kind: 'exact', chunkSize: 512 },
+    kmeans: { init: 'k-means++', roundFraction: 0.25, maxIterations: 100, tolerance: 1e-4, restarts: 1, seed: 0 },
+    selfExclusion: 'by-id',
+    neighboursRetrieved: 5,
+  };
+  return {
+    name,
+    dataset: { spec: 'folder:<x & y>', layout: 'folder', protocol: 'ImageFolder', queryCount: 10, galleryCount: 10, sameSet: true, skippedImages: [] },
+    metrics,
+    parameters,
+    timings: { searchSeconds: 0.1, clusteringSeconds: 0.2 },
+  };
+}
+
+describe('report', () => {
+  const a = run('a.onnx', 0.5, [[2, 0.3], [20, 0.4]], { nmiPlus: 0.4 });
+  const b = run('b.onnx', 0.75, [[2, 0.35]]);
+
+  it('report.json: format tag, definitions, command, and the first run repeated at the top', () => {
+    const report = buildReport([a, b], ['dml', 'eval', 'a.onnx', 'b.onnx']);
+    expect(report.format).to.equal(REPORT_FORMAT);
+    expect(report.definitions).to.equal(METRIC_DEFINITIONS);
+    expect(report.definitions.nmiPlus).to.match(/10 x the number of distinct labels/);
+    expect(report.command).to.deep.equal(['dml', 'eval', 'a.onnx', 'b.onnx']);
+    expect(report.runs).to.deep.equal([a, b]);
+    expect(report.metrics).to.equal(a.metrics);
+    expect(report.name).to.equal('a.onnx');
+    expect(report.versions).to.have.keys(['dmlkit', 'node', 'onnxruntime-node', 'sharp', 'hnswlib-node']);
+    expect(() => buildReport([], [])).to.throw(RangeError);
+  });
+
+  it('the Markdown table: one row per run, the union of the curves as columns, n/a where a run lacks a point', () => {
+    const table = reportMarkdown(buildReport([a, b], ['dml']));
+    const lines = table.split('\n');
+    expect(lines[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI k=2 | NMI k=20 | lone q |');
+    expect(lines[1]).to.equal('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    expect(lines[2]).to.equal('| a.onnx | 50.00 | 100.00 | 50.00 | 25.00 | 30.00 | 50.00 | 30.00 | 40.00 | 1 |');
+    expect(lines[3]).to.equal('| b.onnx | 75.00 | 100.00 | 50.00 | 25.00 | 35.00 | 50.00 | 35.00 | n/a | 1 |');
+    expect(table).to.include('Index: exact search.');
+    expect(table).to.include('10 queries, 10 gallery items, query set = gallery set (self excluded by id)');
+  });
+
+  it('the HTML page escapes what it shows and holds both charts', () => {
+    const report = buildReport([a], ['dml', 'eval', '--data', 'folder:<x & y>']);
+    const html = reportHtml(report, reportMarkdown(report));
+    expect(html).to.include('folder:&lt;x &amp; y&gt;');
+    expect(html).not.to.include('<x & y>');
+    expect(html.match(/<svg/g)?.length).to.equal(2);
+    expect(html).to.include('NMI curve (NMI over cluster counts)');
+  });
+
+  it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'dml-scatter-'));
+    try {
+      const vectors = Float32Array.from([1, 0, 0.9, 0.1, 0, 1, 0.1, 0.9]);
+      const scatter = tripletScatter(vectors, 4, 2, ['a', 'a', 'b', 'b'], { maxPoints: 10, seed: 0 });
+      await writeScatterFiles(dir, 7, scatter, 'validation');
+      expect(readdirSync(path.join(dir, 'scatter')).sort()).to.deep.equal(['epoch-007-histogram.svg', 'epoch-007.json', 'epoch-007.svg']);
+      expect(JSON.parse(readFileSync(path.join(dir, 'scatter', 'epoch-007.json'), 'utf8'))).to.deep.equal(JSON.parse(JSON.stringify(scatter)));
+      expect(readFileSync(path.join(dir, 'scatter', 'epoch-007.svg'), 'utf8')).to.include('Triplet scatter, epoch 7 (validation; 100.0% below diagonal)');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("describes an epoch in one progress line, NMI+ only when it was computed", () => {
+    const record = { epoch: 3, loss: 0.12345, validFraction: 0.5, updates: 4, steps: 4, learningRate: 1e-3, seconds: 2, stepsPerSecond: 2 };
+    expect(describeEpoch(record, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s');
+    const validation = { recall: { '1': 0.5 }, mapAtR: 0.25, nmi: 0.3, nmiCurve: [], nmiPlus: null, queryCount: 4 };
+    expect(describeEpoch({ ...record, validation }, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s, val R@1 50.00, MAP@R 25.00, NMI 30.00');
+    expect(describeEpoch({ ...record, validation: { ...validation, nmiPlus: 0.4 } }, 10)).to.match(/NMI 30\.00, NMI\+ 40\.00$/);
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * @file Tests of the training config schema on its own (no training): the defaults it fills in, the
+ * one-line E_ARG error naming the file and the first bad field, strictness, and the cluster counts
+ * sharing dml eval's spec.
+ */
+import { expect } from 'chai';
+import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
+
+const minimal: TrainConfigInput = {
+  data: { dataset: 'folder:data/default' },
+  model: { kind: 'mlp', inputDim: 784, embeddingDim: 4 },
+  loss: { name: 'ephn' },
+  sampler: { groupSize: 4, batchSize: 16 },
+  optimizer: { learningRate: 0.01 },
+  epochs: 2,
+  out: 'runs/x',
+};
+
+describe('train/config', () => {
+  it('fills the documented defaults', () => {
+    const config = parseTrainConfig(minimal, 'train.json');
+    expect(config.seed).to.equal(0);
+    expect(config.backend).to.equal('auto');
+    expect(config.validation).to.deep.equal({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8], clusterCounts: ['1x'] });
+    expect(config.scatter).to.deep.equal({ every: 1, set: 'validation', maxPoints: 2000 });
+    expect(config.optimizer).to.include({ kind: 'adam', weightDecay: 0 });
+    expect(config.sampler).to.include({ kind: 'exact', repeat: 1, dropLast: false });
+    expect(config.model).to.deep.include({ kind: 'mlp', hidden: [], activation: 'relu', batchNorm: false });
+  });
+
+  it('keeps the loss options for the loss registry to check', () => {
+    const config = parseTrainConfig({ ...minimal, loss: { name: 'ephn', temperature: 0.1 } }, 'train.json');
+    expect(config.loss).to.deep.equal({ name: 'ephn', temperature: 0.1 });
+  });
+
+  it('accepts the cluster counts dml eval --cluster-counts accepts, and names a bad one', async () => {
+    const config = parseTrainConfig({ ...minimal, validation: { clusterCounts: ['1x', '10x', '300'] } }, 'train.json');
+    expect(config.validation.clusterCounts).to.deep.equal(['1x', '10x', '300']);
+    await expectDmlError(
+      () => parseTrainConfig({ ...minimal, validation: { clusterCounts: ['ten'] } }, 'train.json'),
+      'E_ARG',
+      /^train\.json: validation\.clusterCounts: .*validation\.clusterCounts.*"ten"/,
+    );
+  });
+
+  it('one line naming the file and the first bad field: a wrong type, a missing field, an unknown field', async () => {
+    await expectDmlError(() => parseTrainConfig({ ...minimal, epochs: 0 }, 'a.json'), 'E_ARG', /^a\.json: epochs: /);
+    const { out: _out, ...withoutOut } = minimal;
+    await expectDmlError(() => parseTrainConfig(withoutOut, 'a.json'), 'E_ARG', /^a\.json: out: /);
+    await expectDmlError(() => parseTrainConfig({ ...minimal, epoch: 3 } as TrainConfigInput, 'a.json'), 'E_ARG', /^a\.json: \(top level\): .*epoch/);
+    await expectDmlError(() => parseTrainConfig({ ...minimal, backend: 'gpu' } as unknown as TrainConfigInput, 'a.json'), 'E_ARG', /^a\.json: backend: /);
+  });
+});
