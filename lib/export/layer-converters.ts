@@ -20,6 +20,9 @@
  * A layer class without a converter, or a configuration a converter cannot express (e.g. causal
  * padding), is a DmlError E_MODEL naming the layer and its class. {@link registerLayerConverter} adds
  * converters for custom layers.
+ *
+ * Length: about thirty converters of a few lines each, kept beside the registry and the layout rules
+ * they all follow, so that a reader checks a converter against those rules on one page.
  */
 import type * as tf from '@tensorflow/tfjs';
 import { describeValue, DmlError } from '../errors.js';

@@ -18,38 +18,33 @@ import { appendFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
-import type { Manifest, ManifestItem } from '../data/manifest.js';
-import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
-import { OnnxEmbedder } from '../embed/embedder.js';
-import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
 import { writeScatterFiles } from '../report/scatter-files.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { definedFields } from '../util/defined-fields.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { createProgress } from '../util/progress.js';
 import { Rng } from '../util/rng.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
 import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
-import type { FeaturesSpec, TrainConfig } from './config.js';
+import type { TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
 import { createLoss } from './losses/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
-import { computeBackboneFeatures } from './models/backbone-features.js';
 import { buildModel } from './models/build-model.js';
 import type { ModelSpec } from './models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, learningRateAt, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { tripletScatter } from './scatter.js';
-import { featureTrainingData, preloadImages, relabelTrainingData, trainingImagePreprocessing, type TrainingData } from './training-data.js';
-import { concatFloat32 } from '../util/concat.js';
+import { batchTensor, embedAll, loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { relabelTrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -123,147 +118,6 @@ const AUGMENTATION_STREAM = 0x5bd1e995;
 interface InputDraw {
   views?: Int32Array;
   augmentation?: BatchAugmentationDraw;
-}
-
-/**
- * Image preprocessing for a model on pixels: {@link trainingImagePreprocessing}, required, and for an
- * `mlp` on flattened pixels an inputDim equal to the pixel count.
- */
-function imagePreprocessing(config: TrainConfig, model: tf.LayersModel): Preprocessing {
-  const preprocessing = trainingImagePreprocessing(config.data.image, model);
-  if (preprocessing === undefined) {
-    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${(model.inputs[0]?.shape ?? []).join(', ')}])`);
-  }
-  const { height, width, channels } = preprocessing;
-  if (config.model.kind === 'mlp' && config.model.inputDim !== height * width * channels) {
-    throw new DmlError('E_ARG', `model.inputDim: expected ${height * width * channels} (= ${height} x ${width} x ${channels} image pixels) but received ${config.model.inputDim}`);
-  }
-  return preprocessing;
-}
-
-/** A seeded sample of at most `max` items, in manifest order. */
-function sampleItems(items: ManifestItem[], max: number, seed: number): ManifestItem[] {
-  if (items.length <= max) return items;
-  const picked = new Rng(seed).shuffle(items.map((_, i) => i)).slice(0, max).sort((a, b) => a - b);
-  return picked.map((i) => items[i] as ManifestItem);
-}
-
-/**
- * Rows `rows` of `data` as a batch tensor [rows.length, ...inputShape]; `views[i]` picks the view of
- * row i (0 = `data.inputs`, v = `data.augmentedViews[v - 1]`), all plain when absent.
- */
-function batchTensor(data: TrainingData, rows: ArrayLike<number>, inputShape: number[], views?: Int32Array): tf.Tensor {
-  const per = inputShape.reduce((a, b) => a * b, 1);
-  const out = new Float32Array(rows.length * per);
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i] as number;
-    const view = views?.[i] ?? 0;
-    const source = view === 0 ? data.inputs : (data.augmentedViews[view - 1] as Float32Array);
-    out.set(source.subarray(r * per, (r + 1) * per), i * per);
-  }
-  return tf.tensor(out, [rows.length, ...inputShape]);
-}
-
-/** Embeds every row of `data` with `model` (batches of 256), as an EmbeddingSet. */
-function embedAll(model: tf.LayersModel, data: TrainingData, inputShape: number[]): EmbeddingSet {
-  const chunks: Float32Array[] = [];
-  let dim = 0;
-  for (let start = 0; start < data.count; start += 256) {
-    const rows = Array.from({ length: Math.min(256, data.count - start) }, (_, i) => start + i);
-    const out = tf.tidy(() => model.predict(batchTensor(data, rows, inputShape)) as tf.Tensor2D);
-    dim = out.shape[1];
-    chunks.push(out.dataSync() as Float32Array);
-    out.dispose();
-  }
-  return { vectors: concatFloat32(chunks), count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
-}
-
-/** Preloaded training and validation inputs, and the image preprocessing that produced them. */
-interface LoadedData {
-  trainData: TrainingData;
-  validationData: TrainingData | undefined;
-  /** How an image becomes model (or backbone) input; recorded in the report for export. */
-  preprocessing: Preprocessing;
-}
-
-/** Decodes the training and validation images into memory (models on pixels). */
-async function loadImageData(
-  config: TrainConfig,
-  model: tf.LayersModel,
-  trainItems: ManifestItem[],
-  validationItems: ManifestItem[],
-  signal: AbortSignal | undefined,
-): Promise<LoadedData> {
-  const preprocessing = imagePreprocessing(config, model);
-  const bar = createProgress('load images');
-  const preloadOptions = {
-    ...(config.data.maxPreloadBytes !== undefined ? { maxBytes: config.data.maxPreloadBytes } : {}),
-    ...(signal !== undefined ? { signal } : {}),
-    onProgress: (done: number, total: number) => bar.update(done, total),
-  };
-  try {
-    const trainData = await preloadImages(trainItems, preprocessing, 'training set', preloadOptions);
-    const validationData = validationItems.length > 0 ? await preloadImages(validationItems, preprocessing, 'validation set', preloadOptions) : undefined;
-    return { trainData, validationData, preprocessing };
-  } finally {
-    bar.stop();
-  }
-}
-
-/**
- * Recipe (c): features of the training (plain + augmented views) and validation images from the
- * frozen ONNX backbone of `features`, through the embedding cache. The model must be an `mlp` whose
- * inputDim is the backbone's embedding dimension.
- */
-async function loadFeatureData(
-  config: TrainConfig,
-  features: FeaturesSpec,
-  manifest: Manifest,
-  trainItems: ManifestItem[],
-  validationItems: ManifestItem[],
-  signal: AbortSignal | undefined,
-): Promise<LoadedData> {
-  if (config.model.kind !== 'mlp') {
-    throw new DmlError('E_ARG', `model.kind: data.features trains a head on backbone features and needs model kind "mlp", but received "${config.model.kind}"`);
-  }
-  const inputDim = config.model.inputDim;
-  const { data } = config;
-  const embedder = await OnnxEmbedder.open(features.backbone, {
-    device: features.device,
-    batchSize: features.batchSize,
-    ...(data.image !== undefined ? { preprocessing: definedFields(data.image) } : {}),
-  });
-  const bar = createProgress('backbone features');
-  try {
-    const checkDim = (dim: number | null): void => {
-      if (dim !== null && dim !== inputDim) {
-        throw new DmlError('E_ARG', `model.inputDim: expected ${dim}, the embedding dimension of the backbone ${features.backbone}, but received ${inputDim}`);
-      }
-    };
-    checkDim(embedder.embeddingDim);
-    const common = {
-      cacheDir: features.cacheDir,
-      seed: config.seed,
-      onProgress: (done: number, total: number) => bar.update(done, total),
-      ...(signal !== undefined ? { signal } : {}),
-    };
-    const hashOf = (items: ManifestItem[]): Promise<string> => manifestHash({ ...manifest, items }, signal !== undefined ? { signal } : {});
-    const train = await computeBackboneFeatures(embedder, trainItems, await hashOf(trainItems), {
-      ...common,
-      augmentedViews: features.augmentedViews,
-      augmentation: features.augmentation,
-    });
-    checkDim(train.views[0]?.dim ?? null);
-    const validation = validationItems.length > 0 ? await computeBackboneFeatures(embedder, validationItems, await hashOf(validationItems), common) : undefined;
-    return {
-      trainData: featureTrainingData(train.views, 'training set'),
-      validationData: validation ? featureTrainingData(validation.views, 'validation set') : undefined,
-      preprocessing: embedder.preprocessing,
-    };
-  } finally {
-    bar.stop();
-    await embedder.release();
-  }
 }
 
 /** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */

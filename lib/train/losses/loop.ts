@@ -48,6 +48,10 @@
  *
  * `validCount` counts the positive pairs that contribute (have a couple; loop-ms: kept positives and
  * negatives), `totalCount` the positive pairs formed. A batch without two classes of pairs gives 0.
+ *
+ * Length: the four LoOp losses share the pairing, the couple solving and the per-pair negative
+ * distance; each loss's own part is a few lines in one switch, so they stay together in this file
+ * (the geometry itself is in loop-geometry.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
