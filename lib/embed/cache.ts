@@ -41,6 +41,18 @@ export function embeddingCacheKey(embedder: OnnxEmbedder, manifestHash: string, 
   );
 }
 
+/** What an embedding cache entry records of how it was made: the model, its preprocessing and provider, the data, when. */
+export function embeddingProvenance(embedder: OnnxEmbedder, manifestHash: string): Record<string, unknown> {
+  return {
+    modelPath: embedder.modelPath,
+    modelSha256: embedder.modelSha256,
+    manifestHash,
+    preprocessing: embedder.preprocessing,
+    executionProvider: embedder.provider,
+    createdAt: new Date().toISOString(),
+  };
+}
+
 /**
  * Embeds `items` with `embedder`, or loads the result of an identical earlier run from `cacheDir`.
  * Without a `cacheDir` nothing is cached.
@@ -70,13 +82,8 @@ export async function embedItemsCached(
   const { set, failures } = await embedder.embedItems(items, options);
   if (prefix !== undefined) {
     await saveEmbeddingSet(prefix, set, {
-      modelPath: embedder.modelPath,
-      modelSha256: embedder.modelSha256,
-      manifestHash,
-      preprocessing: embedder.preprocessing,
-      executionProvider: embedder.provider,
+      ...embeddingProvenance(embedder, manifestHash),
       failures,
-      createdAt: new Date().toISOString(),
     });
   }
   return { set, failures, fromCache: false, key };

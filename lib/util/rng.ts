@@ -80,12 +80,12 @@ export class Rng {
     return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.next());
   }
 
-  /** Shuffles `array` in place (Fisher-Yates) and returns it. */
-  shuffle<T>(array: T[]): T[] {
+  /** Shuffles `array` (an array or a typed array) in place (Fisher-Yates) and returns it. */
+  shuffle<A extends { length: number; [index: number]: unknown }>(array: A): A {
     for (let i = array.length - 1; i > 0; i--) {
       const j = this.nextInt(i + 1);
-      const tmp = array[i] as T;
-      array[i] = array[j] as T;
+      const tmp = array[i];
+      array[i] = array[j];
       array[j] = tmp;
     }
     return array;

@@ -19,7 +19,7 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { ManifestItem } from '../../data/manifest.js';
-import { embeddingCacheKey, embedItemsCached } from '../../embed/cache.js';
+import { embeddingCacheKey, embeddingProvenance, embedItemsCached } from '../../embed/cache.js';
 import type { EmbedItemsOptions, ImageFailure, OnnxEmbedder } from '../../embed/embedder.js';
 import type { EmbeddingSet } from '../../embed/embedding-set.js';
 import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from '../../embed/store.js';
@@ -159,15 +159,10 @@ export async function computeBackboneFeatures(
     const set = await embedAugmented(embedder, items, augmentation as TrainAugmentation, viewRngs[v - 1] as Rng, options, progress);
     if (prefix !== undefined) {
       await saveEmbeddingSet(prefix, set, {
-        modelPath: embedder.modelPath,
-        modelSha256: embedder.modelSha256,
-        manifestHash,
-        preprocessing: embedder.preprocessing,
-        executionProvider: embedder.provider,
+        ...embeddingProvenance(embedder, manifestHash),
         augmentation,
         view: v,
         seed,
-        createdAt: new Date().toISOString(),
       });
     }
     views.push(set);

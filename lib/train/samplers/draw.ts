@@ -6,14 +6,7 @@ import type { Rng } from '../../util/rng.js';
 
 /** A shuffled copy of `items`. */
 export function permutation(items: Int32Array, rng: Rng): Int32Array {
-  const out = Int32Array.from(items);
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = rng.nextInt(i + 1);
-    const tmp = out[i] as number;
-    out[i] = out[j] as number;
-    out[j] = tmp;
-  }
-  return out;
+  return rng.shuffle(Int32Array.from(items));
 }
 
 /** `k` distinct items of `items` (k <= items.length) in random order (partial Fisher-Yates). */
