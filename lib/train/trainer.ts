@@ -13,6 +13,10 @@
  * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
  * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
  * exactly what an uninterrupted one would have done.
+ *
+ * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
+ * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
+ * and the epoch loop that ties them together.
  */
 import { appendFile, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,18 +24,14 @@ import * as tf from '@tensorflow/tfjs';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
 import { openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
-import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
-import { writeScatterFiles } from '../report/scatter-files.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { createProgress } from '../util/progress.js';
-import { Rng } from '../util/rng.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
-import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
 import type { TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
@@ -42,8 +42,9 @@ import type { ModelSpec } from './models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, learningRateAt, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
-import { tripletScatter } from './scatter.js';
-import { batchTensor, embedAll, loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { batchStep } from './batch-step.js';
+import { loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { validateEpoch } from './validation.js';
 import { relabelTrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
@@ -113,12 +114,6 @@ const CHECKPOINT = 'checkpoints/last';
 
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
-
-/** Random input choices of one batch; see `drawInputs` in {@link train}. */
-interface InputDraw {
-  views?: Int32Array;
-  augmentation?: BatchAugmentationDraw;
-}
 
 /** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */
 export function describeEpoch(r: EpochRecord, epochs: number): string {
@@ -233,41 +228,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
   const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
-  /**
-   * The random input choices of one batch, from the epoch's augmentation generator: a view per row
-   * (backbone features with augmented views) or a crop and flip per row (`data.augmentation`).
-   */
-  const { augmentation } = config.data;
-  const viewCount = 1 + trainData.augmentedViews.length;
-  const drawInputs = (rows: Int32Array, rng: Rng): InputDraw => ({
-    ...(viewCount > 1 ? { views: Int32Array.from(rows, () => rng.nextInt(viewCount)) } : {}),
-    ...(augmentation ? { augmentation: drawBatchAugmentation(rows.length, preprocessing.height, preprocessing.width, augmentation, rng) } : {}),
-  });
-
-  /** Loss and gradients of one batch (the caller disposes them). `counts` receives the valid/total tuples. */
-  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }, draw: InputDraw = {}): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
-    const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-    let x = batchTensor(trainData, rows, inputShape, draw.views);
-    if (draw.augmentation) {
-      // Augment as NHWC images (trainData.inputShape), then back to the model's input shape (e.g. flat for an MLP).
-      const { augmentation: boxes } = draw;
-      const plain = x;
-      x = tf.tidy(() => tf.reshape(applyBatchAugmentation(tf.reshape(plain, [rows.length, ...trainData.inputShape] as [number, number, number, number]) as tf.Tensor4D, boxes), [rows.length, ...inputShape]));
-      plain.dispose();
-    }
-    try {
-      return tf.variableGrads(() => {
-        const embeddings = model.apply(x, { training: true }) as tf.Tensor2D;
-        const result = loss.compute(embeddings, labels);
-        counts.valid = result.validCount;
-        counts.total = result.totalCount;
-        // Without a valid tuple the loss is a constant; keep the graph connected, then skip the update.
-        return counts.valid > 0 ? result.loss : (tf.mul(tf.sum(embeddings), 0) as tf.Scalar);
-      }, variables());
-    } finally {
-      x.dispose();
-    }
-  };
+  const { drawInputs, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
   for (;;) {
@@ -286,43 +247,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
 
-  /** The geometry of the LoOp series of the scatter diagram when the loss is a LoOp loss. */
-  const loopGeometry = loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined;
-  const validate = async (epoch: number, record: EpochRecord): Promise<void> => {
-    if (!validationData) return;
-    const last = epoch === config.epochs;
-    if (epoch % config.validation.every !== 0 && !last && epoch !== 0) return;
-    const set = embedAll(model, validationData, inputShape);
-    const { metrics } = await evaluateEmbeddings(set, null, {
-      ks: config.validation.ks,
-      clusterCounts: config.validation.clusterCounts,
-      clusterSet: 'union',
-      index: { kind: 'exact', chunkSize: 512 },
-      kmeans: { seed: config.seed },
-    });
-    record.validation = {
-      recall: metrics.recall,
-      mapAtR: metrics.mapAtR,
-      nmi: metrics.nmi,
-      nmiCurve: metrics.nmiCurve.map((p) => ({ clusters: p.clusters, nmi: p.nmi })),
-      nmiPlus: metrics.nmiPlus,
-      queryCount: metrics.queryCount,
-    };
-    if (epoch % config.scatter.every === 0 || last) {
-      const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
-      const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, {
-        maxPoints: config.scatter.maxPoints,
-        seed: config.seed,
-        ...(loopGeometry !== undefined ? { loop: { geometry: loopGeometry } } : {}),
-      });
-      record.scatter = {
-        correctFraction: scatter.correctFraction,
-        points: scatter.points.length,
-        ...(scatter.loop ? { loopCorrectFraction: scatter.loop.correctFraction } : {}),
-      };
-      await writeScatterFiles(out, epoch, scatter, config.scatter.set);
-    }
-  };
+  const validation = { config, out, validationData, trainData, inputShape, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
+  const validate = (epoch: number, record: EpochRecord): Promise<void> => validateEpoch(validation, model, epoch, record);
 
   if (startEpoch === 0) {
     const untrained: EpochRecord = { epoch: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: learningRateAt(config.optimizer, 0), seconds: 0, stepsPerSecond: null };

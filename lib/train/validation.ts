@@ -1,0 +1,69 @@
+/**
+ * @file Validation of a training run at the end of an epoch: the held-out sample embedded with the
+ * current model and scored by the evaluator (Recall@K, MAP@R, NMI, the NMI curve over
+ * `validation.clusterCounts` and NMI+), and on scatter epochs the triplet scatter diagram of the
+ * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
+import { writeScatterFiles } from '../report/scatter-files.js';
+import type { TrainConfig } from './config.js';
+import { embedAll } from './run-inputs.js';
+import { tripletScatter } from './scatter.js';
+import type { EpochRecord } from './trainer.js';
+import type { TrainingData } from './training-data.js';
+
+/** What validation needs of a run, fixed for its whole length. */
+export interface ValidationContext {
+  config: TrainConfig;
+  /** The run folder (absolute). */
+  out: string;
+  /** The held-out sample, or undefined when the dataset holds no held-out items (then nothing is validated). */
+  validationData: TrainingData | undefined;
+  trainData: TrainingData;
+  /** The model's input shape without the batch axis. */
+  inputShape: number[];
+  /** The geometry of the LoOp series of the scatter diagram when the loss is a LoOp loss. */
+  loopGeometry: 'arc' | 'segment' | undefined;
+}
+
+/**
+ * Validates `model` after `epoch` when the config asks for it (every `validation.every` epochs, epoch
+ * 0 and the last), filling `record.validation` and, on scatter epochs, `record.scatter`.
+ */
+export async function validateEpoch(context: ValidationContext, model: tf.LayersModel, epoch: number, record: EpochRecord): Promise<void> {
+  const { config, out, validationData, trainData, inputShape, loopGeometry } = context;
+  if (!validationData) return;
+  const last = epoch === config.epochs;
+  if (epoch % config.validation.every !== 0 && !last && epoch !== 0) return;
+  const set = embedAll(model, validationData, inputShape);
+  const { metrics } = await evaluateEmbeddings(set, null, {
+    ks: config.validation.ks,
+    clusterCounts: config.validation.clusterCounts,
+    clusterSet: 'union',
+    index: { kind: 'exact', chunkSize: 512 },
+    kmeans: { seed: config.seed },
+  });
+  record.validation = {
+    recall: metrics.recall,
+    mapAtR: metrics.mapAtR,
+    nmi: metrics.nmi,
+    nmiCurve: metrics.nmiCurve.map((p) => ({ clusters: p.clusters, nmi: p.nmi })),
+    nmiPlus: metrics.nmiPlus,
+    queryCount: metrics.queryCount,
+  };
+  if (epoch % config.scatter.every === 0 || last) {
+    const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
+    const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, {
+      maxPoints: config.scatter.maxPoints,
+      seed: config.seed,
+      ...(loopGeometry !== undefined ? { loop: { geometry: loopGeometry } } : {}),
+    });
+    record.scatter = {
+      correctFraction: scatter.correctFraction,
+      points: scatter.points.length,
+      ...(scatter.loop ? { loopCorrectFraction: scatter.loop.correctFraction } : {}),
+    };
+    await writeScatterFiles(out, epoch, scatter, config.scatter.set);
+  }
+}
