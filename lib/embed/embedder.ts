@@ -16,7 +16,7 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import type { ImageBatch } from '../image/batch-collector.js';
 import { loadImageBatch } from '../image/batch-loader.js';
 import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
-import type { Preprocessing } from '../image/preprocessing.js';
+import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
 import type { DeviceChoice } from '../onnx/devices.js';
@@ -27,6 +27,7 @@ import { resolveModelSignature, type ModelSignature } from './model-signature.js
 import { normalizeRowsInPlace } from './normalize.js';
 import { checkPositiveInteger } from '../util/check.js';
 import { concatFloat32 } from '../util/concat.js';
+import type { Rng } from '../util/rng.js';
 
 /**
  * Batches an {@link OnnxEmbedder.embedItems} call queues in its decode pool ahead of the one being
@@ -106,6 +107,12 @@ export interface EmbedItemsOptions {
   decodePool?: ImageDecodePool;
   /** Pixel limit per image (decompression-bomb guard); the image loader's default when absent. */
   limitInputPixels?: number;
+  /**
+   * The seeded train augmentation instead of the eval transform (as `loadImageBatch` applies it: one
+   * generator per image, forked from `rng` in item order). Decodes in this process: the decode pool
+   * applies the eval transform only, so `workers` and `decodePool` must not be given with it.
+   */
+  augment?: { augmentation: TrainAugmentation; rng: Rng };
   /** Called after each batch is decoded and handed to inference, with (items done, items total). */
   onProgress?: (done: number, total: number) => void;
   signal?: AbortSignal;
@@ -261,6 +268,9 @@ export class OnnxEmbedder {
     if (workers !== undefined && (!Number.isInteger(workers) || workers < 0)) {
       throw invalidParameterError('workers', 'a non-negative integer', workers);
     }
+    if (options.augment !== undefined && ((workers !== undefined && workers !== 0) || decodePool !== undefined)) {
+      throw invalidParameterError('augment', 'no workers or decodePool with it (augmented images decode in this process)', options.augment);
+    }
     if (decodePool !== undefined) {
       if (!(decodePool instanceof ImageDecodePool)) throw invalidParameterError('decodePool', 'an ImageDecodePool', decodePool);
       if (canonicalJson(decodePool.preprocessing) !== canonicalJson(p)) {
@@ -268,13 +278,14 @@ export class OnnxEmbedder {
       }
       return this.#embedBatches(items, options, (sources, output) => decodePool.loadBatch(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
     }
-    const processes = decodeProcessCount(items.length, workers);
+    const processes = options.augment !== undefined ? 0 : decodeProcessCount(items.length, workers);
     if (processes === 0) {
       const loadOptions = {
         skipBadImages: options.skipBadImages ?? false,
         ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
         ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        ...(options.augment !== undefined ? { augment: options.augment } : {}),
       };
       return this.#embedBatches(items, options, (sources, output) => loadImageBatch(sources, p, { ...loadOptions, output }), 1);
     }

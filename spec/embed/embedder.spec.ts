@@ -9,6 +9,8 @@ import { DECODE_POOL_MIN_ITEMS, decodeProcessCount, OnnxEmbedder } from '../../l
 import { defaultDecodeWorkers } from '../../lib/image/decode-pool.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
+import { loadImageBatch } from '../../lib/image/batch-loader.js';
+import { Rng } from '../../lib/util/rng.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 const FIXTURES = path.resolve('spec/fixtures/torch');
@@ -109,6 +111,26 @@ describe('OnnxEmbedder', () => {
       expect(pooled.progress).to.deep.equal([3, 6, 8]);
       expect(local.progress).to.deep.equal([3, 6, 8]);
       await expectDmlError(embedder.embedItems(items, { workers: -1 }), 'E_ARG', 'Expected a non-negative integer for workers but received -1');
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('with augment, embeds exactly what loadImageBatch(augment) + embedTensor give, batch by batch, for the same seed', async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', batchSize: 3, preprocessing: { resizeShorter: 32 } });
+    try {
+      const augmentation = { scale: [0.3, 1] as [number, number], ratio: [0.75, 1.33] as [number, number], flipProbability: 0.5 };
+      const { set } = await embedder.embedItems(items, { augment: { augmentation, rng: new Rng(11) } });
+      const rng = new Rng(11);
+      const expected: number[] = [];
+      for (let start = 0; start < items.length; start += 3) {
+        const batch = await loadImageBatch(items.slice(start, start + 3).map((it) => it.source), embedder.preprocessing, { augment: { augmentation, rng } });
+        expected.push(...(await embedder.embedTensor(batch.data, batch.loaded.length)));
+      }
+      expect(Array.from(set.vectors)).to.deep.equal(expected);
+      const plain = await embedder.embedItems(items, { workers: 0 });
+      expect(Array.from(plain.set.vectors)).not.to.deep.equal(expected);
+      await expectDmlError(embedder.embedItems(items, { workers: 2, augment: { augmentation, rng } }), 'E_ARG', /augment/);
     } finally {
       await embedder.release();
     }

@@ -23,13 +23,11 @@ import { embeddingCacheKey, embeddingProvenance, embedItemsCached } from '../../
 import type { EmbedItemsOptions, ImageFailure, OnnxEmbedder } from '../../embed/embedder.js';
 import type { EmbeddingSet } from '../../embed/embedding-set.js';
 import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from '../../embed/store.js';
-import { DmlError, invalidParameterError } from '../../errors.js';
-import { loadImageBatch } from '../../image/batch-loader.js';
+import { invalidParameterError } from '../../errors.js';
 import type { TrainAugmentation } from '../../image/preprocessing.js';
 import { validateAugmentation } from '../../image/validate.js';
 import { canonicalJson, sha256 } from '../../util/hash.js';
 import { Rng } from '../../util/rng.js';
-import { concatFloat32 } from '../../util/concat.js';
 
 /** Options of {@link computeBackboneFeatures}. */
 export interface BackboneFeatureOptions {
@@ -75,34 +73,19 @@ async function embedAugmented(
   options: BackboneFeatureOptions,
   progress: (count: number) => void,
 ): Promise<EmbeddingSet> {
-  const chunks: Float32Array[] = [];
-  const ids: string[] = [];
-  const labels: string[] = [];
-  for (let start = 0; start < items.length; start += embedder.batchSize) {
-    if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Computing backbone features cancelled');
-    const slice = items.slice(start, start + embedder.batchSize);
-    const batch = await loadImageBatch(
-      slice.map((it) => it.source),
-      embedder.preprocessing,
-      {
-        augment: { augmentation, rng },
-        skipBadImages: options.skipBadImages ?? false,
-        concurrency: options.concurrency,
-        limitInputPixels: options.limitInputPixels,
-        signal: options.signal,
-      },
-    );
-    if (batch.loaded.length > 0) {
-      chunks.push(await embedder.embedTensor(batch.data, batch.loaded.length, ids.length));
-      for (const i of batch.loaded) {
-        const item = slice[i] as ManifestItem;
-        ids.push(item.id);
-        labels.push(item.label);
-      }
-    }
-    progress(slice.length);
-  }
-  return { vectors: concatFloat32(chunks), count: ids.length, dim: embedder.embeddingDim ?? 0, ids, labels };
+  let reported = 0;
+  const { set } = await embedder.embedItems(items, {
+    augment: { augmentation, rng },
+    skipBadImages: options.skipBadImages ?? false,
+    ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+    ...(options.limitInputPixels !== undefined ? { limitInputPixels: options.limitInputPixels } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    onProgress: (done) => {
+      progress(done - reported);
+      reported = done;
+    },
+  });
+  return set;
 }
 
 /**
