@@ -6,6 +6,7 @@
  * loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
+import { explainMissingTensorflow } from './optional-deps.js';
 
 /** Raw option values of `dml export`. */
 export interface ExportFlags {
@@ -24,7 +25,9 @@ export function registerExportCommand(program: Command): void {
     .option('--backbone <file.onnx>', "frozen ONNX backbone the head was trained on (default: the run config's data.features.backbone)")
     .option('--layout <layout>', 'image input layout of a model without a backbone: NCHW or NHWC (default NCHW)')
     .action(async (checkpoint: string, flags: ExportFlags) => {
-      const { runExport } = await import('./export-run.js');
+      const { runExport } = await import('./export-run.js').catch((err: unknown) => {
+        throw explainMissingTensorflow(err, 'dml export');
+      });
       await runExport(checkpoint, flags);
     });
 }

@@ -4,6 +4,7 @@
  * work is in train-run.ts, loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
+import { explainMissingTensorflow } from './optional-deps.js';
 
 /** Raw option values of `dml train`. */
 export interface TrainFlags {
@@ -27,7 +28,9 @@ export function registerTrainCommand(program: Command): void {
     .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu')
     .option('--resume', 'continue from <out>/checkpoints/last')
     .action(async (flags: TrainFlags) => {
-      const { runTrain } = await import('./train-run.js');
+      const { runTrain } = await import('./train-run.js').catch((err: unknown) => {
+        throw explainMissingTensorflow(err, 'dml train');
+      });
       await runTrain(flags);
     });
 }

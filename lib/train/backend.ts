@@ -11,8 +11,9 @@
  * with one exception: a forced `ort-cpu` whose onnxruntime binding fails its self-test falls back to
  * `cpu` (same results, slower) and says so in {@link SelectedBackend.warning}.
  *
- * The two tfjs-node packages are optionalDependencies: their install downloads libtensorflow, and where
- * that fails npm drops them and still exits 0 (STACK.md section 3). Both register a backend named
+ * The two tfjs-node packages are optional peer dependencies of dmlkit, installed by the user who wants
+ * them (their install downloads libtensorflow; as optionalDependencies a failed download left
+ * TensorFlow.js itself behind in every consumer's node_modules). Both register a backend named
  * `tensorflow`. Those two paths are written to the packages' documented behaviour (importing the package
  * registers and selects the backend; the GPU build reports whether TensorFlow found a GPU through the
  * backend's `isUsingGpuDevice`) but are **untested here**: the development machines cannot install them.

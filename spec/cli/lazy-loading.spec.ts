@@ -14,6 +14,7 @@ import { expect } from 'chai';
 import { writeNpy } from '../../lib/embed/npy.js';
 import { DmlError } from '../../lib/errors.js';
 import { HttpError } from '../../lib/serve/errors.js';
+import { explainMissingTensorflow } from '../../lib/cli/optional-deps.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -77,5 +78,19 @@ describe('lazy loading of the CLI and the entry points', function () {
     // Subclasses keep the prototype check.
     expect(new DmlError('E_IO', 'x') instanceof HttpError).to.equal(false);
     expect(new HttpError(404, 'E_NOT_FOUND', 'x') instanceof DmlError).to.equal(true);
+  });
+});
+
+describe('TensorFlow.js as an optional peer dependency', () => {
+  it('a missing @tensorflow package becomes one E_NOT_FOUND line naming what to install; other errors pass through', () => {
+    const missing = Object.assign(new Error("Cannot find package '@tensorflow/tfjs' imported from /x/dist/lib/cli/train-run.js"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const explained = explainMissingTensorflow(missing, 'dml train') as DmlError;
+    expect(explained).to.be.instanceOf(DmlError);
+    expect(explained.code).to.equal('E_NOT_FOUND');
+    expect(explained.message).to.equal(
+      'dml train needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs@^4.22.0 @tensorflow/tfjs-backend-cpu@^4.22.0 @tensorflow/tfjs-backend-wasm@^4.22.0',
+    );
+    const other = Object.assign(new Error("Cannot find package 'sharp'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    expect(explainMissingTensorflow(other, 'dml train')).to.equal(other);
   });
 });

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The package as a consumer gets it: packs dmlkit (npm pack), installs the tarball into a fresh scratch
+# project (ONNXRUNTIME_NODE_INSTALL=skip, as a consumer offline must; TensorFlow.js not installed),
+# and there checks that
+#   - no TensorFlow.js package was installed (it is an optional peer dependency);
+#   - the public API evaluates images with the shipped default model (decode processes included);
+#   - a consumer's TypeScript with skipLibCheck: false type-checks against the published typings;
+#   - the dml bin runs an eval, and `dml train` names the missing TensorFlow.js packages.
+# Prints the packed and installed sizes. Needs the repository's node_modules (for tsc) and network
+# access to the npm registry only for packuments the npm cache lacks.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$root"
+tarball=$(npm pack --silent --pack-destination "$work" 2>/dev/null | tail -1)
+mkdir "$work/app" && cd "$work/app"
+npm init -y >/dev/null
+ONNXRUNTIME_NODE_INSTALL=skip npm install --prefer-offline --no-audit --no-fund "$work/$tarball" >/dev/null 2>"$work/install.log" || { cat "$work/install.log"; echo "installing the tarball failed"; exit 1; }
+if [ -e node_modules/@tensorflow ]; then echo "TensorFlow.js was installed with dmlkit: $(ls node_modules/@tensorflow)"; exit 1; fi
+cat > check.mts <<'TS'
+import { createRequire } from 'node:module';
+import { evaluateEmbeddings, OnnxEmbedder, openDataset, type EmbeddingSet } from 'dmlkit';
+const model = createRequire(import.meta.url).resolve('dmlkit/package.json').replace(/package\.json$/, 'models/default.onnx');
+const manifest = await openDataset(`folder:${process.argv[2]}`);
+const embedder = await OnnxEmbedder.open(model, { device: 'cpu' });
+const { set }: { set: EmbeddingSet } = await embedder.embedItems(manifest.items.slice(0, 300), { workers: 2 });
+await embedder.release();
+const { metrics } = await evaluateEmbeddings(set, null, { ks: [1], clusterCounts: ['1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 64 }, kmeans: { seed: 0 } });
+if (set.count !== 300 || set.dim !== 64 || !(metrics.recall['1']! > 0.5)) throw new Error(`unexpected result: ${set.count} x ${set.dim}, R@1 ${metrics.recall['1']}`);
+console.log(`API: ${set.count} images embedded, R@1 ${metrics.recall['1']}`);
+TS
+cat > tsconfig.json <<'JSON'
+{ "compilerOptions": { "strict": true, "skipLibCheck": false, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "outDir": "out", "types": ["node"] }, "files": ["check.mts"] }
+JSON
+node "$root/node_modules/typescript/bin/tsc" -p . || { echo "the consumer's TypeScript does not type-check"; exit 1; }
+node out/check.mjs "$root/data/default"
+npx dml eval node_modules/dmlkit/models/default.onnx --data "folder:$root/data/default" --k 1 --cluster-counts 1x --json report.json >/dev/null 2>"$work/eval.log" || { cat "$work/eval.log"; echo "dml eval failed"; exit 1; }
+node -e "const r = require('./report.json'); if (!(r.metrics.recall['1'] > 0.5)) process.exit(1); console.log('bin: dml eval R@1', r.metrics.recall['1'])"
+echo '{}' > train.json
+if npx dml train --config train.json 2>"$work/train.log"; then echo "dml train ran without TensorFlow.js"; exit 1; fi
+grep -q 'needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs' "$work/train.log" || { cat "$work/train.log"; echo "dml train did not name the missing packages"; exit 1; }
+echo "bin: dml train names the missing TensorFlow.js packages"
+echo "package check passed: $(du -h "$work/$tarball" | cut -f1) packed ($(tar -tzf "$work/$tarball" | wc -l) files), node_modules of the scratch project $(du -sh node_modules | cut -f1)"
