@@ -58,7 +58,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
     .option('--cluster-counts <list>', 'cluster counts of the NMI curve: integers or multiples of the label count (NMI+ is the 10x point)', DEFAULT_CLUSTER_COUNTS.join(','))
     .addOption(new Option('--nmi-k <list>', 'old name of --cluster-counts').hideHelp())
-    .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery) or query', 'union')
+    .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery, each item once), query or gallery (the In-shop convention)', 'union')
     .option('--kmeans-max-iterations <n>', 'cap on Lloyd iterations per k-means run', String(DEFAULT_MAX_ITERATIONS))
     .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))
     .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds) or random', 'k-means++')
@@ -67,7 +67,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')
     .option('--seed <n>', 'seed of k-means and HNSW', '0')
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
-    .option('--json <file>', 'write report.json to this file')
+    .option('--json <file>', 'write report.json to this file (- for stdout: then the table goes to stderr)')
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)');

@@ -15,7 +15,7 @@ import { readNpy } from '../embed/npy.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
-import type { IndexParameters } from '../eval/evaluation.js';
+import { CLUSTER_SETS, type IndexParameters } from '../eval/evaluation.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 import { reportHtml } from '../report/html.js';
 import { reportMarkdown } from '../report/markdown.js';
@@ -85,7 +85,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const workers = decodeWorkers(flags);
   const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
     clusterCounts: clusterCountsFlag(flags),
-    clusterSet: parseChoice(flags.clusterSet, ['union', 'query'] as const, '--cluster-set'),
+    clusterSet: parseChoice(flags.clusterSet, CLUSTER_SETS, '--cluster-set'),
     index,
     kmeans: {
       maxIterations: parsePositiveInt(flags.kmeansMaxIterations, '--kmeans-max-iterations'),
@@ -106,7 +106,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const pixelLimit = limitInputPixels(flags);
   const trainClasses = flags.trainClasses !== undefined ? parseClassList(flags.trainClasses, '--train-classes') : undefined;
   if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
-  if (flags.json !== undefined) await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
+  if (flags.json !== undefined && flags.json !== '-') await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
 
   const progress = new Map<string, ReturnType<typeof createProgress>>();
   const onProgress = (stage: string, done: number, total: number): void => {
@@ -163,7 +163,13 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const report = buildReport(runs, ['dml', ...argv]);
   const table = reportMarkdown(report);
   await writeOutputs(report, table, flags);
-  process.stdout.write(`${table}\n`);
+  if (flags.json === '-') {
+    // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.stderr.write(`${table}\n`);
+  } else {
+    process.stdout.write(`${table}\n`);
+  }
 }
 
 async function writeOutputs(report: Report, table: string, flags: EvalFlags): Promise<void> {
@@ -173,14 +179,14 @@ async function writeOutputs(report: Report, table: string, flags: EvalFlags): Pr
     await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n`);
     await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, table));
   }
-  if (flags.json !== undefined) await writeFileAtomic(flags.json, json);
+  if (flags.json !== undefined && flags.json !== '-') await writeFileAtomic(flags.json, json);
 }
 
 /** Reads an N x D float .npy as L2-normalised float32 rows. */
 async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array; count: number; dim: number }> {
   const npy = await readNpy(file);
   if (npy.shape.length !== 2 || !(npy.data instanceof Float32Array || npy.data instanceof Float64Array)) {
-    throw new DmlError('E_EMBEDDING', `${file}: expected a float32 or float64 array of shape (N, D) but found ${npy.dtype} of shape (${npy.shape.join(', ')})`);
+    throw new DmlError('E_EMBEDDING', `${file}: expected a float16, float32 or float64 array of shape (N, D) but found ${npy.dtype} of shape (${npy.shape.join(', ')})`);
   }
   const [count, dim] = npy.shape as [number, number];
   const vectors = npy.data instanceof Float32Array ? npy.data : Float32Array.from(npy.data);

@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { DmlError } from '../errors.js';
 import { collectVersions } from '../report/report.js';
+import { silenceProgress } from '../util/progress.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerExportCommand } from './export-command.js';
 import { registerIndexCommand } from './index-command.js';
@@ -19,8 +20,12 @@ export function createProgram(commandLine: string[]): Command {
     .description('dmlkit: train, export, evaluate and serve deep-metric-learning image embedders')
     .version(collectVersions()['dmlkit'] ?? 'unknown')
     .option('--verbose', 'print stack traces on errors')
+    .option('--quiet', 'no progress bars on stderr (warnings and errors still print); the CI environment variable does the same')
     .exitOverride()
-    .showHelpAfterError('(run dml help for usage)');
+    .showHelpAfterError('(run dml help for usage)')
+    .hook('preAction', () => {
+      if (program.opts<{ quiet?: boolean }>().quiet === true) silenceProgress();
+    });
   registerEvalCommand(program, commandLine);
   registerTrainCommand(program);
   registerExportCommand(program);

@@ -57,7 +57,17 @@ const NUMERIC: Record<string, NumericCtor> = {
   u8: BigUint64Array,
 };
 
-/** Decodes the bytes of a `.npy` file. `name` is used in error messages. */
+/** The value of an IEEE 754 half-precision number given as its 16 bits. */
+export function halfToFloat(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const fraction = bits & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24; // zero and subnormals
+  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : Number.NaN;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+/** Decodes the bytes of a `.npy` file (float16 is widened to float32). `name` is used in error messages. */
 export function parseNpy(bytes: Uint8Array, name: string): NpyArray {
   const bad = (what: string): DmlError => new DmlError('E_DATASET', `${name} is not a readable .npy file: ${what}`);
   if (bytes.length < 10 || MAGIC.some((b, i) => bytes[i] !== b)) throw bad('missing the \\x93NUMPY magic');
@@ -110,8 +120,17 @@ export function parseNpy(bytes: Uint8Array, name: string): NpyArray {
     }
     return { dtype: descr, shape, data: strings };
   }
+  if (kind === 'f2') {
+    // float16 (common for stored embeddings): widened to float32, which holds every half value exactly.
+    if (dataStart + count * 2 > bytes.length) {
+      throw bad(`data truncated: header says shape (${shape.join(', ')}) of ${descr}, ${count * 2} bytes, file has ${bytes.length - dataStart}`);
+    }
+    const out = new Float32Array(count);
+    for (let i = 0; i < count; i++) out[i] = halfToFloat(view.getUint16(dataStart + 2 * i, true));
+    return { dtype: descr, shape, data: out };
+  }
   const Ctor = NUMERIC[kind];
-  if (!Ctor) throw bad(`unsupported dtype ${descr} (supported: float32/64, (u)int8-64, bool, unicode)`);
+  if (!Ctor) throw bad(`unsupported dtype ${descr} (supported: float16/32/64, (u)int8-64, bool, unicode)`);
   const byteLength = count * Ctor.BYTES_PER_ELEMENT;
   if (dataStart + byteLength > bytes.length) {
     throw bad(`data truncated: header says shape (${shape.join(', ')}) of ${descr}, ${byteLength} bytes, file has ${bytes.length - dataStart}`);

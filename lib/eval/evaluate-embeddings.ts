@@ -162,9 +162,9 @@ export async function evaluateEmbeddings(
   }
   const retrieval = accumulator.result();
 
-  // Clustering: the union of query and gallery items (by id), or the queries alone.
+  // Clustering: the union of query and gallery items (by id), or the queries or the gallery alone.
   const start = performance.now();
-  const clustered = options.clusterSet === 'query' || sameSet ? query : unionById(query, g);
+  const clustered = sameSet || options.clusterSet === 'query' ? query : options.clusterSet === 'gallery' ? g : unionById(query, g);
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
   const clusterCounts = resolveClusterCounts(options.clusterCounts, labelCount, clustered.count);

@@ -28,7 +28,10 @@ export interface KMeansParameters {
 }
 
 /** Which embeddings are clustered for NMI/F1. */
-export type ClusterSet = 'union' | 'query';
+export type ClusterSet = 'union' | 'query' | 'gallery';
+
+/** Every {@link ClusterSet}, for parsers and messages. */
+export const CLUSTER_SETS: readonly ClusterSet[] = ['union', 'query', 'gallery'];
 
 /** Everything that determines the metrics (recorded in every report). */
 export interface EvaluationParameters {
@@ -106,7 +109,7 @@ export interface EvaluationTimings {
 export const METRIC_DEFINITIONS = {
   ...RETRIEVAL_METRIC_DEFINITIONS,
   ...CLUSTERING_METRIC_DEFINITIONS,
-  nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once, unless --cluster-set query).',
+  nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once; --cluster-set query or gallery clusters that set alone).',
   nmiCurve: 'NMI curve = the same NMI at each listed cluster count (more clusters than labels shows class collapse).',
   nmiPlus: 'NMI+ = the NMI with K = 10 x the number of distinct labels in the clustered set (capped at the item count), as Levi et al. 2021 report it; null unless 10x is among the cluster counts.',
   kmeans: 'Euclidean k-means on the L2-normalised embeddings: seeded k-means++ (D² sampling in rounds) or random initialisation, Lloyd iterations until the relative inertia change is at most the tolerance (or the assignment stops changing, or the cap), restarts keep the lowest inertia.',

@@ -2,7 +2,9 @@
  * @file The evaluation report: one JSON document holding values, definitions, every parameter,
  * versions and timings. Markdown and HTML renderings are made from it.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from '../eval/evaluation.js';
 import { METRIC_DEFINITIONS } from '../eval/evaluation.js';
 
@@ -69,9 +71,29 @@ export interface Report extends RunReport {
 
 const require = createRequire(import.meta.url);
 
+/**
+ * The installed version of package `name`, read from its package.json without loading the package: its
+ * `package.json` export when it has one, else the nearest package.json of that name above its resolved
+ * entry (sharp, for one, does not export its package.json).
+ */
 function packageVersion(name: string): string {
   try {
     return (require(`${name}/package.json`) as { version: string }).version;
+  } catch {
+    // Not exported: walk up from the entry file.
+  }
+  try {
+    let dir = path.dirname(require.resolve(name));
+    for (;;) {
+      const file = path.join(dir, 'package.json');
+      if (existsSync(file)) {
+        const json = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+        if (json.name === name && typeof json.version === 'string') return json.version;
+      }
+      const parent = path.dirname(dir);
+      if (parent === dir) return 'unknown';
+      dir = parent;
+    }
   } catch {
     return 'unknown';
   }

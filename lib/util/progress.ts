@@ -1,6 +1,7 @@
 /**
- * @file Progress bars on stderr (cli-progress). Disabled when stderr is not a terminal or when the
- * `CI` environment variable is set, so logs and pipes stay clean.
+ * @file Progress bars on stderr (cli-progress). Disabled when stderr is not a terminal, when the `CI`
+ * environment variable is set, or after {@link silenceProgress} (`dml --quiet`), so logs and pipes
+ * stay clean.
  */
 import cliProgress from 'cli-progress';
 
@@ -10,9 +11,16 @@ export interface Progress {
   stop(): void;
 }
 
+let silenced = false;
+
+/** Draws no progress bars from now on in this process (`dml --quiet`). */
+export function silenceProgress(): void {
+  silenced = true;
+}
+
 /** True when progress bars should be drawn. */
 export function progressEnabled(): boolean {
-  return Boolean(process.stderr.isTTY) && !process.env['CI'];
+  return !silenced && Boolean(process.stderr.isTTY) && !process.env['CI'];
 }
 
 const silent: Progress = { update: () => undefined, stop: () => undefined };

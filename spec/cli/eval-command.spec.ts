@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import { writeNpy } from '../../lib/embed/npy.js';
 import type { Report } from '../../lib/report/report.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
+import { npyBytes } from '../helpers/npy-bytes.js';
 
 const MODEL = path.resolve('models/default.onnx');
 
@@ -173,6 +174,20 @@ describe('dml eval', function () {
       expect(current.stderr).to.equal('');
       expect(current.stdout).to.equal(old.stdout.replace('--nmi-k', '--cluster-counts'));
       await expectFailure(['eval', ...npy, '--nmi-k', '1x', '--cluster-counts', '2x'], 2, /^dml: --nmi-k is the old name of --cluster-counts: give one of them, not both\n$/);
+    });
+
+    it('--json - writes report.json alone to stdout (the table to stderr); float16 .npy embeddings are read', async () => {
+      const half = path.join(dir, 'q16.npy');
+      // float16 of [1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]: the same rows as q2.npy up to rounding
+      const halves = new Uint16Array([0x3c00, 0, 0x3b33, 0x2e66, 0, 0x3c00, 0x2e66, 0x3b33]);
+      writeFileSync(half, npyBytes('<f2', [4, 2], new Uint8Array(halves.buffer)));
+      await writeNpy(path.join(dir, 'ql16.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
+      const res = await runCliCaptured(['eval', '--query-embeddings', half, '--query-labels', path.join(dir, 'ql16.npy'), '--k', '1', '--cluster-counts', '1x', '--json', '-']);
+      expect(res.code, res.stderr).to.equal(0);
+      const report = JSON.parse(res.stdout) as Report;
+      expect(report.metrics.recall).to.deep.equal({ '1': 1 });
+      expect(res.stderr).to.match(/^\| model \| R@1 \|/);
+      expect(existsSync(path.join(process.cwd(), '-'))).to.equal(false);
     });
 
     it('a bad flag value is the error even when the dataset is missing too (flags are checked before any I/O)', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
 import { encodeNpy, parseNpy, readNpy, writeNpy } from '../../lib/embed/npy.js';
+import { npyBytes } from '../helpers/npy-bytes.js';
 
 const concat = (parts: Uint8Array[]): Uint8Array => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -53,14 +54,8 @@ describe('npy', () => {
 
   it('reads unicode string arrays (<U) as labels', () => {
     // numpy: np.array(['ab', 'c']) -> dtype <U2, UTF-32LE code points, zero padded
-    const header = "{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }";
-    const padded = header + ' '.repeat(64 - ((10 + header.length + 1) % 64)) + '\n';
-    const prefix = new Uint8Array(10 + padded.length);
-    prefix.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]);
-    new DataView(prefix.buffer).setUint16(8, padded.length, true);
-    for (let i = 0; i < padded.length; i++) prefix[10 + i] = padded.charCodeAt(i);
     const data = new Uint32Array([0x61, 0x62, 0x63, 0]);
-    const parsed = parseNpy(concat([prefix, new Uint8Array(data.buffer)]), 'labels.npy');
+    const parsed = parseNpy(npyBytes('<U2', [2], new Uint8Array(data.buffer)), 'labels.npy');
     expect(parsed.data).to.deep.equal(['ab', 'c']);
   });
 
@@ -84,6 +79,21 @@ describe('npy', () => {
     }
   });
 
+  it('reads float16 (<f2) widened exactly to float32: normal, subnormal, zero, infinity, NaN', () => {
+    // 1.0, -2.5, 65504 (largest half), 2^-24 (smallest subnormal), -0, +inf, NaN, 0.333 (0x3555)
+    const halves = new Uint16Array([0x3c00, 0xc100, 0x7bff, 0x0001, 0x8000, 0x7c00, 0x7e00, 0x3555]);
+    const parsed = parseNpy(npyBytes('<f2', [2, 4], new Uint8Array(halves.buffer)), 'half.npy');
+    expect(parsed.dtype).to.equal('<f2');
+    expect(parsed.shape).to.deep.equal([2, 4]);
+    expect(parsed.data).to.be.instanceOf(Float32Array);
+    const v = Array.from(parsed.data as Float32Array);
+    expect(v.slice(0, 4)).to.deep.equal([1, -2.5, 65504, 2 ** -24]);
+    expect(Object.is(v[4], -0)).to.equal(true);
+    expect(v[5]).to.equal(Infinity);
+    expect(Number.isNaN(v[6])).to.equal(true);
+    expect(v[7]).to.equal(0.333251953125); // (1 + 341/1024) * 2^-2
+  });
+
   it('interoperates with numpy when Debian python3-numpy is present', function () {
     if (!existsSync('/usr/bin/python3')) this.skip();
     try {
@@ -102,5 +112,10 @@ describe('npy', () => {
     const back = parseNpy(readFileSync(theirs), theirs);
     expect(back.shape).to.deep.equal([3, 2]);
     expect(Array.from(back.data as BigInt64Array, Number)).to.deep.equal([0, 1, 2, 3, 4, 5]);
+    const half = path.join(dir, 'half.npy');
+    execFileSync('/usr/bin/python3', ['-c', `import numpy as np; np.save(${JSON.stringify(half)}, (np.arange(12, dtype=np.float32).reshape(3, 4) / 7).astype(np.float16))`]);
+    const expected = execFileSync('/usr/bin/python3', ['-c', `import numpy as np; print(repr(np.load(${JSON.stringify(half)}).astype(np.float32).tolist()))`]).toString().trim();
+    const halves = parseNpy(readFileSync(half), half);
+    expect(JSON.stringify(Array.from(halves.data as Float32Array))).to.equal(JSON.stringify(JSON.parse(expected).flat()));
   });
 });

@@ -67,7 +67,7 @@ describe('eval/evaluateEmbeddings (clustering)', () => {
     expect(metrics.nmi).to.equal(normalizedMutualInformation(codes, alone.assignments));
   });
 
-  it('clusters queries and gallery together by default, the queries alone with clusterSet query', async () => {
+  it('clusters queries and gallery together by default, the queries or the gallery alone with clusterSet query or gallery', async () => {
     const gallery = clusteredSet(6, 10, 8, 'g', 2);
     const union = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCounts: ['1x'] });
     const queriesOnly = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCounts: ['1x'], clusterSet: 'query' });
@@ -82,6 +82,10 @@ describe('eval/evaluateEmbeddings (clustering)', () => {
     expect(union.metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(both.labels, []).queryCodes, unionAlone.assignments));
     const queryAlone = await kmeans(set.vectors, set.count, set.dim, { k: 6, seed: 7 });
     expect(queriesOnly.metrics.nmi).to.equal(normalizedMutualInformation(codes, queryAlone.assignments));
+    const galleryOnly = await evaluateEmbeddings(set, gallery, { ...OPTIONS, clusterCounts: ['1x'], clusterSet: 'gallery' });
+    const galleryAlone = await kmeans(gallery.vectors, gallery.count, gallery.dim, { k: 6, seed: 7 });
+    expect(galleryOnly.metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(gallery.labels, []).queryCodes, galleryAlone.assignments));
+    expect(galleryOnly.parameters.clusterSet).to.equal('gallery');
   });
 });
 
