@@ -44,3 +44,5 @@ export { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './eval/evalu
 export { evaluateModel, type EvaluateModelOptions } from './eval/evaluate-model.js';
 export { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from './eval/evaluation.js';
 export { buildReport, type Report, type RunReport } from './report/report.js';
+
+export { evaluate, embedImages, type EvaluateOptions } from './facade.js';

@@ -3,7 +3,7 @@
 # project (ONNXRUNTIME_NODE_INSTALL=skip, as a consumer offline must; TensorFlow.js not installed),
 # and there checks that
 #   - no TensorFlow.js package was installed (it is an optional peer dependency);
-#   - the public API evaluates images with the shipped default model (decode processes included);
+#   - the public API (evaluate, embedImages) works with the shipped default model, decode processes included;
 #   - a consumer's TypeScript with skipLibCheck: false type-checks against the published typings;
 #   - the dml bin runs an eval, and `dml train` names the missing TensorFlow.js packages.
 # Prints the packed and installed sizes. Needs the repository's node_modules (for tsc) and network
@@ -20,15 +20,14 @@ ONNXRUNTIME_NODE_INSTALL=skip npm install --prefer-offline --no-audit --no-fund 
 if [ -e node_modules/@tensorflow ]; then echo "TensorFlow.js was installed with dmlkit: $(ls node_modules/@tensorflow)"; exit 1; fi
 cat > check.mts <<'TS'
 import { createRequire } from 'node:module';
-import { evaluateEmbeddings, OnnxEmbedder, openDataset, type EmbeddingSet } from 'dmlkit';
+import { embedImages, evaluate, type EmbeddingSet } from 'dmlkit';
 const model = createRequire(import.meta.url).resolve('dmlkit/package.json').replace(/package\.json$/, 'models/default.onnx');
-const manifest = await openDataset(`folder:${process.argv[2]}`);
-const embedder = await OnnxEmbedder.open(model, { device: 'cpu' });
-const { set }: { set: EmbeddingSet } = await embedder.embedItems(manifest.items.slice(0, 300), { workers: 2 });
-await embedder.release();
-const { metrics } = await evaluateEmbeddings(set, null, { ks: [1], clusterCounts: ['1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 64 }, kmeans: { seed: 0 } });
-if (set.count !== 300 || set.dim !== 64 || !(metrics.recall['1']! > 0.5)) throw new Error(`unexpected result: ${set.count} x ${set.dim}, R@1 ${metrics.recall['1']}`);
-console.log(`API: ${set.count} images embedded, R@1 ${metrics.recall['1']}`);
+const report = await evaluate({ model, data: `folder:${process.argv[2]}`, clusterCounts: ['1x'], workers: 2 });
+const r1 = report.metrics.recall['1'] ?? 0;
+if (report.metrics.queryCount !== 600 || !(r1 > 0.5)) throw new Error(`unexpected result: ${report.metrics.queryCount} queries, R@1 ${r1}`);
+const set: EmbeddingSet = await embedImages(model, [`${process.argv[2]}/bag/t10k-00030.png`]);
+if (set.count !== 1 || set.dim !== 64) throw new Error(`embedImages gave ${set.count} x ${set.dim}`);
+console.log(`API: evaluate R@1 ${r1} on ${report.metrics.queryCount} images (2 decode processes); embedImages ${set.count} x ${set.dim}`);
 TS
 cat > tsconfig.json <<'JSON'
 { "compilerOptions": { "strict": true, "skipLibCheck": false, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022", "outDir": "out", "types": ["node"] }, "files": ["check.mts"] }

@@ -84,7 +84,8 @@ function checkOptions(options: DecodeOptions): number {
   return limit;
 }
 
-async function readImageFile(path: string): Promise<Buffer> {
+/** The bytes of image file `path`; E_NOT_FOUND or E_IO naming it when it cannot be read. */
+export async function readImageFile(path: string): Promise<Buffer> {
   try {
     return await readFile(path);
   } catch (err) {
