@@ -18,7 +18,7 @@ import { evaluateModel } from '../eval/evaluate-model.js';
 import { CLUSTER_SETS, type IndexParameters } from '../eval/evaluation.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 import { reportHtml } from '../report/html.js';
-import { reportMarkdown } from '../report/markdown.js';
+import { perClassMarkdown, reportMarkdown } from '../report/markdown.js';
 import { buildReport, type Report, type RunReport } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
@@ -176,8 +176,8 @@ async function writeOutputs(report: Report, table: string, flags: EvalFlags): Pr
   const json = `${JSON.stringify(report, null, 2)}\n`;
   if (flags.out !== undefined) {
     await writeFileAtomic(path.join(flags.out, 'report.json'), json);
-    await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n`);
-    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, table));
+    await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n${perClassMarkdown(report)}\n`);
+    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report));
   }
   if (flags.json !== undefined && flags.json !== '-') await writeFileAtomic(flags.json, json);
 }

@@ -16,6 +16,7 @@ import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
 import { nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import type {
+  ClassMetrics,
   ClusterSet,
   EvaluationMetrics,
   EvaluationParameters,
@@ -161,6 +162,9 @@ export async function evaluateEmbeddings(
     });
   }
   const retrieval = accumulator.result();
+  const perClass = worstFirst(
+    accumulator.resultPerLabel().map((m) => ({ label: labels.labelNames[m.code] as string, queryCount: m.queryCount, recallAt1: m.recallAt1, rPrecision: m.rPrecision, mapAtR: m.mapAtR })),
+  );
 
   // Clustering: the union of query and gallery items (by id), or the queries or the gallery alone.
   const start = performance.now();
@@ -204,6 +208,7 @@ export async function evaluateEmbeddings(
     nmi: atLabelCount.nmi,
     nmiCurve,
     nmiPlus: nmiPlusOf(nmiCurve, labelCount, clustered.count),
+    perClass,
     f1: atLabelCount.f1,
     loneQueries: retrieval.loneQueries,
     queryCount: query.count,
@@ -247,6 +252,12 @@ function countOverlap(exact: NeighbourBlock, approxTop: Int32Array, width: numbe
       hits[i] = (hits[i] as number) + found;
     });
   }
+}
+
+/** Classes ordered worst first: by MAP@R ascending (classes whose queries are all lone last), then Recall@1, then label. */
+function worstFirst(classes: ClassMetrics[]): ClassMetrics[] {
+  const key = (c: ClassMetrics): number => c.mapAtR ?? Number.POSITIVE_INFINITY;
+  return classes.sort((a, b) => key(a) - key(b) || a.recallAt1 - b.recallAt1 || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
 }
 
 /** The gallery plus the queries whose id is not in the gallery. */

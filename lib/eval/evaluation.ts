@@ -65,6 +65,15 @@ export interface NmiCurvePoint {
   converged: boolean;
 }
 
+/** The retrieval metrics of the queries of one label. */
+export interface ClassMetrics {
+  label: string;
+  queryCount: number;
+  recallAt1: number;
+  rPrecision: number | null;
+  mapAtR: number | null;
+}
+
 /** The metrics of one evaluation. */
 export interface EvaluationMetrics {
   /** Recall@K keyed by K, in [0, 1]. Lone queries count as misses. */
@@ -89,6 +98,11 @@ export interface EvaluationMetrics {
   galleryCount: number;
   /** Distinct labels in the clustered set. */
   labelCount: number;
+  /**
+   * Recall@1, R-Precision and MAP@R per query label, worst first (by MAP@R, then Recall@1, then label;
+   * labels whose queries are all lone last).
+   */
+  perClass: ClassMetrics[];
   /** With an HNSW index: recall@K of its neighbours against exact search (|HNSW top-K ∩ exact top-K| / K). */
   annRecall?: Record<string, number>;
 }
@@ -111,6 +125,7 @@ export const METRIC_DEFINITIONS = {
   ...CLUSTERING_METRIC_DEFINITIONS,
   nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once; --cluster-set query or gallery clusters that set alone).',
   nmiCurve: 'NMI curve = the same NMI at each listed cluster count (more clusters than labels shows class collapse).',
+  perClass: 'Per class: Recall@1, R-Precision and MAP@R averaged over the queries of each label (as the overall values), worst classes first.',
   nmiPlus: 'NMI+ = the NMI with K = 10 x the number of distinct labels in the clustered set (capped at the item count), as Levi et al. 2021 report it; null unless 10x is among the cluster counts.',
   kmeans: 'Euclidean k-means on the L2-normalised embeddings: seeded k-means++ (D² sampling in rounds) or random initialisation, Lloyd iterations until the relative inertia change is at most the tolerance (or the assignment stops changing, or the cap), restarts keep the lowest inertia.',
   annRecall: 'ANN recall@K = mean over queries of |HNSW top-K ∩ exact top-K| / K on the same embeddings.',

@@ -62,6 +62,20 @@ export interface RetrievalMetrics {
   definitions: typeof RETRIEVAL_METRIC_DEFINITIONS;
 }
 
+/** The retrieval metrics of the queries of one label code. */
+export interface LabelRetrievalMetrics {
+  /** The label code (as in `queryLabelCodes`). */
+  code: number;
+  /** Queries with this label. */
+  queryCount: number;
+  /** Recall@1 over those queries (lone ones counting as misses). */
+  recallAt1: number;
+  /** Mean R-Precision over its non-lone queries; null when all are lone. */
+  rPrecision: number | null;
+  /** Mean MAP@R over its non-lone queries; null when all are lone. */
+  mapAtR: number | null;
+}
+
 /** Marks a query whose neighbours have not been added yet (in `firstHitRankPerQuery`). */
 const NOT_ADDED = -2;
 /** Marks a query without any same-label item among the examined neighbours. */
@@ -219,6 +233,39 @@ export class RetrievalMetricsAccumulator {
       mapAtR: scoredQueries > 0 ? averagePrecisionSum / scoredQueries : null,
       definitions: RETRIEVAL_METRIC_DEFINITIONS,
     };
+  }
+
+  /**
+   * Recall@1, R-Precision and MAP@R per query label, for the labels that have queries, in code order;
+   * the same per-query values {@link result} averages. Call after every query was added.
+   */
+  resultPerLabel(): LabelRetrievalMetrics[] {
+    this.result(); // the same completeness check
+    const byCode = new Map<number, { queries: number; hits: number; scored: number; rPrecision: number; averagePrecision: number }>();
+    for (let q = 0; q < this.queryLabelCodes.length; q++) {
+      const code = this.queryLabelCodes[q]!;
+      let entry = byCode.get(code);
+      if (entry === undefined) {
+        entry = { queries: 0, hits: 0, scored: 0, rPrecision: 0, averagePrecision: 0 };
+        byCode.set(code, entry);
+      }
+      entry.queries++;
+      if (this.firstHitRankPerQuery[q] === 0) entry.hits++;
+      if (this.relevantCountPerQuery[q]! > 0) {
+        entry.scored++;
+        entry.rPrecision += this.rPrecisionPerQuery[q]!;
+        entry.averagePrecision += this.averagePrecisionAtRPerQuery[q]!;
+      }
+    }
+    return [...byCode]
+      .sort(([a], [b]) => a - b)
+      .map(([code, e]) => ({
+        code,
+        queryCount: e.queries,
+        recallAt1: e.hits / e.queries,
+        rPrecision: e.scored > 0 ? e.rPrecision / e.scored : null,
+        mapAtR: e.scored > 0 ? e.averagePrecision / e.scored : null,
+      }));
   }
 
   private validateBlock(block: NeighbourBlock): void {

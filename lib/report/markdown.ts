@@ -1,13 +1,14 @@
 /**
- * @file The side-by-side Markdown table printed on stdout: one row per run.
+ * @file The reports' tables: the side-by-side metrics table printed on stdout (one row per run) with its
+ * notes, and the per-class tables; as Markdown here, and as rows for the HTML page (html.ts).
  */
 import { describeProviderChoice } from '../onnx/devices.js';
 import type { Report, RunReport } from './report.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
 
-/** Markdown table of the runs' metrics (percent), followed by notes on protocol and parameters. */
-export function reportMarkdown(report: Report): string {
+/** The runs' metrics as a table (percent strings): the header and one row per run. */
+export function metricsTable(report: Report): { header: string[]; rows: string[][] } {
   const runs: RunReport[] = report.runs;
   const ks = [...new Set(runs.flatMap((r) => Object.keys(r.metrics.recall).map(Number)))].sort((a, b) => a - b);
   const curveKs = [...new Set(runs.flatMap((r) => r.metrics.nmiCurve.map((p) => p.clusters)))].sort((a, b) => a - b);
@@ -34,23 +35,51 @@ export function reportMarkdown(report: Report): string {
     ...(hasAnn ? ks.map((k) => pct(r.metrics.annRecall?.[String(k)])) : []),
     String(r.metrics.loneQueries),
   ]);
-  const lines = [
-    `| ${header.join(' | ')} |`,
-    `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
-    ...rows.map((row) => `| ${row.join(' | ')} |`),
-  ];
+  return { header, rows };
+}
+
+/** The notes under the table: data and protocol, index and k-means settings, providers, skipped images. */
+export function reportNotes(report: Report): string[] {
   const d = report.dataset;
   const p = report.parameters;
   const index = p.index.kind === 'exact' ? 'exact search' : `HNSW (M=${p.index.m}, efConstruction=${p.index.efConstruction}, ef=${p.index.ef})`;
-  lines.push(
-    '',
+  const notes = [
     `Values in %. Data: ${d.spec} (${d.protocol}); ${d.queryCount} queries, ${d.galleryCount} gallery items${d.sameSet ? ', query set = gallery set (self excluded by id)' : ''}.`,
     `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${report.metrics.labelCount} labels.`,
-  );
-  for (const r of runs) {
-    if (r.model !== undefined) lines.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
+  ];
+  for (const r of report.runs) {
+    if (r.model !== undefined) notes.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
   }
-  const skipped = runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
-  if (skipped > 0) lines.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
+  const skipped = report.runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
+  if (skipped > 0) notes.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
+  return notes;
+}
+
+/** Classes listed per run in the reports' per-class tables (report.json has them all). */
+export const WORST_CLASSES_SHOWN = 10;
+
+/** The worst classes of `run` as a table (percent strings), at most {@link WORST_CLASSES_SHOWN} rows. */
+export function worstClassesTable(run: RunReport): { header: string[]; rows: string[][] } {
+  return {
+    header: ['class', 'queries', 'R@1', 'R-Prec', 'MAP@R'],
+    rows: run.metrics.perClass.slice(0, WORST_CLASSES_SHOWN).map((c) => [c.label, String(c.queryCount), pct(c.recallAt1), pct(c.rPrecision), pct(c.mapAtR)]),
+  };
+}
+
+function markdownTable({ header, rows }: { header: string[]; rows: string[][] }): string[] {
+  return [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
+}
+
+/** Markdown table of the runs' metrics (percent), followed by notes on protocol and parameters. */
+export function reportMarkdown(report: Report): string {
+  return [...markdownTable(metricsTable(report)), '', ...reportNotes(report)].join('\n');
+}
+
+/** The per-class section of report.md: each run's worst classes. */
+export function perClassMarkdown(report: Report): string {
+  const lines: string[] = [];
+  for (const run of report.runs) {
+    lines.push('', `Worst classes of ${run.name} (${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} of ${run.metrics.perClass.length}; values in %):`, '', ...markdownTable(worstClassesTable(run)));
+  }
   return lines.join('\n');
 }

@@ -58,7 +58,12 @@ describe('dml eval', function () {
     expect(report.versions['onnxruntime-node']).to.equal('1.30.0');
     expect(report.runs).to.have.length(1);
     expect(readFileSync(path.join(out, 'report.html'), 'utf8')).to.contain('<svg');
-    expect(readFileSync(path.join(out, 'report.md'), 'utf8')).to.equal(first.stdout);
+    const markdown = readFileSync(path.join(out, 'report.md'), 'utf8');
+    expect(markdown.startsWith(first.stdout)).to.equal(true);
+    // Then each run's worst classes (Fashion-MNIST's shirt is the hardest for the PCA embedder).
+    expect(markdown.slice(first.stdout.length)).to.match(/^\nWorst classes of default\.onnx \(10 of 10; values in %\):\n\n\| class \| queries \| R@1 \| R-Prec \| MAP@R \|\n\| --- \|[^\n]*\n\| shirt \| 60 \|/);
+    expect(report.metrics.perClass).to.have.length(10);
+    expect(report.metrics.perClass.reduce((n, c) => n + c.queryCount, 0)).to.equal(600);
     expect(report.dataset.embeddingCache?.hit).to.equal(false);
 
     const second = await runCliCaptured(args);

@@ -123,6 +123,10 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
       expect(metrics.mapAtR).to.be.closeTo((5 / 9 + 1 / 2) / 2, 1e-12);
       expect(metrics.rPrecision).to.be.closeTo((2 / 3 + 1 / 2) / 2, 1e-12);
       expect([metrics.queryCount, metrics.galleryCount, metrics.loneQueries]).to.deep.equal([2, 5, 0]);
+      // Per class, worst first: B (q1, MAP@R 1/2) before A (q0, MAP@R 5/9).
+      expect(metrics.perClass.map((c) => c.label)).to.deep.equal(['B', 'A']);
+      expect(metrics.perClass[0]).to.include({ queryCount: 1, recallAt1: 1, rPrecision: 0.5, mapAtR: 0.5 });
+      expect(metrics.perClass[1]?.mapAtR).to.be.closeTo(5 / 9, 1e-12);
     });
   }
 
@@ -161,6 +165,8 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
       expect(metrics.recall).to.deep.equal({ '1': 0, '2': 2 / 5, '4': 4 / 5 });
       expect(metrics.mapAtR).to.equal(0);
       expect(metrics.rPrecision).to.equal(0);
+      // C's only query is lone: its class comes last, with null MAP@R.
+      expect(metrics.perClass.at(-1)).to.deep.equal({ label: 'C', queryCount: 1, recallAt1: 0, rPrecision: null, mapAtR: null });
     }
   });
 

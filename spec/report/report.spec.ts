@@ -9,7 +9,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
 import { reportHtml } from '../../lib/report/html.js';
-import { reportMarkdown } from '../../lib/report/markdown.js';
+import { perClassMarkdown, reportMarkdown } from '../../lib/report/markdown.js';
 import { buildReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
 import { writeScatterFiles } from '../../lib/report/scatter-files.js';
 import { tripletScatter } from '../../lib/train/scatter.js';
@@ -29,6 +29,10 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     queryCount: 10,
     galleryCount: 10,
     labelCount: 2,
+    perClass: [
+      { label: 'shirt & <tie>', queryCount: 4, recallAt1: 0.25, rPrecision: 0.2, mapAtR: 0.1 },
+      { label: 'bag', queryCount: 6, recallAt1: 0.5, rPrecision: 0.4, mapAtR: 0.3 },
+    ],
     ...extra,
   };
   const parameters: EvaluationParameters = {
@@ -80,13 +84,28 @@ describe('report', () => {
     expect(table).to.include('10 queries, 10 gallery items, query set = gallery set (self excluded by id)');
   });
 
-  it('the HTML page escapes what it shows and holds both charts', () => {
-    const report = buildReport([a], ['dml', 'eval', '--data', 'folder:<x & y>']);
-    const html = reportHtml(report, reportMarkdown(report));
+  it('the HTML page: real tables (metrics, worst classes, parameters), escaped text, both charts', () => {
+    const report = buildReport([a, b], ['dml', 'eval', '--data', 'folder:<x & y>']);
+    const html = reportHtml(report);
     expect(html).to.include('folder:&lt;x &amp; y&gt;');
     expect(html).not.to.include('<x & y>');
+    expect(html).not.to.include('<pre>');
     expect(html.match(/<svg/g)?.length).to.equal(2);
     expect(html).to.include('NMI curve (NMI over cluster counts)');
+    expect(html).to.include('<th>model</th><th class="num">R@1</th>');
+    expect(html).to.include('<tr><td>a.onnx</td><td class="num">50.00</td><td class="num">100.00</td>');
+    expect(html).to.include('<h3>a.onnx: the 2 worst of 2 classes</h3>');
+    expect(html).to.include('<tr><td>shirt &amp; &lt;tie&gt;</td><td class="num">4</td><td class="num">25.00</td><td class="num">20.00</td><td class="num">10.00</td></tr>');
+    expect(html).to.include('<tr><td>parameters.kmeans.seed</td><td class="num">0</td></tr>');
+    expect(html).to.include('<tr><td>parameters.clusterCounts</td><td class="num">1x, 10x</td></tr>');
+  });
+
+  it('report.md\'s per-class section lists each run\'s worst classes', () => {
+    const text = perClassMarkdown(buildReport([a, b], ['dml']));
+    expect(text).to.include('Worst classes of a.onnx (2 of 2; values in %):');
+    expect(text).to.include('| class | queries | R@1 | R-Prec | MAP@R |');
+    expect(text).to.include('| shirt & <tie> | 4 | 25.00 | 20.00 | 10.00 |');
+    expect(text).to.include('Worst classes of b.onnx (2 of 2; values in %):');
   });
 
   it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {
