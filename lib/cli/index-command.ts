@@ -32,6 +32,7 @@ export interface BuildFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
 /** Flags of `dml index add`. */
 export interface AddFlags extends EmbedFlags {
   snapshotEvery: string;
+  skipExisting?: boolean;
 }
 
 const BATCH_SIZE_HELP = 'images per inference call (and per commit, for add)';
@@ -67,7 +68,8 @@ export function registerIndexCommand(program: Command): void {
       .description('Embed the items of a dataset and add them to an index (ids must be new)')
       .argument('<dir>', 'index folder')
       .argument('<images>', 'dataset spec, as for build')
-      .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many commits', String(DEFAULT_SNAPSHOT_EVERY)),
+      .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many commits', String(DEFAULT_SNAPSHOT_EVERY))
+      .option('--skip-existing', 'leave out items whose id the index already holds (to finish an interrupted add) instead of failing'),
     BATCH_SIZE_HELP,
   ).action(async (dir: string, images: string, flags: AddFlags) => {
     const { runAdd } = await import('./index-run.js');

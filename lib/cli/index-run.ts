@@ -83,11 +83,14 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
   // Every flag is checked above, before the index is opened.
   const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
   try {
-    const manifest = await openDataset(images, { warn });
-    const taken = manifest.items.filter((item) => store.get(item.id) !== undefined);
-    if (taken.length > 0) {
+    const dataset = await openDataset(images, { warn });
+    const taken = dataset.items.filter((item) => store.get(item.id) !== undefined);
+    // With --skip-existing the ids already there are left out: re-running an interrupted add finishes it.
+    const manifest = flags.skipExisting === true ? { ...dataset, items: dataset.items.filter((item) => store.get(item.id) === undefined) } : dataset;
+    if (flags.skipExisting === true && taken.length > 0) warn(`skipped ${taken.length} item${taken.length === 1 ? '' : 's'} already in index ${dir}`);
+    if (flags.skipExisting !== true && taken.length > 0) {
       const listed = taken.slice(0, 3).map((item) => JSON.stringify(item.id)).join(', ');
-      throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids)`);
+      throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids; --skip-existing leaves them out)`);
     }
     const { metadata } = store;
     const embedder = await OnnxEmbedder.open(store.modelPath, { ...options, preprocessing: metadata.preprocessing, outputName: metadata.model.outputName });

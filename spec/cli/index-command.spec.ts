@@ -94,7 +94,7 @@ describe('dml index', function () {
 
     const again = await runCliCaptured(['index', 'add', out, `folder:${more}`]);
     expect(again.code).to.equal(2);
-    expect(again.stderr).to.match(/^dml: 6 item ids are already in index .*: "ankle_boot\/t10k-\d+\.png", .*, \.\.\. \(expected new ids\)\n$/);
+    expect(again.stderr).to.match(/^dml: 6 item ids are already in index .*: "ankle_boot\/t10k-\d+\.png", .*, \.\.\. \(expected new ids; --skip-existing leaves them out\)\n$/);
 
     const removed = await runCliCaptured(['index', 'remove', out, ids[0] as string, ids[1] as string]);
     expect(removed).to.deep.equal({ code: 0, stdout: `removed ${ids[0]}\nremoved ${ids[1]}\n`, stderr: '' });
@@ -141,6 +141,7 @@ describe('dml index', function () {
     let expected = 12;
     // Three runs killed at different points; --snapshot-every 3 makes snapshots (folder renames) frequent.
     for (const [round, killAfter] of [[0, 3], [1, 25], [2, 60]] as const) {
+      const base = expected;
       const more = copyImages(path.join(dir, `more-${round}`), 10, 8, 10 + round * 8);
       const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'index', 'add', out, `folder:${more}`, '--batch-size', '2', '--snapshot-every', '3', '--device', 'cpu']);
       const acknowledged: string[] = [];
@@ -166,6 +167,17 @@ describe('dml index', function () {
       // The lock of the killed process is taken over by the next writer.
       const writer = await SearchIndexStore.open(out, { writable: true });
       await writer.close();
+      // Re-running the interrupted add with --skip-existing finishes it: every item once.
+      const finished = await runCliCaptured(['index', 'add', out, `folder:${more}`, '--batch-size', '4', '--skip-existing', '--device', 'cpu']);
+      expect(finished.code, finished.stderr).to.equal(0);
+      expect(finished.stderr).to.match(/^warning: skipped \d+ items? already in index /);
+      const whole = await SearchIndexStore.open(out);
+      const folderIds = readdirSync(more, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => path.relative(more, path.join(e.parentPath, e.name)));
+      expect(folderIds).to.have.length(80);
+      for (const id of folderIds) expect(whole.get(id)?.source, `round ${round}: ${id} after --skip-existing`).to.deep.equal({ kind: 'file', path: path.join(more, id) });
+      expect(whole.count).to.equal(base + 80);
+      expected = whole.count;
+      await whole.close();
     }
   });
 });
