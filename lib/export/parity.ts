@@ -7,7 +7,7 @@
  * bound is absolute. The smallest per-row cosine similarity is reported beside it. A NaN or infinite
  * value on either side fails the check.
  */
-import * as ort from 'onnxruntime-node';
+import ort from '../onnx/ort.js';
 import { DmlError } from '../errors.js';
 import { createSession } from '../onnx/session.js';
 import type { Rng } from '../util/rng.js';

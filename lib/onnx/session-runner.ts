@@ -6,7 +6,7 @@
  * inference (its `run` is a synchronous native call behind a `setImmediate`), so a session on the main
  * thread stops everything else there: the replies of image decode processes, a server's requests.
  */
-import * as ort from 'onnxruntime-node';
+import ort from './ort.js';
 import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type ProviderAttempt } from './session.js';
 import type { ExecutionProviderName } from './devices.js';
 import { SessionThread } from './session-thread.js';

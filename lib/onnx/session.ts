@@ -20,7 +20,7 @@
  *   Dawn picked, so reports name the provider only.
  */
 import { access, readdir } from 'node:fs/promises';
-import * as ort from 'onnxruntime-node';
+import ort from './ort.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { AUTO_PROVIDER_ORDER, DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './devices.js';
 

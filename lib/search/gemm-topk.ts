@@ -15,7 +15,7 @@
  * Sessions run on the CPU provider: the gallery is a host array fed on every run (the node binding has
  * no IO binding), and the CPU TopK's tie order is the one verified.
  */
-import * as ort from 'onnxruntime-node';
+import ort from '../onnx/ort.js';
 import { invalidParameterError } from '../errors.js';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../onnx/builder.js';
 import { createSession } from '../onnx/session.js';

@@ -17,7 +17,7 @@
  * repeats the same few shapes every step, so after the first step no session is created.
  */
 import { createRequire } from 'node:module';
-import * as ort from 'onnxruntime-node';
+import ort from '../../onnx/ort.js';
 import { DmlError } from '../../errors.js';
 import { encodeModel, node, tensorValueInfo } from '../../onnx/builder.js';
 
