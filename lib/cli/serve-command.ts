@@ -26,7 +26,13 @@ export interface ServeFlags {
   maxPending: string;
   snapshotEvery: string;
   logLevel: string;
+  allowWrites?: boolean;
+  tokenFile?: string;
+  allowedHost: string[];
 }
+
+/** The environment variable that may hold the write token (`--token-file` wins). */
+export const TOKEN_ENV = 'DML_SERVE_TOKEN';
 
 /** `--log-level` values (pino's levels). */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -48,6 +54,9 @@ export function registerServeCommand(program: Command): void {
     .option('--max-pending <n>', 'images being embedded at once before requests get 503', '256')
     .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many writes', String(DEFAULT_SNAPSHOT_EVERY))
     .option('--log-level <level>', `request log level on stdout: ${LOG_LEVELS.join(', ')}`, 'info')
+    .option('--allow-writes', 'serve POST /items and DELETE /items/:id (they need the token); default read-only')
+    .option('--token-file <file>', `file holding the write token (at least 16 characters; or the ${TOKEN_ENV} environment variable)`)
+    .option('--allowed-host <name>', 'a host name requests may use besides localhost, 127.0.0.1 and ::1 (repeatable)', (value: string, previous: string[]) => [...previous, value], [] as string[])
     .action(async (dir: string, flags: ServeFlags) => {
       const { runServe } = await import('./serve-run.js');
       await runServe(dir, flags);

@@ -3,19 +3,40 @@
  * search service, prints the start line and shuts down on SIGTERM or SIGINT. Loaded only when the
  * command runs.
  */
-import { invalidParameterError } from '../errors.js';
+import { readFile } from 'node:fs/promises';
+import { DmlError, invalidParameterError } from '../errors.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
 import { parseChoice, parsePositiveInt } from './parse-options.js';
-import { LOG_LEVELS, type ServeFlags } from './serve-command.js';
+import { LOG_LEVELS, TOKEN_ENV, type ServeFlags } from './serve-command.js';
+
+/** The write token: from `--token-file` (trimmed), else the environment. Never printed. Errors: E_ARG when there is none. */
+async function writeToken(flags: ServeFlags): Promise<string> {
+  if (flags.tokenFile !== undefined) {
+    try {
+      return (await readFile(flags.tokenFile, 'utf8')).trim();
+    } catch (err) {
+      throw new DmlError('E_NOT_FOUND', `Cannot read --token-file ${flags.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+    }
+  }
+  const fromEnv = process.env[TOKEN_ENV];
+  if (fromEnv === undefined || fromEnv === '') throw new DmlError('E_ARG', `--allow-writes needs a write token: --token-file <file> or the ${TOKEN_ENV} environment variable`);
+  return fromEnv;
+}
 
 /** Runs `dml serve <dir>` with the flags commander parsed; resolves once the server has stopped. */
 export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
   const port = /^\d+$/.test(flags.port) && Number(flags.port) <= 65535 ? Number(flags.port) : NaN;
   if (Number.isNaN(port)) throw invalidParameterError('--port', 'an integer in [0, 65535]', flags.port);
   let provider = 'the model runs on an unknown provider';
+  const token = flags.allowWrites === true ? await writeToken(flags) : undefined;
+  // The address it listens on is an allowed Host too (a wildcard address is no name: use --allowed-host).
+  const listenHost = ['0.0.0.0', '::', ''].includes(flags.host) ? [] : [flags.host];
   const app = await createSearchApp({
     dir,
+    allowWrites: flags.allowWrites === true,
+    ...(token !== undefined ? { token } : {}),
+    allowedHosts: [...listenHost, ...flags.allowedHost],
     workers: parsePositiveInt(flags.workers, '--workers'),
     threads: flags.threads !== undefined ? parsePositiveInt(flags.threads, '--threads') : undefined,
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),

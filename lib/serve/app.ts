@@ -1,6 +1,7 @@
 /**
- * @file The search service as a fastify app: `createSearchApp(options)` opens an index folder for
- * writing, starts the inference workers and returns the app, used both by `dml serve` (which calls
+ * @file The search service as a fastify app: `createSearchApp(options)` opens an index folder (for
+ * writing only with `allowWrites`; see access.ts for the Host check, the write token and the origin
+ * rule), starts the inference workers and returns the app, used both by `dml serve` (which calls
  * `listen`) and by the tests (`app.inject`). Closing the app waits for requests in flight, stops the
  * workers and closes the index (a final snapshot, then the lock is released).
  *
@@ -22,6 +23,7 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import { decodeImageSource } from '../image/decode.js';
 import { rawInput } from '../image/raw-image.js';
 import type { DeviceChoice } from '../onnx/devices.js';
+import { accessPolicy, checkHost, checkWrite } from './access.js';
 import { errorBody, HttpError } from './errors.js';
 import { checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
 import { SearchIndexStore } from '../index-store/store.js';
@@ -56,6 +58,12 @@ export interface SearchAppOptions {
   snapshotEvery?: number;
   /** fastify's logger option: false (default), true, or pino options such as `{ level: 'info' }`. */
   logger?: boolean | { level: string };
+  /** Open the index for writing and serve `POST /items` and `DELETE /items/:id`. Default false (read-only). */
+  allowWrites?: boolean;
+  /** The bearer token writes need (with `allowWrites`; at least 16 characters). */
+  token?: string;
+  /** Host names a request's Host (and a write's Origin) may name besides the loopback names (see access.ts). */
+  allowedHosts?: string[];
 }
 
 
@@ -136,8 +144,9 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   const maxK = options.maxK ?? 100;
   checkPositiveInteger('maxUploadBytes', maxUploadBytes);
   checkPositiveInteger('maxK', maxK);
+  const access = accessPolicy(options);
   const store = await SearchIndexStore.open(options.dir, {
-    writable: true,
+    writable: access.allowWrites,
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
   });
   // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
@@ -179,6 +188,10 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     const missing = new HttpError(404, 'E_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]} (see GET /openapi.json)`);
     const body = errorBody(missing, { uploadLimitBytes: maxUploadBytes, contentType: request.headers['content-type'] });
     return reply.status(404).send(body);
+  });
+  app.addHook('onRequest', async (request) => {
+    checkHost(access, request.headers.host);
+    if (request.method !== 'GET' && request.method !== 'HEAD' && request.url.startsWith('/items')) checkWrite(access, request.headers);
   });
   app.addHook('onResponse', async (request, reply) => {
     metrics.record(`${request.method} ${request.routeOptions.url ?? '(no route)'}`, reply.statusCode, reply.elapsedTime);

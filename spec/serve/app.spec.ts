@@ -1,13 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import sharp from 'sharp';
 import { createSearchApp, type SearchAppOptions } from '../../lib/serve/app.js';
 import type { ErrorBody } from '../../lib/serve/errors.js';
 import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { encodeBombPng, makeTempDir } from '../image/image-fixtures.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { bruteForce, buildFixtureIndex, rowOf, type ExpectedHit, type FixtureIndex } from './fixtures.js';
 
 interface SearchBody {
@@ -53,6 +54,8 @@ function expectError(res: LightMyRequestResponse, status: number, code: string, 
   else expect(body.message).to.match(message);
 }
 
+const TOKEN = 'a-test-token-of-32-characters-xx';
+
 describe('serve/createSearchApp', function () {
   this.timeout(60_000);
   let tmp: string;
@@ -67,11 +70,16 @@ describe('serve/createSearchApp', function () {
   });
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
-  /** An app over a fresh copy of the fixture index. */
+  /**
+   * An app over a fresh copy of the fixture index, writable with {@link TOKEN}; its `inject` sends the
+   * token, so the specs of the routes need not (the access rules have their own specs below).
+   */
   async function startApp(options: Partial<SearchAppOptions> = {}): Promise<{ app: FastifyInstance; dir: string }> {
     const dir = path.join(tmp, `copy-${copies++}`);
     spawnSync('cp', ['-r', fixture.dir, dir]);
-    const app = await createSearchApp({ dir, device: 'cpu', maxUploadBytes: UPLOAD_LIMIT, maxK: 50, ...options });
+    const app = await createSearchApp({ dir, device: 'cpu', maxUploadBytes: UPLOAD_LIMIT, maxK: 50, allowWrites: true, token: TOKEN, ...options });
+    const inject = app.inject.bind(app) as (opts: InjectOptions) => Promise<LightMyRequestResponse>;
+    (app as unknown as { inject: typeof inject }).inject = (opts) => inject({ ...opts, headers: { authorization: `Bearer ${TOKEN}`, ...opts.headers } });
     return { app, dir };
   }
 
@@ -177,6 +185,51 @@ describe('serve/createSearchApp', function () {
     });
   });
 
+  describe('access: Host check, read-only by default, token and same-origin writes', () => {
+    it('a server without allowWrites is read-only: writes get 403 naming --allow-writes, reads work, no lock is taken', async () => {
+      const dir = path.join(tmp, `copy-${copies++}`);
+      spawnSync('cp', ['-r', fixture.dir, dir]);
+      const app = await createSearchApp({ dir, device: 'cpu' });
+      try {
+        expect((await app.inject({ url: '/healthz' })).statusCode).to.equal(200);
+        const message = 'This server is read-only (start dml serve with --allow-writes and a token to add or remove items)';
+        expectError(await app.inject({ method: 'POST', url: '/items?label=x', headers: { 'content-type': 'image/png' }, payload: png(QUERY_ID) }), 403, 'E_ARG', message);
+        expectError(await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent(QUERY_ID)}` }), 403, 'E_ARG', message);
+        expect(existsSync(path.join(dir, 'lock'))).to.equal(false);
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('writes need the bearer token; cross-origin writes and foreign Host headers are refused', async () => {
+      const dir = path.join(tmp, `copy-${copies++}`);
+      spawnSync('cp', ['-r', fixture.dir, dir]);
+      const app = await createSearchApp({ dir, device: 'cpu', allowWrites: true, token: TOKEN, allowedHosts: ['search.example'] });
+      try {
+        const add = (headers: Record<string, string>): Promise<LightMyRequestResponse> =>
+          app.inject({ method: 'POST', url: '/items?label=x', headers: { 'content-type': 'image/png', ...headers }, payload: png(QUERY_ID) });
+        const unauthorised = 'A write needs the header Authorization: Bearer <token> with the token the server was started with';
+        expectError(await add({}), 401, 'E_ARG', unauthorised);
+        expectError(await add({ authorization: `Bearer ${TOKEN}x` }), 401, 'E_ARG', unauthorised);
+        expectError(await add({ authorization: TOKEN }), 401, 'E_ARG', unauthorised);
+        expectError(await add({ authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }), 403, 'E_ARG', 'Cross-origin write from "http://evil.example" refused');
+        expect((await add({ authorization: `Bearer ${TOKEN}`, origin: 'http://localhost:8080' })).statusCode).to.equal(201);
+        expect((await add({ authorization: `Bearer ${TOKEN}` })).statusCode).to.equal(201);
+        expectError(
+          await app.inject({ url: '/healthz', headers: { host: 'rebound.example:8080' } }),
+          403,
+          'E_ARG',
+          'Host "rebound.example:8080" is not allowed (allowed: localhost, 127.0.0.1, ::1, search.example; start dml serve with --allowed-host to add one)',
+        );
+        expect((await app.inject({ url: '/healthz', headers: { host: 'Search.Example:8080' } })).statusCode).to.equal(200);
+        expect((await app.inject({ url: '/healthz', headers: { host: '[::1]:8080' } })).statusCode).to.equal(200);
+      } finally {
+        await app.close();
+      }
+      await expectDmlError(createSearchApp({ dir, device: 'cpu', allowWrites: true, token: 'short' }), 'E_ARG', /token/);
+    });
+  });
+
   describe('changing the index', () => {
     it('POST /items adds an image (persisted before the answer), DELETE /items/:id removes one', async () => {
       const { app, dir } = await startApp();
@@ -233,12 +286,15 @@ describe('serve/createSearchApp', function () {
       await app.close();
     });
 
-    it('refuses to open an index that another process holds', async () => {
+    it('a writable server refuses an index another writer holds; a read-only one opens it alongside', async () => {
       const { app, dir } = await startApp();
       try {
         let error: unknown;
-        await createSearchApp({ dir, device: 'cpu' }).catch((err: unknown) => (error = err));
+        await createSearchApp({ dir, device: 'cpu', allowWrites: true, token: TOKEN }).catch((err: unknown) => (error = err));
         expect((error as Error).message).to.match(new RegExp(`^Index .* is in use by process ${process.pid} on `));
+        const reader = await createSearchApp({ dir, device: 'cpu' });
+        expect((await reader.inject({ url: '/healthz' })).json<{ items: number }>().items).to.equal(24);
+        await reader.close();
       } finally {
         await app.close();
       }

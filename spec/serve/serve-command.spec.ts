@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { SearchIndexStore } from '../../lib/index-store/store.js';
@@ -43,13 +43,21 @@ describe('dml serve', function () {
   after(() => rmSync(tmp, { recursive: true, force: true }));
 
   it('serves an index over HTTP and shuts down cleanly on SIGTERM, keeping what was added', async () => {
-    const server = startServer(fixture.dir);
+    const tokenFile = path.join(tmp, 'token');
+    writeFileSync(tokenFile, 'serve-spec-token-0123456789\n');
+    const server = startServer(fixture.dir, ['--allow-writes', '--token-file', tokenFile]);
     const url = await server.url;
     expect(server.output().stdout).to.match(new RegExp(`^dml serve: serving ${fixture.dir} \\(the model runs on cpu\\), listening on ${url}\\n$`));
     const health = (await (await fetch(`${url}/healthz`)).json()) as { items: number };
     expect(health.items).to.equal(24);
     const image = readFileSync(path.join(fixture.images, 'bag', 't10k-00018.png'));
-    const added = await fetch(`${url}/items?label=posted&id=posted-1`, { method: 'POST', headers: { 'content-type': 'image/png' }, body: image });
+    const denied = await fetch(`${url}/items?label=posted&id=posted-1`, { method: 'POST', headers: { 'content-type': 'image/png' }, body: image });
+    expect(denied.status).to.equal(401);
+    const added = await fetch(`${url}/items?label=posted&id=posted-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'image/png', authorization: 'Bearer serve-spec-token-0123456789' },
+      body: image,
+    });
     expect(added.status).to.equal(201);
     const search = (await (await fetch(`${url}/search?k=2`, { method: 'POST', headers: { 'content-type': 'image/png' }, body: image })).json()) as {
       neighbours: Array<{ id: string }>;
@@ -69,6 +77,8 @@ describe('dml serve', function () {
   it('fails with one line and exit code 2 or 1 on bad flags or a missing index', async () => {
     const badPort = await runCliCaptured(['serve', fixture.dir, '--port', '70000']);
     expect(badPort).to.deep.equal({ code: 2, stdout: '', stderr: 'dml: Expected an integer in [0, 65535] for --port but received "70000"\n' });
+    const noToken = await runCliCaptured(['serve', fixture.dir, '--allow-writes']);
+    expect(noToken).to.deep.equal({ code: 2, stdout: '', stderr: 'dml: --allow-writes needs a write token: --token-file <file> or the DML_SERVE_TOKEN environment variable\n' });
     const badWorkers = await runCliCaptured(['serve', fixture.dir, '--workers', '0']);
     expect(badWorkers.stderr).to.equal('dml: Expected a positive integer for --workers but received "0"\n');
     const missing = await runCliCaptured(['serve', path.join(tmp, 'none')]);
