@@ -4,14 +4,14 @@
  *
  * onnxruntime-node 1.30 records usage telemetry by default: a device id and a SQLite event queue
  * (`onnxruntime.db`, megabytes after ordinary runs) under `~/.cache/Microsoft/DeveloperTools/.onnxruntime/`.
- * libonnxruntime reads the environment variable `ORT_DISABLE_TELEMETRY` when it creates its
- * environment, at the first session (measured: set after loading the package and before the first
- * session, no folder is written; without it, the folder appears). dmlkit sets it to `1` unless the
- * user set it: `ORT_DISABLE_TELEMETRY=0` turns telemetry back on.
+ * libonnxruntime reads the environment variable `ORT_DISABLE_TELEMETRY`. dmlkit sets it to `1`
+ * unless the user set it (`ORT_DISABLE_TELEMETRY=0` turns telemetry back on), in telemetry-off.ts,
+ * imported first, so that the variable is set before libonnxruntime is even loaded. (Set only after
+ * loading the package, the telemetry spec passed in every run on its own but failed once in a full
+ * clean-clone CI run; the cause was not found, and setting it earlier leaves no window.)
  */
+import './telemetry-off.js';
 import * as ort from 'onnxruntime-node';
-
-process.env['ORT_DISABLE_TELEMETRY'] ??= '1';
 
 export default ort;
 export * from 'onnxruntime-node';
