@@ -6,9 +6,9 @@
  * (`onnxruntime.db`, megabytes after ordinary runs) under `~/.cache/Microsoft/DeveloperTools/.onnxruntime/`.
  * libonnxruntime reads the environment variable `ORT_DISABLE_TELEMETRY`. dmlkit sets it to `1`
  * unless the user set it (`ORT_DISABLE_TELEMETRY=0` turns telemetry back on), in telemetry-off.ts,
- * imported first, so that the variable is set before libonnxruntime is even loaded. (Set only after
- * loading the package, the telemetry spec passed in every run on its own but failed once in a full
- * clean-clone CI run; the cause was not found, and setting it earlier leaves no window.)
+ * imported first, so that the variable is set before libonnxruntime is even loaded. libonnxruntime also
+ * records nothing when the `CI` environment variable is set (measured: with `CI=true` even
+ * `ORT_DISABLE_TELEMETRY=0` wrote no folder).
  */
 import './telemetry-off.js';
 import * as ort from 'onnxruntime-node';

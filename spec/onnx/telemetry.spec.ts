@@ -1,7 +1,8 @@
 /**
  * @file onnxruntime's telemetry is off: a `dml eval` run (which creates onnxruntime sessions) leaves
  * no `~/.cache/Microsoft/DeveloperTools/.onnxruntime` folder in a fresh HOME, and the same run with
- * `ORT_DISABLE_TELEMETRY=0` does leave one (so the check can fail).
+ * `ORT_DISABLE_TELEMETRY=0` does leave one (so the check can fail). Both runs unset `CI`: with it set,
+ * libonnxruntime writes no telemetry either way (measured: the control run found no folder in CI).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +25,7 @@ describe('onnx/ort: telemetry', function () {
       const run = (home: string, extra: Record<string, string>): string => {
         const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
         delete env['ORT_DISABLE_TELEMETRY']; // whatever this process has: the run decides from `extra` alone
+        delete env['CI']; // libonnxruntime records no telemetry when CI is set (measured), which would hide both outcomes
         Object.assign(env, extra);
         execFileSync(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--k', '1', '--cluster-counts', '1x'], {
           cwd: root,
