@@ -74,12 +74,34 @@ interface CheckpointManifest {
   files: Record<string, { bytes: number; sha256: string }>;
 }
 
-/** Serialises `optimizer`'s class, config and slot tensors (`getWeights()`, which is async in tfjs). */
-export async function optimizerStateFiles(optimizer: tf.Optimizer): Promise<OptimizerStateFiles> {
+/**
+ * The model's variable names as this process registered them (`head/kernel_1` when a model with that
+ * layer was built before) mapped to the names its layers give them (`head/kernel`), the same in every
+ * process. Optimizer slots are named after the variables (`<variable>/m`), so checkpoints store them
+ * under the stable names and a resume in a fresh process maps them back to its own.
+ */
+function stableVariableNames(model: tf.LayersModel): Map<string, string> {
+  return new Map(model.trainableWeights.map((w) => [(w.read() as tf.Variable).name, w.originalName]));
+}
+
+/** `name` with its variable prefix renamed per `names` (`a/kernel_1/m` -> `a/kernel/m`); unchanged when none matches. */
+function renameSlot(name: string, names: ReadonlyMap<string, string>): string {
+  for (const [from, to] of names) {
+    if (name === from) return to;
+    if (name.startsWith(`${from}/`)) return `${to}${name.slice(from.length)}`;
+  }
+  return name;
+}
+
+/**
+ * Serialises `optimizer`'s class, config and slot tensors (`getWeights()`, which is async in tfjs),
+ * slot names renamed per `names` (runtime variable name -> stable name) when given.
+ */
+export async function optimizerStateFiles(optimizer: tf.Optimizer, names: ReadonlyMap<string, string> = new Map()): Promise<OptimizerStateFiles> {
   if (!(optimizer instanceof tf.Optimizer)) throw invalidParameterError('optimizer', 'a tf.Optimizer', optimizer);
   const named = await optimizer.getWeights();
   try {
-    const { data, specs } = await tf.io.encodeWeights(named);
+    const { data, specs } = await tf.io.encodeWeights(named.map(({ name, tensor }) => ({ name: renameSlot(name, names), tensor })));
     const json: OptimizerJson = { className: optimizer.getClassName(), config: optimizer.getConfig(), weights: specs };
     return { json: JSON.stringify(json), data: new Uint8Array(data) };
   } finally {
@@ -90,10 +112,11 @@ export async function optimizerStateFiles(optimizer: tf.Optimizer): Promise<Opti
 
 /**
  * Restores optimizer state written by {@link optimizerStateFiles} into `optimizer`, or into a new
- * optimizer of the saved class and config when none is given; `where` names the source in errors.
+ * optimizer of the saved class and config when none is given; `where` names the source in errors;
+ * slot names are renamed per `names` (stable name -> this process's variable name) when given.
  * Errors: E_MODEL for malformed state or an optimizer of another class.
  */
-export async function restoreOptimizerState(files: OptimizerStateFiles, where: string, optimizer?: tf.Optimizer): Promise<tf.Optimizer> {
+export async function restoreOptimizerState(files: OptimizerStateFiles, where: string, optimizer?: tf.Optimizer, names: ReadonlyMap<string, string> = new Map()): Promise<tf.Optimizer> {
   let parsed: OptimizerJson;
   try {
     parsed = JSON.parse(files.json) as OptimizerJson;
@@ -120,7 +143,8 @@ export async function restoreOptimizerState(files: OptimizerStateFiles, where: s
   } catch (err) {
     throw new DmlError('E_MODEL', `${where}: cannot decode the optimizer state: ${(err as Error).message}`, { cause: err });
   }
-  const ordered = parsed.weights.map((spec) => ({ name: spec.name, tensor: decoded[spec.name] as tf.Tensor }));
+  // Stable slot names back to this process's variable names (see stableVariableNames).
+  const ordered = parsed.weights.map((spec) => ({ name: renameSlot(spec.name, names), tensor: decoded[spec.name] as tf.Tensor }));
   try {
     if (ordered.some((w) => w.tensor === undefined)) throw new DmlError('E_MODEL', `${where}: optimizer state names a weight twice`);
     await target.setWeights(ordered);
@@ -195,7 +219,7 @@ export async function saveCheckpoint(dir: string, contents: CheckpointContents):
   files.set(MODEL_JSON, model.modelJson);
   files.set(WEIGHTS_FILE, model.weights);
   if (contents.optimizer !== undefined) {
-    const optimizer = await optimizerStateFiles(contents.optimizer);
+    const optimizer = await optimizerStateFiles(contents.optimizer, stableVariableNames(contents.model));
     files.set(OPTIMIZER_JSON, optimizer.json);
     files.set(OPTIMIZER_BIN, optimizer.data);
   }
@@ -295,7 +319,8 @@ export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Opti
   if (OPTIMIZER_JSON in manifest.files && OPTIMIZER_BIN in manifest.files) {
     const json = (await readVerified(dir, manifest, OPTIMIZER_JSON)).toString('utf8');
     const data = new Uint8Array(await readVerified(dir, manifest, OPTIMIZER_BIN));
-    loaded.optimizer = await restoreOptimizerState({ json, data }, `Checkpoint ${dir}`, options.optimizer);
+    const toRuntime = new Map([...stableVariableNames(model)].map(([runtime, stable]) => [stable, runtime]));
+    loaded.optimizer = await restoreOptimizerState({ json, data }, `Checkpoint ${dir}`, options.optimizer, toRuntime);
   }
   if (STATE_JSON in manifest.files) {
     const stateText = (await readVerified(dir, manifest, STATE_JSON)).toString('utf8');
