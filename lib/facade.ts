@@ -21,7 +21,7 @@ import { readImageFile } from './image/decode.js';
 import { preprocessImageBytes } from './image/image-bytes.js';
 import type { KMeansInit } from './metrics/kmeans-options.js';
 import type { DeviceChoice } from './onnx/devices.js';
-import { buildReport, type Report } from './report/report.js';
+import { buildReport, type SingleRunReport } from './report/report.js';
 import { concatFloat32 } from './util/concat.js';
 
 /** Options of {@link evaluate}; everything but `model` and `data` has the CLI's default. */
@@ -58,7 +58,7 @@ export interface EvaluateOptions {
  * Evaluates `options.model` on `options.data` as `dml eval` does and returns what it would write to
  * report.json (metrics, parameters, dataset, model, versions, definitions).
  */
-export async function evaluate(options: EvaluateOptions): Promise<Report> {
+export async function evaluate(options: EvaluateOptions): Promise<SingleRunReport> {
   if (typeof options !== 'object' || options === null) throw invalidParameterError('options', 'an object with model and data', options);
   const { model, data } = options;
   if (typeof model !== 'string' || model === '') throw invalidParameterError('model', 'the path of an ONNX model', model);

@@ -43,6 +43,7 @@ export { encodeLabels } from './metrics/labels.js';
 export { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './eval/evaluate-embeddings.js';
 export { evaluateModel, type EvaluateModelOptions } from './eval/evaluate-model.js';
 export { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from './eval/evaluation.js';
-export { buildReport, type Report, type RunReport } from './report/report.js';
+export { buildReport, isSingleRunReport, REPORT_FORMAT, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
+export type { ExampleNeighbour, RetrievalExample } from './eval/retrieval-examples.js';
 
 export { evaluate, embedImages, type EvaluateOptions } from './facade.js';

@@ -5,7 +5,8 @@
 #   - no TensorFlow.js package was installed (it is an optional peer dependency);
 #   - the public API (evaluate, embedImages) works with the shipped default model, decode processes included;
 #   - a consumer's TypeScript with skipLibCheck: false type-checks against the published typings;
-#   - the dml bin runs an eval, and `dml train` names the missing TensorFlow.js packages.
+#   - the dml bin runs an eval whose report has the format of the shipped dmlkit/report.schema.json,
+#     and `dml train` names the missing TensorFlow.js packages.
 # Prints the packed and installed sizes. Needs the repository's node_modules (for tsc) and network
 # access to the npm registry only for packuments the npm cache lacks.
 set -euo pipefail
@@ -35,7 +36,7 @@ JSON
 node "$root/node_modules/typescript/bin/tsc" -p . || { echo "the consumer's TypeScript does not type-check"; exit 1; }
 node out/check.mjs "$root/data/default"
 npx dml eval node_modules/dmlkit/models/default.onnx --data "folder:$root/data/default" --k 1 --cluster-counts 1x --json report.json >/dev/null 2>"$work/eval.log" || { cat "$work/eval.log"; echo "dml eval failed"; exit 1; }
-node -e "const r = require('./report.json'); if (!(r.metrics.recall['1'] > 0.5)) process.exit(1); console.log('bin: dml eval R@1', r.metrics.recall['1'])"
+node -e "const r = require('./report.json'); const s = require('dmlkit/report.schema.json'); if (!(r.metrics.recall['1'] > 0.5) || r.format !== s.properties.format.const) process.exit(1); console.log('bin: dml eval R@1', r.metrics.recall['1'], 'in', r.format, '(the format of the shipped dmlkit/report.schema.json)')"
 echo '{}' > train.json
 if npx dml train --config train.json 2>"$work/train.log"; then echo "dml train ran without TensorFlow.js"; exit 1; fi
 grep -q 'needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs' "$work/train.log" || { cat "$work/train.log"; echo "dml train did not name the missing packages"; exit 1; }

@@ -18,8 +18,10 @@ import { evaluateModel } from '../eval/evaluate-model.js';
 import { CLUSTER_SETS, type IndexParameters } from '../eval/evaluation.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 import { reportHtml } from '../report/html.js';
-import { perClassMarkdown, reportMarkdown } from '../report/markdown.js';
+import { reportMarkdown, reportMarkdownFile } from '../report/markdown.js';
 import { buildReport, type Report, type RunReport } from '../report/report.js';
+import { exampleThumbnails } from '../report/thumbnails.js';
+import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
 import {
@@ -123,6 +125,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   };
 
   const runs: RunReport[] = [];
+  /** Where each item's image is, for the examples' thumbnails (none for .npy embeddings). */
+  const sources = new Map<string, ImageSource>();
   if (usingNpy) {
     runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
   } else {
@@ -133,6 +137,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     });
     if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
     const hash = await manifestHash(manifest);
+    for (const item of manifest.items) sources.set(item.id, item.source);
     const ks = explicitKs ?? manifest.defaultK;
     const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
     const names = models.map((m) => path.basename(m));
@@ -162,7 +167,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
 
   const report = buildReport(runs, ['dml', ...argv]);
   const table = reportMarkdown(report);
-  await writeOutputs(report, table, flags);
+  await writeOutputs(report, flags, sources, pixelLimit.limitInputPixels);
   if (flags.json === '-') {
     // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -172,12 +177,13 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   }
 }
 
-async function writeOutputs(report: Report, table: string, flags: EvalFlags): Promise<void> {
+async function writeOutputs(report: Report, flags: EvalFlags, sources: ReadonlyMap<string, ImageSource>, limitInputPixels: number | undefined): Promise<void> {
   const json = `${JSON.stringify(report, null, 2)}\n`;
   if (flags.out !== undefined) {
     await writeFileAtomic(path.join(flags.out, 'report.json'), json);
-    await writeFileAtomic(path.join(flags.out, 'report.md'), `${table}\n${perClassMarkdown(report)}\n`);
-    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report));
+    await writeFileAtomic(path.join(flags.out, 'report.md'), reportMarkdownFile(report));
+    const thumbnails = await exampleThumbnails(report, sources, { limitInputPixels });
+    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, { thumbnails }));
   }
   if (flags.json !== undefined && flags.json !== '-') await writeFileAtomic(flags.json, json);
 }
@@ -241,5 +247,6 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     metrics: evaluation.metrics,
     parameters: evaluation.parameters,
     timings: evaluation.timings,
+    examples: evaluation.examples,
   };
 }

@@ -14,6 +14,7 @@ import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
+import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
 import { nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import type {
   ClassMetrics,
@@ -35,6 +36,12 @@ export interface EvaluateEmbeddingsOptions {
   index: IndexParameters;
   /** k-means settings; omitted fields take the k-means defaults (k-means++, 100 iterations, tolerance 1e-4, 1 restart). */
   kmeans: { seed: number; maxIterations?: number; tolerance?: number; restarts?: number; init?: KMeansInit; roundFraction?: number };
+  /**
+   * Retrieval examples kept for the reports: failures and successes per kind (default
+   * {@link DEFAULT_EXAMPLES_PER_KIND}, 0 for none) and neighbours each (default
+   * {@link DEFAULT_EXAMPLE_NEIGHBOURS}); sampled with the k-means seed.
+   */
+  examples?: { perKind?: number; neighbours?: number };
   /** onnxruntime threads for the search and k-means kernels. */
   threads?: number;
   /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means` (runs done of restarts x cluster counts). */
@@ -49,6 +56,8 @@ export interface EmbeddingEvaluation {
   timings: EvaluationTimings;
   /** True when every query is also a gallery item (same id). */
   sameSet: boolean;
+  /** A seeded sample of failing and succeeding queries with their top neighbours. */
+  examples: RetrievalExample[];
 }
 
 const seconds = (start: number): number => (performance.now() - start) / 1000;
@@ -108,6 +117,11 @@ export async function evaluateEmbeddings(
     recallK: options.ks,
     querySelfIndex: selfIndex,
   });
+  const examples = new RetrievalExampleSampler(query, g, (q) => accumulator.relevantCount(q) > 0, {
+    perKind: options.examples?.perKind ?? DEFAULT_EXAMPLES_PER_KIND,
+    neighbours: options.examples?.neighbours ?? DEFAULT_EXAMPLE_NEIGHBOURS,
+    seed: options.kmeans.seed,
+  });
   // Rows of queries that are in the gallery come back padded where fewer than k others exist.
   const k = Math.min(accumulator.requiredNeighbours, g.count);
   const threads = options.threads !== undefined ? { threads: options.threads } : {};
@@ -127,6 +141,7 @@ export async function evaluateEmbeddings(
       ...signal,
     })) {
       accumulator.add(block);
+      examples.add(block);
     }
     timings.searchSeconds = seconds(start);
   } else {
@@ -139,6 +154,7 @@ export async function evaluateEmbeddings(
     start = performance.now();
     for await (const block of index.search(query.vectors, query.count, { k, selfIndex })) {
       accumulator.add(block);
+      examples.add(block);
       copyTopColumns(block, maxK, approxTop);
       options.onProgress?.('hnsw', block.queryOffset + block.queryCount, query.count);
     }
@@ -226,7 +242,7 @@ export async function evaluateEmbeddings(
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
   };
-  return { metrics, parameters, timings, sameSet };
+  return { metrics, parameters, timings, sameSet, examples: examples.result() };
 }
 
 /** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */

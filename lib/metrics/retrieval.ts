@@ -150,6 +150,11 @@ export class RetrievalMetricsAccumulator {
     this.averagePrecisionAtRPerQuery = new Float64Array(queryCount);
   }
 
+  /** R of query row `query`: its same-label gallery items, itself excluded (0 for a lone query). */
+  relevantCount(query: number): number {
+    return this.relevantCountPerQuery[query] ?? 0;
+  }
+
   /**
    * Scores the queries of one block. Each row must list at least `requiredNeighbours` gallery rows,
    * nearest first, the query itself already excluded; index -1 (padding) counts as a non-match.

@@ -1,9 +1,11 @@
 /**
  * @file A self-contained HTML page for a report: the metrics table and its notes as HTML, the Recall@K
- * and NMI-curve plots as inline SVG, each run's worst classes, the parameters as a table and the metric
- * definitions. No scripts, no external resources.
+ * and NMI-curve plots as inline SVG, each run's worst classes, its retrieval examples (thumbnails as
+ * `data:` URIs, see thumbnails.ts), the parameters as a table and the metric definitions. No scripts,
+ * no external resources.
  */
-import { metricsTable, reportNotes, WORST_CLASSES_SHOWN, worstClassesTable } from './markdown.js';
+import type { RetrievalExample } from '../eval/retrieval-examples.js';
+import { exampleMark, exampleTitle, metricsTable, parametersTable, reportNotes, WORST_CLASSES_SHOWN, worstClassesTable } from './markdown.js';
 import type { Report } from './report.js';
 import { escapeXml, lineChartSvg } from './svg-line-chart.js';
 
@@ -26,9 +28,9 @@ export function nmiChartSvg(report: Report): string {
   );
 }
 
-/** An HTML table; cells after the first column are numbers, right-aligned. */
-function htmlTable({ header, rows }: { header: string[]; rows: string[][] }): string {
-  const cell = (tag: 'th' | 'td', text: string, i: number): string => `<${tag}${i > 0 ? ' class="num"' : ''}>${escapeXml(text)}</${tag}>`;
+/** An HTML table; with `numeric`, cells after the first column are numbers, right-aligned. */
+function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
+  const cell = (tag: 'th' | 'td', text: string, i: number): string => `<${tag}${numeric && i > 0 ? ' class="num"' : ''}>${escapeXml(text)}</${tag}>`;
   return [
     '<table>',
     `<thead><tr>${header.map((h, i) => cell('th', h, i)).join('')}</tr></thead>`,
@@ -37,21 +39,45 @@ function htmlTable({ header, rows }: { header: string[]; rows: string[][] }): st
   ].join('\n');
 }
 
-/** Name/value rows of a flat view of `value` (nested keys joined with dots). */
-function parameterRows(value: unknown, prefix = ''): string[][] {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [[prefix, Array.isArray(value) ? value.join(', ') : String(value)]];
-  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => parameterRows(v, prefix === '' ? k : `${prefix}.${k}`));
+/** Options of {@link reportHtml}. */
+export interface ReportHtmlOptions {
+  /** Thumbnails of the examples' items as `data:` URIs, by id (see {@link exampleThumbnails}); items without one show their id. */
+  thumbnails?: ReadonlyMap<string, string>;
 }
 
-/** The whole page: the metrics table and its notes, the plots, each run's worst classes, parameters and definitions. */
-export function reportHtml(report: Report): string {
+/** One image of an example: its thumbnail (or its id in a box), its label marked ✓/✗ and, for a neighbour, its similarity. */
+function exampleFigure(item: { id: string; label: string }, role: 'query' | { correct: boolean; similarity: number }, thumbnails: ReadonlyMap<string, string>): string {
+  const uri = thumbnails.get(item.id);
+  const picture = uri !== undefined ? `<img src="${escapeXml(uri)}" alt="${escapeXml(item.id)}" title="${escapeXml(item.id)}">` : `<span class="no-thumb" title="${escapeXml(item.id)}">${escapeXml(item.id)}</span>`;
+  const cls = role === 'query' ? 'query' : role.correct ? 'correct' : 'incorrect';
+  const caption = role === 'query' ? `query: ${escapeXml(item.label)}` : `${escapeXml(exampleMark(role.correct, item.label))}<br>${role.similarity.toFixed(3)}`;
+  return `<figure class="${cls}">${picture}<figcaption>${caption}</figcaption></figure>`;
+}
+
+function examplesHtml(examples: RetrievalExample[], thumbnails: ReadonlyMap<string, string>): string {
+  return examples
+    .map(
+      (e) =>
+        `<div class="example ${e.kind}"><div class="example-kind">${escapeXml(exampleTitle(e))}</div><div class="example-row">${exampleFigure(e.query, 'query', thumbnails)}${e.neighbours
+          .map((n) => exampleFigure(n, n, thumbnails))
+          .join('')}</div></div>`,
+    )
+    .join('\n');
+}
+
+/** The whole page: the metrics table and its notes, the plots, each run's worst classes and examples, parameters and definitions. */
+export function reportHtml(report: Report, options: ReportHtmlOptions = {}): string {
+  const thumbnails = options.thumbnails ?? new Map<string, string>();
   const definitions = Object.entries(report.definitions)
     .map(([k, v]) => `<dt>${escapeXml(k)}</dt><dd>${escapeXml(v)}</dd>`)
     .join('\n');
   const perClass = report.runs
     .map((run) => `<h3>${escapeXml(run.name)}: the ${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} worst of ${run.metrics.perClass.length} classes</h3>\n${htmlTable(worstClassesTable(run))}`)
     .join('\n');
-  const parameters = [...parameterRows({ parameters: report.parameters, dataset: { ...report.dataset, skippedImages: report.dataset.skippedImages.length }, versions: report.versions })];
+  const examples = report.runs
+    .filter((run) => run.examples.length > 0)
+    .map((run) => `<h3>${escapeXml(run.name)}</h3>\n${examplesHtml(run.examples, thumbnails)}`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -65,6 +91,16 @@ th { background: #f3f3f3; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 dt { font-weight: bold; margin-top: 0.5em; }
+.example { margin: 0.6em 0 1em; }
+.example-kind { font-size: 13px; color: #555; margin-bottom: 0.2em; }
+.example-row { display: flex; flex-wrap: wrap; gap: 0.4em; align-items: flex-start; }
+figure { margin: 0; width: 104px; text-align: center; font-size: 12px; }
+figure img, .no-thumb { display: block; width: 96px; height: 96px; object-fit: contain; border: 4px solid #ccc; background: #f7f7f7; }
+.no-thumb { font-size: 10px; overflow: hidden; word-break: break-all; }
+figure.query img, figure.query .no-thumb { border-color: #3b6fb6; }
+figure.correct img, figure.correct .no-thumb { border-color: #2e8b3a; }
+figure.incorrect img, figure.incorrect .no-thumb { border-color: #c0392b; }
+figure.query { margin-right: 1em; }
 </style>
 </head>
 <body>
@@ -81,8 +117,11 @@ ${nmiChartSvg(report)}
 </div>
 <h2>Per class</h2>
 ${perClass}
+<h2>Retrieval examples</h2>
+<p>A seeded sample of queries whose nearest neighbour has another label (failures) and of queries whose nearest neighbour has their label (successes), with their top neighbours: ✓ and a green frame = the query's label, ✗ and red = another label; the number is the cosine similarity.</p>
+${examples}
 <h2>Parameters</h2>
-${htmlTable({ header: ['parameter', 'value'], rows: parameters })}
+${htmlTable(parametersTable(report), false)}
 <h2>Definitions</h2>
 <dl>
 ${definitions}

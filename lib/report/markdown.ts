@@ -1,8 +1,10 @@
 /**
  * @file The reports' tables: the side-by-side metrics table printed on stdout (one row per run) with its
- * notes, and the per-class tables; as Markdown here, and as rows for the HTML page (html.ts).
+ * notes, the per-class tables, the retrieval examples and the parameters; as Markdown here, and as rows
+ * for the HTML page (html.ts).
  */
 import { describeProviderChoice } from '../onnx/devices.js';
+import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import type { Report, RunReport } from './report.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
@@ -38,14 +40,18 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
   return { header, rows };
 }
 
-/** The notes under the table: data and protocol, index and k-means settings, providers, skipped images. */
+/**
+ * The notes under the table: data and protocol, index and k-means settings (of the first run: the runs
+ * of one command share them), providers, skipped images.
+ */
 export function reportNotes(report: Report): string[] {
-  const d = report.dataset;
-  const p = report.parameters;
+  const first = report.runs[0] as RunReport;
+  const d = first.dataset;
+  const p = first.parameters;
   const index = p.index.kind === 'exact' ? 'exact search' : `HNSW (M=${p.index.m}, efConstruction=${p.index.efConstruction}, ef=${p.index.ef})`;
   const notes = [
     `Values in %. Data: ${d.spec} (${d.protocol}); ${d.queryCount} queries, ${d.galleryCount} gallery items${d.sameSet ? ', query set = gallery set (self excluded by id)' : ''}.`,
-    `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${report.metrics.labelCount} labels.`,
+    `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${first.metrics.labelCount} labels.`,
   ];
   for (const r of report.runs) {
     if (r.model !== undefined) notes.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
@@ -66,8 +72,63 @@ export function worstClassesTable(run: RunReport): { header: string[]; rows: str
   };
 }
 
-function markdownTable({ header, rows }: { header: string[]; rows: string[][] }): string[] {
-  return [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
+/** The parameters (of the first run), the dataset and the versions as name/value rows; nested keys joined with dots. */
+export function parametersTable(report: Report): { header: string[]; rows: string[][] } {
+  const first = report.runs[0] as RunReport;
+  const { skippedImages, ...dataset } = first.dataset;
+  return { header: ['parameter', 'value'], rows: flatRows({ parameters: first.parameters, dataset: { ...dataset, skippedImages: skippedImages.length }, versions: report.versions }) };
+}
+
+function flatRows(value: unknown, prefix = ''): string[][] {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [[prefix, Array.isArray(value) ? value.join(', ') : String(value)]];
+  return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => flatRows(v, prefix === '' ? k : `${prefix}.${k}`));
+}
+
+/** ✓ or ✗, then the label: how an example's items are marked in both reports. */
+export function exampleMark(correct: boolean, label: string): string {
+  return `${correct ? '✓' : '✗'} ${label}`;
+}
+
+/** The caption of an example's row: what kind it is. */
+export function exampleTitle(example: RetrievalExample): string {
+  return example.kind === 'failure' ? 'failure (nearest neighbour has another label)' : 'success (nearest neighbour has the same label)';
+}
+
+/** Escapes what would break a Markdown table cell. */
+const cellText = (text: string): string => text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
+
+/** The retrieval examples of every run as Markdown tables: query, then its neighbours (✓ same label, ✗ another). */
+export function examplesMarkdown(report: Report): string {
+  const lines: string[] = [];
+  for (const run of report.runs) {
+    if (run.examples.length === 0) continue;
+    const width = Math.max(...run.examples.map((e) => e.neighbours.length));
+    lines.push('', `Retrieval examples of ${run.name} (a seeded sample of failing and succeeding queries; ✓ = the query's label, similarity in brackets):`, '');
+    lines.push(
+      ...markdownTable({
+        header: ['kind', 'query', ...Array.from({ length: width }, (_, i) => `#${i + 1}`)],
+        rows: run.examples.map((e) => [
+          e.kind,
+          cellText(`${e.query.label} (${e.query.id})`),
+          ...Array.from({ length: width }, (_, i) => {
+            const n = e.neighbours[i];
+            return n === undefined ? '' : cellText(`${exampleMark(n.correct, n.label)} (${n.similarity.toFixed(3)}) ${n.id}`);
+          }),
+        ]),
+      }, false),
+    );
+  }
+  return lines.join('\n');
+}
+
+/** The parameters section of report.md. */
+export function parametersMarkdown(report: Report): string {
+  return ['', 'Parameters:', '', ...markdownTable(parametersTable(report), false)].join('\n');
+}
+
+/** A Markdown table; `numeric` right-aligns the columns after the first. */
+function markdownTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string[] {
+  return [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 || !numeric ? ' --- ' : ' ---: ')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
 }
 
 /** Markdown table of the runs' metrics (percent), followed by notes on protocol and parameters. */
@@ -82,4 +143,9 @@ export function perClassMarkdown(report: Report): string {
     lines.push('', `Worst classes of ${run.name} (${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} of ${run.metrics.perClass.length}; values in %):`, '', ...markdownTable(worstClassesTable(run)));
   }
   return lines.join('\n');
+}
+
+/** report.md: the metrics table and notes, each run's worst classes, the retrieval examples and the parameters. */
+export function reportMarkdownFile(report: Report): string {
+  return `${reportMarkdown(report)}\n${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`;
 }

@@ -7,14 +7,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from '../eval/evaluation.js';
 import { METRIC_DEFINITIONS } from '../eval/evaluation.js';
+import type { RetrievalExample } from '../eval/retrieval-examples.js';
 
 /**
- * Format tag of report.json. Version 2: the NMI curve's points name their cluster count `clusters`
- * (was `k`), the parameters name the requested counts `clusterCounts` and the resolved ones
- * `resolvedClusterCounts` (were `clusterCountSpecs` and `clusterCounts`), and the metrics carry
- * `nmiPlus`.
+ * Format tag of report.json, described by the JSON Schema `dmlkit/report.schema.json`
+ * (schema/report.schema.json). Version 3: a report of several runs holds them side by side in `runs`
+ * alone (version 2 also copied the first run's fields to the top, so they silently read as the first
+ * model's); every run carries `examples`. Version 2: the NMI curve's points name their cluster count
+ * `clusters`, the parameters `clusterCounts` and `resolvedClusterCounts`, and the metrics `nmiPlus`.
  */
-export const REPORT_FORMAT = 'dmlkit.report/2';
+export const REPORT_FORMAT = 'dmlkit.report/3';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
@@ -57,16 +59,33 @@ export interface RunReport {
   metrics: EvaluationMetrics;
   parameters: EvaluationParameters;
   timings: EvaluationTimings;
+  /** A seeded sample of failing and succeeding queries with their top neighbours (see eval/retrieval-examples.ts). */
+  examples: RetrievalExample[];
 }
 
-/** report.json. The top-level run fields repeat `runs[0]`, so a single-model reader finds `metrics.recall` directly. */
-export interface Report extends RunReport {
+/** What every report.json holds: its format, provenance, definitions and the runs side by side. */
+export interface ReportHeader {
   format: typeof REPORT_FORMAT;
   createdAt: string;
   command: string[];
   versions: Record<string, string>;
   definitions: typeof METRIC_DEFINITIONS;
+  /** Every model (or embeddings pair) evaluated, in command-line order. */
   runs: RunReport[];
+}
+
+/** report.json of one run: the run's fields are also at the top, so `report.metrics.recall` reads directly. */
+export type SingleRunReport = ReportHeader & RunReport;
+
+/**
+ * report.json: with one run a {@link SingleRunReport}; with several, the runs only in `runs`, side by
+ * side (no run's fields at the top). Tell them apart with {@link isSingleRunReport}.
+ */
+export type Report = SingleRunReport | ReportHeader;
+
+/** True when `report` holds one run, whose fields are then at its top. */
+export function isSingleRunReport(report: Report): report is SingleRunReport {
+  return report.runs.length === 1 && 'metrics' in report;
 }
 
 const require = createRequire(import.meta.url);
@@ -111,17 +130,19 @@ export function collectVersions(): Record<string, string> {
   };
 }
 
-/** Assembles report.json from runs (at least one). */
+/** Assembles report.json from runs (at least one); one run's fields are repeated at the top. */
+export function buildReport(runs: [RunReport], command: string[]): SingleRunReport;
+export function buildReport(runs: RunReport[], command: string[]): Report;
 export function buildReport(runs: RunReport[], command: string[]): Report {
   const first = runs[0];
   if (!first) throw new RangeError('buildReport needs at least one run');
-  return {
+  const header: ReportHeader = {
     format: REPORT_FORMAT,
     createdAt: new Date().toISOString(),
     command,
     versions: collectVersions(),
     definitions: METRIC_DEFINITIONS,
-    ...first,
     runs,
   };
+  return runs.length === 1 ? { ...header, ...first } : header;
 }

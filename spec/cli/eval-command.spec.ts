@@ -5,7 +5,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { writeNpy } from '../../lib/embed/npy.js';
-import type { Report } from '../../lib/report/report.js';
+import type { Report, SingleRunReport } from '../../lib/report/report.js';
+import { expectValidReport } from '../helpers/report-schema.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
 
@@ -39,7 +40,8 @@ describe('dml eval', function () {
     expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
     // --device auto (the default) names the provider it got and why the ones before it failed.
     expect(first.stdout).to.match(/\nExecution provider: default\.onnx runs on cpu \(cuda: [^;\n]+; webgpu: [^\n]+\)\.\n/);
-    const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
+    const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as SingleRunReport;
+    expectValidReport(report);
     expect(Object.keys(report.metrics.recall)).to.deep.equal(['1', '2', '4', '8']);
     const recall = Object.values(report.metrics.recall);
     for (const v of recall) expect(v).to.be.within(0, 1);
@@ -68,7 +70,7 @@ describe('dml eval', function () {
 
     const second = await runCliCaptured(args);
     expect(second.code).to.equal(0);
-    const again = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as Report;
+    const again = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as SingleRunReport;
     expect(again.dataset.embeddingCache?.hit).to.equal(true);
     expect(again.metrics.recall).to.deep.equal(report.metrics.recall);
     expect(again.metrics.nmiCurve).to.deep.equal(report.metrics.nmiCurve);
@@ -82,10 +84,14 @@ describe('dml eval', function () {
     expect(res.stderr).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    expectValidReport(report);
     expect(report.runs.map((r) => r.name)).to.deep.equal(['default.onnx', 'copy.onnx']);
+    // Side by side in runs only: no run's fields at the top.
+    expect(report).not.to.have.any.keys('name', 'metrics', 'model', 'dataset', 'parameters');
     expect(report.runs[1]!.metrics.recall).to.deep.equal(report.runs[0]!.metrics.recall);
-    expect(report.metrics.annRecall?.['4']).to.be.within(0.9, 1);
-    expect(report.parameters.index).to.deep.include({ kind: 'hnsw', m: 16, efConstruction: 200 });
+    expect(report.runs[1]!.examples).to.deep.equal(report.runs[0]!.examples);
+    expect(report.runs[0]!.metrics.annRecall?.['4']).to.be.within(0.9, 1);
+    expect(report.runs[0]!.parameters.index).to.deep.include({ kind: 'hnsw', m: 16, efConstruction: 200 });
     expect(res.stdout.split('\n').filter((l) => l.startsWith('| default.onnx') || l.startsWith('| copy.onnx'))).to.have.length(2);
     expect(res.stdout).to.contain('ANN R@4');
   });
@@ -109,7 +115,8 @@ describe('dml eval', function () {
     ]);
     expect(res.stderr).to.equal('');
     expect(res.code).to.equal(0);
-    const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+    expectValidReport(report);
     expect(report.metrics.recall).to.deep.equal({ '1': 0.5, '2': 1 });
     expect(report.metrics.rPrecision).to.equal(0.25);
     expect(report.metrics.mapAtR).to.equal(0.25);
@@ -189,7 +196,8 @@ describe('dml eval', function () {
       await writeNpy(path.join(dir, 'ql16.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
       const res = await runCliCaptured(['eval', '--query-embeddings', half, '--query-labels', path.join(dir, 'ql16.npy'), '--k', '1', '--cluster-counts', '1x', '--json', '-']);
       expect(res.code, res.stderr).to.equal(0);
-      const report = JSON.parse(res.stdout) as Report;
+      const report = JSON.parse(res.stdout) as SingleRunReport;
+      expectValidReport(report);
       expect(report.metrics.recall).to.deep.equal({ '1': 1 });
       expect(res.stderr).to.match(/^\| model \| R@1 \|/);
       expect(existsSync(path.join(process.cwd(), '-'))).to.equal(false);
@@ -217,7 +225,8 @@ describe('dml eval', function () {
         const json = path.join(dir, `r${workers}.json`);
         const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--cluster-counts', '1x', '--workers', workers]);
         expect(res.code, res.stderr).to.equal(0);
-        const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+        const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+        expectValidReport(report);
         expect(report.dataset.skippedImages).to.have.length(1);
         expect(report.dataset.skippedImages[0]!.id).to.contain('broken.png');
         expect(report.dataset.queryCount).to.equal(12);

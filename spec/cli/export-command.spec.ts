@@ -14,7 +14,7 @@ import { OnnxEmbedder } from '../../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
 import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Preprocessing } from '../../lib/image/preprocessing.js';
-import type { Report } from '../../lib/report/report.js';
+import type { SingleRunReport } from '../../lib/report/report.js';
 import { loadCheckpoint, saveCheckpoint } from '../../lib/train/checkpoint-io.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { buildModel } from '../../lib/train/models/build-model.js';
@@ -43,7 +43,7 @@ async function evalRecall(model: string, json: string): Promise<Record<string, n
   const res = await runCliCaptured(['eval', model, '--data', DATA, '--json', json, '--k', KS.join(','), '--cluster-counts', '1x', '--no-cache', '--device', 'cpu']);
   expect(res.stderr).to.equal('');
   expect(res.code).to.equal(0);
-  return (JSON.parse(readFileSync(json, 'utf8')) as Report).metrics.recall;
+  return (JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport).metrics.recall;
 }
 
 describe('dml export', function () {

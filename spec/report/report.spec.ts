@@ -9,8 +9,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
 import { reportHtml } from '../../lib/report/html.js';
-import { perClassMarkdown, reportMarkdown } from '../../lib/report/markdown.js';
-import { buildReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
+import { examplesMarkdown, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
+import { buildReport, isSingleRunReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
 import { writeScatterFiles } from '../../lib/report/scatter-files.js';
 import { tripletScatter } from '../../lib/train/scatter.js';
 import { describeEpoch } from '../../lib/train/trainer.js';
@@ -51,6 +51,17 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     metrics,
     parameters,
     timings: { searchSeconds: 0.1, clusteringSeconds: 0.2 },
+    examples: [
+      {
+        kind: 'failure',
+        query: { id: 'bag/1.png', label: 'bag' },
+        neighbours: [
+          { id: 'shirt|2.png', label: 'shirt & <tie>', similarity: 0.9, correct: false },
+          { id: 'bag/3.png', label: 'bag', similarity: 0.8, correct: true },
+        ],
+      },
+      { kind: 'success', query: { id: 'bag/3.png', label: 'bag' }, neighbours: [{ id: 'bag/1.png', label: 'bag', similarity: 0.8, correct: true }] },
+    ],
   };
 }
 
@@ -58,15 +69,20 @@ describe('report', () => {
   const a = run('a.onnx', 0.5, [[2, 0.3], [20, 0.4]], { nmiPlus: 0.4 });
   const b = run('b.onnx', 0.75, [[2, 0.35]]);
 
-  it('report.json: format tag, definitions, command, and the first run repeated at the top', () => {
+  it('report.json: format tag, definitions, command; one run repeated at the top, several only side by side in runs', () => {
     const report = buildReport([a, b], ['dml', 'eval', 'a.onnx', 'b.onnx']);
     expect(report.format).to.equal(REPORT_FORMAT);
     expect(report.definitions).to.equal(METRIC_DEFINITIONS);
     expect(report.definitions.nmiPlus).to.match(/10 x the number of distinct labels/);
     expect(report.command).to.deep.equal(['dml', 'eval', 'a.onnx', 'b.onnx']);
     expect(report.runs).to.deep.equal([a, b]);
-    expect(report.metrics).to.equal(a.metrics);
-    expect(report.name).to.equal('a.onnx');
+    expect(isSingleRunReport(report)).to.equal(false);
+    expect(report).not.to.have.any.keys('metrics', 'name', 'model', 'dataset', 'parameters', 'timings', 'examples');
+    const single = buildReport([a], ['dml', 'eval', 'a.onnx']);
+    expect(isSingleRunReport(single)).to.equal(true);
+    expect(single.metrics).to.equal(a.metrics);
+    expect(single.name).to.equal('a.onnx');
+    expect(single.runs).to.deep.equal([a]);
     expect(report.versions).to.have.keys(['dmlkit', 'node', 'onnxruntime-node', 'sharp', 'hnswlib-node']);
     // sharp does not export its package.json: its version is read from the file above its entry.
     for (const name of ['onnxruntime-node', 'sharp', 'hnswlib-node']) expect(report.versions[name], name).to.match(/^\d+\.\d+\.\d+/);
@@ -96,8 +112,33 @@ describe('report', () => {
     expect(html).to.include('<tr><td>a.onnx</td><td class="num">50.00</td><td class="num">100.00</td>');
     expect(html).to.include('<h3>a.onnx: the 2 worst of 2 classes</h3>');
     expect(html).to.include('<tr><td>shirt &amp; &lt;tie&gt;</td><td class="num">4</td><td class="num">25.00</td><td class="num">20.00</td><td class="num">10.00</td></tr>');
-    expect(html).to.include('<tr><td>parameters.kmeans.seed</td><td class="num">0</td></tr>');
-    expect(html).to.include('<tr><td>parameters.clusterCounts</td><td class="num">1x, 10x</td></tr>');
+    expect(html).to.include('<tr><td>parameters.kmeans.seed</td><td>0</td></tr>');
+    expect(html).to.include('<tr><td>parameters.clusterCounts</td><td>1x, 10x</td></tr>');
+    expect(html).to.include('<tr><td>dataset.skippedImages</td><td>0</td></tr>');
+  });
+
+  it('the HTML page\'s retrieval examples: thumbnails where given, ids in a box where not, ✓/✗ with similarity', () => {
+    const html = reportHtml(buildReport([a], ['dml']), { thumbnails: new Map([['bag/1.png', 'data:image/jpeg;base64,AAAA']]) });
+    const failure = html.slice(html.indexOf('<div class="example failure">'), html.indexOf('<div class="example success">'));
+    expect(failure).to.include('failure (nearest neighbour has another label)');
+    expect(failure).to.include('<figure class="query"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>query: bag</figcaption></figure>');
+    expect(failure).to.include('<figure class="incorrect"><span class="no-thumb" title="shirt|2.png">shirt|2.png</span><figcaption>✗ shirt &amp; &lt;tie&gt;<br>0.900</figcaption></figure>');
+    expect(failure).to.include('<figure class="correct"><span class="no-thumb" title="bag/3.png">bag/3.png</span><figcaption>✓ bag<br>0.800</figcaption></figure>');
+    const success = html.slice(html.indexOf('<div class="example success">'));
+    expect(success).to.include('<figure class="correct"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>✓ bag<br>0.800</figcaption></figure>');
+  });
+
+  it('report.md: metrics, worst classes, examples (pipes escaped) and parameters', () => {
+    const report = buildReport([a, b], ['dml']);
+    const examples = examplesMarkdown(report);
+    expect(examples).to.include('Retrieval examples of a.onnx');
+    expect(examples).to.include('| kind | query | #1 | #2 |');
+    expect(examples).to.include('| failure | bag (bag/1.png) | ✗ shirt & <tie> (0.900) shirt\\|2.png | ✓ bag (0.800) bag/3.png |');
+    expect(examples).to.include('| success | bag (bag/3.png) | ✓ bag (0.800) bag/1.png |  |');
+    const file = reportMarkdownFile(report);
+    expect(file.indexOf('| model |')).to.be.below(file.indexOf('Worst classes of a.onnx'));
+    expect(file.indexOf('Worst classes of a.onnx')).to.be.below(file.indexOf('Retrieval examples of a.onnx'));
+    expect(file).to.include('| parameters.index.kind | exact |');
   });
 
   it('report.md\'s per-class section lists each run\'s worst classes', () => {
