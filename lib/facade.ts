@@ -52,6 +52,8 @@ export interface EvaluateOptions {
   cacheDir?: string;
   /** Leave undecodable images out (listed in the report) instead of failing. Default false. */
   skipBadImages?: boolean;
+  /** Also write the embeddings to `<saveEmbeddings>.npy` and `.json` (as `dml eval --save-embeddings`, without `.npy`). */
+  saveEmbeddings?: string;
 }
 
 /**
@@ -80,6 +82,7 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
       ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
       ...(options.workers !== undefined ? { workers: options.workers } : {}),
       skipBadImages: options.skipBadImages ?? false,
+      ...(options.saveEmbeddings !== undefined ? { saveEmbeddings: options.saveEmbeddings } : {}),
     });
     return buildReport([run], ['dmlkit.evaluate', model, data]);
   } finally {

@@ -38,6 +38,7 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   chunkSize: string;
   out?: string;
   json?: string;
+  saveEmbeddings?: string;
   cacheDir?: string;
   cache: boolean;
 }
@@ -68,6 +69,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--seed <n>', 'seed of k-means and HNSW', '0')
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
     .option('--json <file>', 'write report.json to this file (- for stdout: then the table goes to stderr)')
+    .option('--save-embeddings <file.npy>', 'also write the evaluated items\' embeddings: <file>.npy (float32 N x D, L2-normalised) and <file>.json (ids, labels, query/gallery roles, provenance); with several models <file>.<model>.npy each')
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)');

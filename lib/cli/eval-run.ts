@@ -107,6 +107,13 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   };
   const pixelLimit = limitInputPixels(flags);
   const trainClasses = flags.trainClasses !== undefined ? parseClassList(flags.trainClasses, '--train-classes') : undefined;
+  if (flags.saveEmbeddings !== undefined) {
+    if (usingNpy) throw invalidParameterError('--save-embeddings', 'a model to embed with (the embeddings given with --query-embeddings are already files)', flags.saveEmbeddings);
+    if (!flags.saveEmbeddings.endsWith('.npy') || path.basename(flags.saveEmbeddings) === '.npy') {
+      throw invalidParameterError('--save-embeddings', 'a file name ending in .npy', flags.saveEmbeddings);
+    }
+    await checkWritableFolder(path.dirname(flags.saveEmbeddings), `--save-embeddings ${flags.saveEmbeddings}`);
+  }
   if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
   if (flags.json !== undefined && flags.json !== '-') await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
 
@@ -157,6 +164,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
             ...(workers !== undefined ? { workers } : {}),
             ...pixelLimit,
             name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
+            ...(flags.saveEmbeddings !== undefined ? { saveEmbeddings: savedEmbeddingsPrefix(flags.saveEmbeddings, names, i) } : {}),
           }),
         );
       } finally {
@@ -175,6 +183,18 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     process.stdout.write(`${table}\n`);
   }
+}
+
+/**
+ * Where `--save-embeddings <file.npy>` puts model `i`'s embeddings, without `.npy`: `<file>` for one
+ * model; `<file>.<model name without .onnx>` for several (`-<i+1>` added where names repeat).
+ */
+export function savedEmbeddingsPrefix(file: string, modelNames: readonly string[], i: number): string {
+  const base = file.slice(0, -'.npy'.length);
+  if (modelNames.length === 1) return base;
+  const stem = (name: string): string => name.replace(/\.onnx$/i, '');
+  const own = stem(modelNames[i] as string);
+  return modelNames.filter((n) => stem(n) === own).length > 1 ? `${base}.${own}-${i + 1}` : `${base}.${own}`;
 }
 
 async function writeOutputs(report: Report, flags: EvalFlags, sources: ReadonlyMap<string, ImageSource>, limitInputPixels: number | undefined): Promise<void> {

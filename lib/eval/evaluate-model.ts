@@ -5,7 +5,8 @@
  */
 import type { Manifest, ManifestItem } from '../data/manifest.js';
 import { DmlError } from '../errors.js';
-import { embedItemsCached } from '../embed/cache.js';
+import { embeddingProvenance, embedItemsCached } from '../embed/cache.js';
+import { saveEmbeddingSet } from '../embed/store.js';
 import type { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import type { DatasetInfo, ModelInfo, RunReport } from '../report/report.js';
@@ -26,7 +27,15 @@ export interface EvaluateModelOptions extends EvaluateEmbeddingsOptions {
   workers?: number;
   /** Run name in tables (default: the model file name). */
   name: string;
+  /**
+   * Also write the embeddings of the evaluated items to `<saveEmbeddings>.npy` and `<saveEmbeddings>.json`
+   * (see embed/store.ts; the JSON's provenance adds the dataset spec and each row's `roles`).
+   */
+  saveEmbeddings?: string;
 }
+
+/** A row's part in the protocol, as saved beside the embeddings. */
+export type ItemRole = 'query' | 'gallery' | 'query+gallery';
 
 /** Items that take part in the evaluation: queries and gallery items, in manifest order. */
 export function evaluationItems(manifest: Manifest): ManifestItem[] {
@@ -89,6 +98,17 @@ export async function evaluateModel(
   const embedSeconds = (performance.now() - start) / 1000;
   const roles = new Map(items.map((it) => [it.id, it]));
   const all = embedded.set;
+  if (options.saveEmbeddings !== undefined) {
+    const roleOf = (id: string): ItemRole => {
+      const item = roles.get(id) as ManifestItem;
+      return item.isQuery && item.isGallery ? 'query+gallery' : item.isQuery ? 'query' : 'gallery';
+    };
+    await saveEmbeddingSet(options.saveEmbeddings, all, {
+      ...embeddingProvenance(embedder, options.manifestHash),
+      datasetSpec: options.datasetSpec,
+      roles: all.ids.map(roleOf),
+    });
+  }
   const queries = subset(all, (r) => roles.get(all.ids[r] as string)?.isQuery === true);
   const gallery = subset(all, (r) => roles.get(all.ids[r] as string)?.isGallery === true);
   const evaluation = await evaluateEmbeddings(queries, gallery === queries ? null : gallery, options);

@@ -5,6 +5,9 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { writeNpy } from '../../lib/embed/npy.js';
+import { loadEmbeddingSet } from '../../lib/embed/store.js';
+import { savedEmbeddingsPrefix } from '../../lib/cli/eval-run.js';
+import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
@@ -94,6 +97,44 @@ describe('dml eval', function () {
     expect(report.runs[0]!.parameters.index).to.deep.include({ kind: 'hnsw', m: 16, efConstruction: 200 });
     expect(res.stdout.split('\n').filter((l) => l.startsWith('| default.onnx') || l.startsWith('| copy.onnx'))).to.have.length(2);
     expect(res.stdout).to.contain('ANN R@4');
+  });
+
+  it('--save-embeddings writes <file>.npy and <file>.json that reproduce the report\'s metrics', async () => {
+    const json = path.join(dir, 'r.json');
+    const file = path.join(dir, 'saved', 'emb.npy');
+    const res = await runCliCaptured(['eval', MODEL, '--data', `folder:${smallFolder()}`, '--json', json, '--cluster-counts', '1x', '--k', '1,4', '--save-embeddings', file, '--device', 'cpu']);
+    expect(res.stderr).to.equal('');
+    expect(res.code).to.equal(0);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+    const { set, provenance } = await loadEmbeddingSet(path.join(dir, 'saved', 'emb'));
+    expect([set.count, set.dim]).to.deep.equal([24, 64]);
+    expect(new Set(set.labels).size).to.equal(4);
+    set.ids.forEach((id, r) => expect(id).to.match(new RegExp(`^${set.labels[r]}/t10k-\\d{5}\\.png$`)));
+    expect(provenance).to.deep.include({ modelSha256: report.model!.sha256, datasetSpec: `folder:${path.join(dir, 'images')}`, executionProvider: 'cpu' });
+    expect(provenance['roles']).to.deep.equal(Array(24).fill('query+gallery'));
+    for (let r = 0; r < set.count; r++) {
+      const row = set.vectors.subarray(r * set.dim, (r + 1) * set.dim);
+      expect(Math.hypot(...row)).to.be.closeTo(1, 1e-5);
+    }
+    const again = await evaluateEmbeddings(set, null, { ks: [1, 4], clusterCounts: ['1x'], clusterSet: 'union', index: { kind: 'exact', chunkSize: 512 }, kmeans: { seed: 0 } });
+    expect(again.metrics.recall).to.deep.equal(report.metrics.recall);
+    expect(again.metrics.mapAtR).to.equal(report.metrics.mapAtR);
+    expect(again.metrics.nmi).to.equal(report.metrics.nmi);
+  });
+
+  it('--save-embeddings with several models writes one pair per model; a name without .npy is refused before anything runs', async () => {
+    const other = path.join(dir, 'copy.onnx');
+    copyFileSync(MODEL, other);
+    const data = `folder:${smallFolder(2, 3)}`;
+    const res = await runCliCaptured(['eval', MODEL, other, '--data', data, '--cluster-counts', '1x', '--k', '1', '--save-embeddings', path.join(dir, 'emb.npy'), '--device', 'cpu']);
+    expect(res.code).to.equal(0);
+    expect(readdirSync(dir).filter((f) => f.startsWith('emb.')).sort()).to.deep.equal(['emb.copy.json', 'emb.copy.npy', 'emb.default.json', 'emb.default.npy']);
+    expect(savedEmbeddingsPrefix('x/e.npy', ['a.onnx', 'a.onnx', 'b.onnx'], 1)).to.equal('x/e.a-2');
+    const bad = await runCliCaptured(['eval', MODEL, '--data', data, '--save-embeddings', path.join(dir, 'emb.txt')]);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--save-embeddings');
+    expect(bad.stderr).to.contain('a file name ending in .npy');
+    expect(existsSync(path.join(dir, 'emb.txt'))).to.equal(false);
   });
 
   it('scores .npy embeddings with hand-computed values (separate gallery)', async () => {
