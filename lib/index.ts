@@ -9,41 +9,55 @@ export { DmlError, invalidParameterError, type DmlErrorCode } from './errors.js'
 export { Rng } from './util/rng.js';
 
 export type { ImageSource, Manifest, ManifestItem } from './data/manifest.js';
-export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions } from './data/open-dataset.js';
+export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions, type ManifestHashOptions } from './data/open-dataset.js';
 export { applyClassSplit, parseClassList } from './data/class-split.js';
 export { readIdxFile, parseIdx, type IdxArray } from './data/idx.js';
 
 export type { Preprocessing, TensorLayout, TrainAugmentation } from './image/preprocessing.js';
 export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
-export type { ImageBatch } from './image/batch-collector.js';
-export { ImageDecodePool, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
-export { decodeImageSource, decodeImageBuffer } from './image/decode.js';
+export type { ImageBatch, ImageFailure } from './image/batch-collector.js';
+export { ImageDecodePool, defaultDecodeWorkers, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
+export { decodeImageSource, decodeImageBuffer, DEFAULT_LIMIT_INPUT_PIXELS, type DecodeOptions } from './image/decode.js';
+export type { RawImage } from './image/raw-image.js';
 
-export { createSession, describeIo } from './onnx/session.js';
-export { DEVICE_CHOICES, type DeviceChoice } from './onnx/devices.js';
-export { readModelMetadata } from './onnx/metadata.js';
-export { DML_METADATA_KEYS, parseDmlMetadata } from './onnx/dml-metadata.js';
+export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo, type ProviderAttempt } from './onnx/session.js';
+export { DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './onnx/devices.js';
+export { readModelMetadata, type ModelMetadata } from './onnx/metadata.js';
+export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';
 
 export type { EmbeddingSet } from './embed/embedding-set.js';
-export { OnnxEmbedder, type EmbedderOptions, type EmbedItemsOptions } from './embed/embedder.js';
-export { embedItemsCached } from './embed/cache.js';
-export { saveEmbeddingSet, loadEmbeddingSet } from './embed/store.js';
+export { OnnxEmbedder, DECODE_POOL_MIN_ITEMS, type EmbedderOptions, type EmbedItemsOptions, type SkippedImage } from './embed/embedder.js';
+export type { ModelSignature, TensorInfo } from './embed/model-signature.js';
+export { embedItemsCached, type CachedEmbedding } from './embed/cache.js';
+export { saveEmbeddingSet, loadEmbeddingSet, type EmbeddingProvenance } from './embed/store.js';
 export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/npy.js';
 
 export type { NeighbourBlock } from './search/neighbours.js';
 export { exactSearch, type ExactSearchOptions } from './search/exact.js';
-export { HnswIndex } from './search/hnsw.js';
+export { HnswIndex, type HnswParams, type HnswBuildOptions, type HnswSearchOptions, type HnswLoadOptions, type HnswNeighbour } from './search/hnsw.js';
 
-export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics } from './metrics/retrieval.js';
-export { normalizedMutualInformation, pairwiseClusteringF1 } from './metrics/clustering.js';
+export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics, type RetrievalMetricsOptions, type LabelRetrievalMetrics } from './metrics/retrieval.js';
+export { normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from './metrics/clustering.js';
 export { kmeans, kmeansSweep, type KMeansOptions, type KMeansResult, type KMeansSweepOptions } from './metrics/kmeans.js';
-export { type KMeansInit } from './metrics/kmeans-options.js';
-export { encodeLabels } from './metrics/labels.js';
+export { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansInit } from './metrics/kmeans-options.js';
+export { encodeLabels, type EncodedLabels } from './metrics/labels.js';
 
-export { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './eval/evaluate-embeddings.js';
-export { evaluateModel, type EvaluateModelOptions } from './eval/evaluate-model.js';
-export { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from './eval/evaluation.js';
-export { buildReport, isSingleRunReport, REPORT_FORMAT, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
-export type { ExampleNeighbour, RetrievalExample } from './eval/retrieval-examples.js';
+export { evaluateEmbeddings, type EvaluateEmbeddingsOptions, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
+export { evaluateModel, type EvaluateModelOptions, type ItemRole } from './eval/evaluate-model.js';
+export { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
+export {
+  CLUSTER_SETS,
+  METRIC_DEFINITIONS,
+  type ClassMetrics,
+  type ClusterSet,
+  type EvaluationMetrics,
+  type EvaluationParameters,
+  type EvaluationTimings,
+  type IndexParameters,
+  type KMeansParameters,
+  type NmiCurvePoint,
+} from './eval/evaluation.js';
+export { buildReport, isSingleRunReport, REPORT_FORMAT, type DatasetInfo, type ModelInfo, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
+export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, type ExampleNeighbour, type RetrievalExample } from './eval/retrieval-examples.js';
 
 export { evaluate, embedImages, type EvaluateOptions } from './facade.js';

@@ -3,7 +3,10 @@
  * worker threads).
  */
 export { createSearchApp, type SearchAppOptions } from './serve/app.js';
+export { DEFAULT_MAX_UPLOAD_BYTES } from './serve/defaults.js';
 export { SearchIndexStore } from './index-store/store.js';
-export type { SearchIndexMetadata, IndexedItem, NewItem, SearchHit } from './index-store/layout.js';
+export type { SearchIndexMetadata, IndexedItem, NewItem, SearchHit, IndexSearchOptions, OpenIndexOptions, CreateIndexInit } from './index-store/layout.js';
+export type { HnswParams } from './search/hnsw.js';
+export { DEFAULT_SNAPSHOT_EVERY } from './index-store/layout.js';
 export { InferenceWorkerPool, type WorkerPoolOptions } from './serve/worker-pool.js';
-export { RequestMetrics } from './serve/metrics.js';
+export { RequestMetrics, type RouteMetrics } from './serve/metrics.js';

@@ -3,15 +3,26 @@
  * losses, samplers, checkpoints). Loads TensorFlow.js; `dmlkit` itself never does.
  */
 export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
-export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
-export { selectBackend, type BackendPreference, type SelectedBackend } from './train/backend.js';
+export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
+export { selectBackend, type BackendAttempt, type BackendChoice, type BackendPreference, type SelectBackendOptions, type SelectedBackend } from './train/backend.js';
 export { buildModel } from './train/models/build-model.js';
-export type { ModelSpec, MlpModelSpec, CnnModelSpec, TfjsBackboneModelSpec } from './train/models/model-spec.js';
-export { L2Normalize } from './train/models/l2-normalize.js';
+export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, TfjsBackboneModelSpec } from './train/models/model-spec.js';
+export { L2Normalize, type L2NormalizeArgs } from './train/models/l2-normalize.js';
 export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
-export { createLoss, LOSS_NAMES, type LossSpec, type LossName } from './train/losses/registry.js';
+export { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec, type LossName } from './train/losses/registry.js';
 export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
-export { createSampler, type SamplerSpec, type BatchSampler } from './train/samplers/sampler.js';
+export {
+  createSampler,
+  type BatchSampler,
+  type ExactSamplerSpec,
+  type FilledSamplerSpec,
+  type PairingSamplerSpec,
+  type SamplerDescription,
+  type SamplerKind,
+  type SamplerSpec,
+  type TruncatedSamplerSpec,
+} from './train/samplers/sampler.js';
+export type { FilledLengthRule } from './train/samplers/filled.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
@@ -27,6 +38,7 @@ export {
   type SemiHardRule,
 } from './train/mining/anchor-selection.js';
 export { allPairs, type MinedPairs, type PairList } from './train/mining/pairs.js';
+export type { DistanceKind, PairMasks } from './train/similarity.js';
 export { DEFAULT_MULTI_SIMILARITY_EPSILON, mineMultiSimilarityPairs } from './train/mining/multi-similarity-miner.js';
 export {
   allTriplets,

@@ -5,7 +5,7 @@
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { embedItemsCached } from '../embed/cache.js';
-import { decodeProcessCount, OnnxEmbedder, type ImageFailure } from '../embed/embedder.js';
+import { decodeProcessCount, OnnxEmbedder, type SkippedImage } from '../embed/embedder.js';
 import { DmlError } from '../errors.js';
 import { ImageDecodePool } from '../image/decode-pool.js';
 import { checkNewIndexFolder } from '../index-store/layout.js';
@@ -21,7 +21,7 @@ function warn(message: string): void {
   process.stderr.write(`warning: ${message}\n`);
 }
 
-function reportFailures(failures: ImageFailure[]): void {
+function reportFailures(failures: SkippedImage[]): void {
   if (failures.length === 0) return;
   warn(`skipped ${failures.length} undecodable image${failures.length === 1 ? '' : 's'}, first: ${failures[0]?.message ?? ''}`);
 }
@@ -106,7 +106,7 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
           : undefined;
       const bar = createProgress('adding');
       let added = 0;
-      const failures: ImageFailure[] = [];
+      const failures: SkippedImage[] = [];
       try {
         for (let start = 0; start < manifest.items.length; start += embedder.batchSize) {
           const chunk: ManifestItem[] = manifest.items.slice(start, start + embedder.batchSize);

@@ -7,7 +7,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { ManifestItem } from '../data/manifest.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
-import type { EmbedItemsOptions, ImageFailure, OnnxEmbedder } from './embedder.js';
+import type { EmbedItemsOptions, SkippedImage, OnnxEmbedder } from './embedder.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from './store.js';
 
@@ -17,7 +17,7 @@ export const EMBEDDING_CACHE_VERSION = 1;
 /** Result of {@link embedItemsCached}. */
 export interface CachedEmbedding {
   set: EmbeddingSet;
-  failures: ImageFailure[];
+  failures: SkippedImage[];
   /** True when the set was read from the cache. */
   fromCache: boolean;
   /** Cache key (hex), also the file prefix inside the cache folder. */
@@ -74,7 +74,7 @@ export async function embedItemsCached(
     );
     if (present) {
       const { set, provenance } = await loadEmbeddingSet(prefix);
-      const failures = (provenance['failures'] as ImageFailure[] | undefined) ?? [];
+      const failures = (provenance['failures'] as SkippedImage[] | undefined) ?? [];
       options.onProgress?.(items.length, items.length);
       return { set, failures, fromCache: true, key };
     }

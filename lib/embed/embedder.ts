@@ -118,8 +118,8 @@ export interface EmbedItemsOptions {
   signal?: AbortSignal;
 }
 
-/** A skipped image. */
-export interface ImageFailure {
+/** An image left out of an embedding run (with `skipBadImages`), and why. */
+export interface SkippedImage {
   id: string;
   message: string;
 }
@@ -262,7 +262,7 @@ export class OnnxEmbedder {
    * Embeds manifest items in order. Skipped images (with `skipBadImages`) are left out of the set and
    * reported. Decoding happens in child processes or in this process per `workers` and `decodePool`.
    */
-  async embedItems(items: ManifestItem[], options: EmbedItemsOptions = {}): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
+  async embedItems(items: ManifestItem[], options: EmbedItemsOptions = {}): Promise<{ set: EmbeddingSet; failures: SkippedImage[] }> {
     const p = this.signature.preprocessing;
     const { workers, decodePool } = options;
     if (workers !== undefined && (!Number.isInteger(workers) || workers < 0)) {
@@ -308,7 +308,7 @@ export class OnnxEmbedder {
     options: EmbedItemsOptions,
     load: (sources: ImageSource[], output: Float32Array) => Promise<ImageBatch>,
     prefetch: number,
-  ): Promise<{ set: EmbeddingSet; failures: ImageFailure[] }> {
+  ): Promise<{ set: EmbeddingSet; failures: SkippedImage[] }> {
     const p = this.signature.preprocessing;
     const batchLength = this.batchSize * p.channels * p.height * p.width;
     const spare: Float32Array[] = [];
@@ -318,7 +318,7 @@ export class OnnxEmbedder {
     const chunks: Float32Array[] = [];
     const ids: string[] = [];
     const labels: string[] = [];
-    const failures: ImageFailure[] = [];
+    const failures: SkippedImage[] = [];
     const queue: Array<{ batch: Promise<ImageBatch>; output: Float32Array }> = [];
     let queued = 0;
     const refill = (): void => {

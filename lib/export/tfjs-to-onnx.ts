@@ -47,7 +47,7 @@ export interface ImageInput {
   channels: number;
 }
 
-/** A converted model: the graph parts for {@link encodeModel} (or composition) and its interface. */
+/** A converted model: the graph parts for `encodeModel` (or composition) and its interface. */
 export interface ConvertedModel {
   inputs: ValueInfoProto[];
   outputs: ValueInfoProto[];

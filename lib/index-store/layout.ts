@@ -129,6 +129,7 @@ export interface CreateIndexInit {
   sources: ImageSource[];
   /** HNSW build parameters. */
   hnsw: { m: number; efConstruction: number; ef: number; seed: number };
+  /** Called as the items are added to the new index, with the count added and the total. */
   onProgress?: (done: number, total: number) => void;
 }
 

@@ -80,7 +80,7 @@ export function normalizedMutualInformation(labels: Int32Array, clusters: Int32A
  *   P = TP / same-cluster pairs,  R = TP / same-label pairs,  F1 = 2PR / (P + R)
  *
  * A zero denominator gives 0 (scikit-learn's zero_division default). Counts are float64 integers,
- * exact because N <= {@link MAX_ITEMS_FOR_EXACT_PAIR_COUNTS} keeps every count and partial sum below
+ * exact because N <= `MAX_ITEMS_FOR_EXACT_PAIR_COUNTS` keeps every count and partial sum below
  * 2^53 (larger inputs are rejected), and plain numbers serialise to JSON reports unlike BigInt.
  */
 export function pairwiseClusteringF1(labels: Int32Array, clusters: Int32Array): PairwiseClusteringF1 {

@@ -1,6 +1,6 @@
 /**
  * @file The nearest-centroid step of k-means as GEMM work: every row's nearest centroid and its
- * squared Euclidean distance, through the exact-search kernel ({@link gemmTopK}).
+ * squared Euclidean distance, through the exact-search kernel (`gemmTopK` in search/gemm-topk.ts).
  *
  * With bias `-|c|^2 / 2` per centroid, the top-1 of `x . c - |c|^2 / 2` is the nearest centroid,
  * since `|x - c|^2 = |x|^2 - 2 (x . c - |c|^2 / 2)`; ties go to the lower centroid index. The distance

@@ -20,7 +20,7 @@ export interface ExactSearchOptions {
    * gallery. Length = queryCount. That row is never returned as a neighbour of its query.
    */
   selfIndex?: Int32Array;
-  /** Queries per onnxruntime run; see {@link gemmTopK}. */
+  /** Queries per onnxruntime run; see `gemmTopK` in search/gemm-topk.ts. */
   chunkSize?: number;
   /** onnxruntime intra-op threads. */
   threads?: number;

@@ -31,7 +31,7 @@ export const HNSW_SPACE = 'cosine';
 
 /** Index parameters, as recorded in reports. */
 export interface HnswParams {
-  /** hnswlib space ({@link HNSW_SPACE}). */
+  /** hnswlib space (`HNSW_SPACE`). */
   space: typeof HNSW_SPACE;
   /** Links per node (M). */
   m: number;
@@ -53,7 +53,7 @@ export interface HnswBuildOptions {
   ef?: number;
   /** Seed of the level generator, integer in [0, 2^32). Same seed and rows -> same graph. */
   seed: number;
-  /** Called every {@link BUILD_YIELD_INTERVAL} rows and at the end with rows added and the total. */
+  /** Called every `BUILD_YIELD_INTERVAL` rows and at the end with rows added and the total. */
   onProgress?: (done: number, total: number) => void;
   /** Cancels the build between batches with DmlError E_CANCELLED. */
   signal?: AbortSignal;
@@ -150,7 +150,7 @@ async function readHeader(file: string): Promise<IndexFileHeader> {
 }
 
 /**
- * An HNSW index over L2-normalised (or any, see {@link HNSW_SPACE}) float32 rows. It owns its native
+ * An HNSW index over L2-normalised (or any, see `HNSW_SPACE`) float32 rows. It owns its native
  * hnswlib index for its whole life, as hnswlib-node's own class does: building, loading, searching,
  * adding, marking deleted and saving all go through it (the search index store, lib/index-store/,
  * changes its graph only through these methods).
@@ -170,7 +170,7 @@ export class HnswIndex {
 
   /**
    * Builds an index over `count` row-major rows of `vectors` (row i gets label i). Adding points is
-   * synchronous native work; the build yields to the event loop every {@link BUILD_YIELD_INTERVAL} rows
+   * synchronous native work; the build yields to the event loop every `BUILD_YIELD_INTERVAL` rows
    * so progress and cancellation work.
    */
   static async build(vectors: Float32Array, count: number, dim: number, options: HnswBuildOptions): Promise<HnswIndex> {

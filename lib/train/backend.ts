@@ -60,7 +60,7 @@ export interface SelectedBackend {
 export interface SelectBackendOptions {
   /** onnxruntime threads of the ort-cpu backend (default: $DML_ORT_CPU_THREADS, else every core). */
   ortThreads?: number;
-  /** Replaces onnxruntime's native-binding loader (tests simulate a broken binding with it). */
+  /** Replaces onnxruntime's native-binding loader (tests simulate a broken binding with it). @internal */
   ortBindingLoader?: NativeBindingLoader;
 }
 

@@ -125,6 +125,7 @@ export const featuresSpecSchema = z
   })
   .strict();
 
+/** The zod schema of a training config (`dml train --config`); {@link parseTrainConfig} applies it with clear messages. */
 export const trainConfigSchema = z
   .object({
     data: z

@@ -20,7 +20,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { ManifestItem } from '../../data/manifest.js';
 import { embeddingCacheKey, embeddingProvenance, embedItemsCached } from '../../embed/cache.js';
-import type { EmbedItemsOptions, ImageFailure, OnnxEmbedder } from '../../embed/embedder.js';
+import type { EmbedItemsOptions, SkippedImage, OnnxEmbedder } from '../../embed/embedder.js';
 import type { EmbeddingSet } from '../../embed/embedding-set.js';
 import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from '../../embed/store.js';
 import { invalidParameterError } from '../../errors.js';
@@ -54,7 +54,7 @@ export interface BackboneFeatures {
   /** Whether each view came from the cache. */
   fromCache: boolean[];
   /** Images that could not be decoded (with `skipBadImages`); they are missing from every view. */
-  failures: ImageFailure[];
+  failures: SkippedImage[];
 }
 
 async function exists(file: string): Promise<boolean> {

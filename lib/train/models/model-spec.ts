@@ -68,6 +68,7 @@ export interface TfjsBackboneModelSpec {
   trainBackbone?: boolean;
 }
 
+/** Any trainable embedder: an MLP head, a small CNN, or a TensorFlow.js backbone with a head. */
 export type ModelSpec = MlpModelSpec | CnnModelSpec | TfjsBackboneModelSpec;
 
 /** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */

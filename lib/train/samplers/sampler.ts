@@ -106,6 +106,7 @@ export interface BatchSampler {
   readonly batchesPerEpoch: number;
   /** The batches of epoch `epoch` (an integer in [0, 2^32)), as item indices into the labels. */
   batchesOfEpoch(epoch: number): Int32Array[];
+  /** The sampler's kind and batch shape, for logs and reports. */
   describe(): SamplerDescription;
 }
 
