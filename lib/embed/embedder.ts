@@ -175,7 +175,7 @@ export class OnnxEmbedder {
         cause: err,
       });
     }
-    const meta = readModelMetadata(bytes);
+    const meta = readModelMetadata(bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
     const session = await openSessionRunner(bytes, {
       device: options.device ?? 'auto',
@@ -192,7 +192,7 @@ export class OnnxEmbedder {
       await session.release();
       throw err;
     }
-    return new OnnxEmbedder({
+    const embedder = new OnnxEmbedder({
       modelPath,
       modelSha256: sha256(bytes),
       provider: session.provider,
@@ -202,6 +202,41 @@ export class OnnxEmbedder {
       batchSize: signature.fixedBatch ?? batchSize,
       session,
     });
+    if (io.outputs.find((o) => o.name === signature.outputName)?.shape.length === 0) {
+      try {
+        await embedder.#probeOutputShape();
+      } catch (err) {
+        await session.release();
+        throw err;
+      }
+    }
+    return embedder;
+  }
+
+  /**
+   * For a model that does not declare its output's rank: runs it once on a batch of blank images (two,
+   * so the batch axis shows, or the fixed batch) and checks that the output is [N, D], naming the real
+   * shape when it is not; sets the embedding dimension.
+   */
+  async #probeOutputShape(): Promise<void> {
+    const p = this.signature.preprocessing;
+    const count = this.signature.fixedBatch ?? 2;
+    const dims = p.layout === 'NCHW' ? [count, p.channels, p.height, p.width] : [count, p.height, p.width, p.channels];
+    const name = this.signature.outputName;
+    let out: PlainTensor | undefined;
+    try {
+      const result = await this.session.run({ [this.signature.inputName]: { data: new Float32Array(count * p.channels * p.height * p.width), dims } }, [name], { transferInputs: false });
+      out = result.outputs[name];
+    } catch (err) {
+      throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    }
+    if (!out || out.dims.length !== 2 || out.dims[0] !== count) {
+      throw new DmlError(
+        'E_MODEL',
+        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected [N, D] embeddings, here [${count}, D]`,
+      );
+    }
+    this.dim = out.dims[1] as number;
   }
 
   /** Preprocessing this embedder applies. */
