@@ -138,6 +138,11 @@ export class OnnxEmbedder {
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
   readonly batchSize: number;
+  /**
+   * Warnings about how the model is used, for the caller to show and record (nothing is printed): the
+   * first of several outputs taken because no `outputName` was given.
+   */
+  readonly warnings: readonly string[];
   private readonly session: SessionRunner;
   private dim: number | null;
 
@@ -150,6 +155,7 @@ export class OnnxEmbedder {
     metadataProps: Record<string, string>;
     batchSize: number;
     session: SessionRunner;
+    warnings: string[];
   }) {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
@@ -159,6 +165,7 @@ export class OnnxEmbedder {
     this.metadataProps = init.metadataProps;
     this.batchSize = init.batchSize;
     this.session = init.session;
+    this.warnings = init.warnings;
     this.dim = init.signature.outputDim;
   }
 
@@ -201,6 +208,12 @@ export class OnnxEmbedder {
       metadataProps: meta.metadataProps,
       batchSize: signature.fixedBatch ?? batchSize,
       session,
+      warnings:
+        options.outputName === undefined && io.outputs.length > 1
+          ? [
+              `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
+            ]
+          : [],
     });
     if (io.outputs.find((o) => o.name === signature.outputName)?.shape.length === 0) {
       try {

@@ -14,7 +14,7 @@ import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
-import { nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
+import { clampedClusterCountsWarning, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import type {
   ClassMetrics,
   ClusterSet,
@@ -49,6 +49,11 @@ export interface EmbeddingEvaluation {
   timings: EvaluationTimings;
   /** True when every query is also a gallery item (same id). */
   sameSet: boolean;
+  /**
+   * Warnings about the numbers, one line each, for the caller to show and record (nothing is printed
+   * here): a single-class set (retrieval trivially perfect), cluster counts capped at the item count.
+   */
+  warnings: string[];
 }
 
 const seconds = (start: number): number => (performance.now() - start) / 1000;
@@ -102,6 +107,12 @@ export async function evaluateEmbeddings(
   }
 
   const labels = encodeLabels(query.labels, g.labels);
+  const warnings: string[] = [];
+  if (labels.labelNames.length === 1) {
+    warnings.push(
+      `every item has the same label (${JSON.stringify(labels.labelNames[0])}): with a single class every retrieval metric (Recall@K, R-Precision, MAP@R) is trivially 100 and NMI says nothing; evaluate on at least 2 classes`,
+    );
+  }
   const accumulator = new RetrievalMetricsAccumulator({
     queryLabelCodes: labels.queryCodes,
     galleryLabelCodes: labels.galleryCodes,
@@ -172,6 +183,8 @@ export async function evaluateEmbeddings(
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
   const clusterCounts = resolveClusterCounts(options.clusterCounts, labelCount, clustered.count);
+  const capped = clampedClusterCountsWarning(options.clusterCounts, labelCount, clustered.count);
+  if (capped !== undefined) warnings.push(capped);
   const kmeansParameters: KMeansParameters = {
     init: options.kmeans.init ?? 'k-means++',
     roundFraction: options.kmeans.roundFraction ?? DEFAULT_ROUND_FRACTION,
@@ -226,7 +239,7 @@ export async function evaluateEmbeddings(
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
   };
-  return { metrics, parameters, timings, sameSet };
+  return { metrics, parameters, timings, sameSet, warnings };
 }
 
 /** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */

@@ -111,5 +111,6 @@ export async function evaluateModel(
     metrics: evaluation.metrics,
     parameters: evaluation.parameters,
     timings: { embedSeconds, ...evaluation.timings },
+    warnings: [...embedder.warnings, ...evaluation.warnings],
   };
 }

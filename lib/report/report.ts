@@ -57,6 +57,8 @@ export interface RunReport {
   metrics: EvaluationMetrics;
   parameters: EvaluationParameters;
   timings: EvaluationTimings;
+  /** Warnings about this run (the lines `dml eval` prints as `warning: ...`); empty when none. */
+  warnings: string[];
 }
 
 /** report.json. The top-level run fields repeat `runs[0]`, so a single-model reader finds `metrics.recall` directly. */
@@ -122,6 +124,8 @@ export function buildReport(runs: RunReport[], command: string[]): Report {
     versions: collectVersions(),
     definitions: METRIC_DEFINITIONS,
     ...first,
+    // Every run's warnings, each once (a single-model reader finds them at the top level too).
+    warnings: [...new Set(runs.flatMap((r) => r.warnings))],
     runs,
   };
 }

@@ -104,6 +104,11 @@ export interface TrainResult {
   history: EpochRecord[];
   config: Record<string, unknown>;
   /**
+   * Warnings of this run (this process, for a resumed run), also logged as `warning: <message>` lines:
+   * a backend fallback, dataset notices, a batch larger than the training images, ...
+   */
+  warnings: string[];
+  /**
    * How an image becomes the input of the trained model (pixel models, layout NHWC as tfjs trains)
    * or of its backbone (`data.features`, the backbone's own); the exporter records it in the ONNX metadata.
    */
@@ -134,12 +139,17 @@ export function describeEpoch(r: EpochRecord, epochs: number): string {
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
   const out = path.resolve(config.out);
+  const warnings: string[] = [];
+  const warn = (message: string): void => {
+    warnings.push(message);
+    log(`warning: ${message}`);
+  };
 
   // ---- setup: everything that can fail, before the first step ----
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
   const backend = await selectBackend(config.backend);
-  if (backend.warning) log(`warning: ${backend.warning}`);
-  let manifest = await openDataset(config.data.dataset, { warn: (m) => log(`warning: ${m}`) });
+  if (backend.warning) warn(backend.warning);
+  let manifest = await openDataset(config.data.dataset, { warn });
   if (config.data.trainClasses !== undefined) {
     manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
   }
@@ -166,10 +176,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { validationData, preprocessing } = loaded;
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
-  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed);
+  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed, trainData.labelNames);
+  for (const message of sampler.warnings) warn(message);
 
   const check = await ensureBackendSupports(model, { training: true });
-  if (check.warning) log(`warning: ${check.warning}`);
+  if (check.warning) warn(check.warning);
 
   const resolvedConfig = {
     ...config,
@@ -240,7 +251,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       const missing = /Kernel '(\w+)' not registered for backend/.exec((err as Error).message)?.[1];
       if (missing === undefined || tf.getBackend() === 'cpu') throw err;
       const moved = await ensureBackendSupports(model, { training: true, extraKernels: [missing] });
-      if (moved.warning) log(`warning: ${moved.warning}`);
+      if (moved.warning) warn(moved.warning);
     }
   }
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
@@ -325,7 +336,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     log(describeEpoch(record, config.epochs));
   }
 
-  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, preprocessing };
+  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, warnings, preprocessing };
   await writeFileAtomic(
     path.join(out, 'report.json'),
     `${JSON.stringify({ format: 'dmlkit.train-report/1', createdAt: new Date().toISOString(), versions: collectVersions(), backendSelection: backend, configHash, ...result }, null, 2)}\n`,

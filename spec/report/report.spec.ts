@@ -51,12 +51,13 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     metrics,
     parameters,
     timings: { searchSeconds: 0.1, clusteringSeconds: 0.2 },
+    warnings: [],
   };
 }
 
 describe('report', () => {
   const a = run('a.onnx', 0.5, [[2, 0.3], [20, 0.4]], { nmiPlus: 0.4 });
-  const b = run('b.onnx', 0.75, [[2, 0.35]]);
+  const b = { ...run('b.onnx', 0.75, [[2, 0.35]]), warnings: ['w1', 'w2'] };
 
   it('report.json: format tag, definitions, command, and the first run repeated at the top', () => {
     const report = buildReport([a, b], ['dml', 'eval', 'a.onnx', 'b.onnx']);
@@ -67,6 +68,9 @@ describe('report', () => {
     expect(report.runs).to.deep.equal([a, b]);
     expect(report.metrics).to.equal(a.metrics);
     expect(report.name).to.equal('a.onnx');
+    // The top level gathers every run's warnings, each once.
+    expect(buildReport([{ ...a, warnings: ['w2'] }, b], []).warnings).to.deep.equal(['w2', 'w1']);
+    expect(report.warnings).to.deep.equal(['w1', 'w2']);
     expect(report.versions).to.have.keys(['dmlkit', 'node', 'onnxruntime-node', 'sharp', 'hnswlib-node']);
     // sharp does not export its package.json: its version is read from the file above its entry.
     for (const name of ['onnxruntime-node', 'sharp', 'hnswlib-node']) expect(report.versions[name], name).to.match(/^\d+\.\d+\.\d+/);
