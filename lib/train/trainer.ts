@@ -12,13 +12,17 @@
  *
  * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
  * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
- * exactly what an uninterrupted one would have done.
+ * exactly what an uninterrupted one would have done. A resume changes nothing in the run folder until
+ * every check has passed and its first step has trained: a refused or failed resume (another
+ * configuration, fewer epochs than the checkpoint holds, a corrupt checkpoint) leaves it byte for byte
+ * as it was. It then cuts log.jsonl back to the checkpoint's epochs (dropping the lines of an epoch a
+ * crash or kill -9 interrupted) and rewrites config.json.
  *
  * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, mkdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
@@ -120,6 +124,31 @@ const CHECKPOINT = 'checkpoints/last';
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
 
+/**
+ * Cuts the JSONL log `file` back to the entries of epochs up to `epoch` (those of the checkpoint a
+ * resume starts from), dropping the lines of an epoch interrupted after it (and a line cut short by a
+ * kill), so the resumed run's lines follow without repeats. Atomic; the file is left alone when nothing
+ * is dropped or when it does not exist.
+ */
+async function truncateLog(file: string, epoch: number): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const kept = text.split('\n').filter((line) => {
+    try {
+      return (JSON.parse(line) as { epoch?: unknown }).epoch as number <= epoch;
+    } catch {
+      return false; // empty or cut short
+    }
+  });
+  const next = kept.map((line) => `${line}\n`).join('');
+  if (next !== text) await writeFileAtomic(file, next);
+}
+
 /** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */
 export function describeEpoch(r: EpochRecord, epochs: number): string {
   const parts = [`epoch ${r.epoch}/${epochs}`];
@@ -207,6 +236,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (!state || state.configHash !== configHash) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
     }
+    if (state.epoch > config.epochs) {
+      throw new DmlError(
+        'E_ARG',
+        `Cannot resume from ${checkpointDir}: it is at epoch ${state.epoch}, past the ${config.epochs} epoch(s) asked for; give --epochs ${state.epoch} or more`,
+      );
+    }
     model.dispose();
     model = loaded.model;
     optimizer = loaded.optimizer ?? optimizer;
@@ -224,13 +259,25 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     }
     currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
     log(`resuming after epoch ${startEpoch}`);
-  } else {
-    await mkdir(out, { recursive: true });
-    await rm(path.join(out, 'log.jsonl'), { force: true });
   }
-  await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
   const logFile = path.join(out, 'log.jsonl');
-  const writeLog = (entry: Record<string, unknown>): Promise<void> => appendFile(logFile, `${JSON.stringify(entry)}\n`);
+  // Nothing in the run folder changes until every check has passed and, for a resume, the first step
+  // has trained: a refused or failed resume leaves the folder byte for byte as it was.
+  let folderReady = false;
+  const prepareFolder = async (): Promise<void> => {
+    if (folderReady) return;
+    folderReady = true;
+    if (options.resume) await truncateLog(logFile, startEpoch);
+    else {
+      await mkdir(out, { recursive: true });
+      await rm(logFile, { force: true });
+    }
+    await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
+  };
+  const writeLog = async (entry: Record<string, unknown>): Promise<void> => {
+    await prepareFolder();
+    await appendFile(logFile, `${JSON.stringify(entry)}\n`);
+  };
 
   kernels = decayedVariables(model);
   kernelNames = new Set(kernels.map((v) => v.name));
@@ -261,7 +308,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const validation = { config, out, validationData, trainData, inputShape, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
   const validate = (epoch: number, record: EpochRecord): Promise<void> => validateEpoch(validation, model, epoch, record);
 
-  if (startEpoch === 0) {
+  if (!options.resume) await prepareFolder();
+  if (history.length === 0) {
     const untrained: EpochRecord = { epoch: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: learningRateAt(config.optimizer, 0), seconds: 0, stepsPerSecond: null };
     await validate(0, untrained);
     history.push(untrained);
@@ -336,6 +384,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     log(describeEpoch(record, config.epochs));
   }
 
+  await prepareFolder(); // a resume with no epoch left to train still records its config and report
   const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, warnings, preprocessing };
   await writeFileAtomic(
     path.join(out, 'report.json'),
