@@ -59,6 +59,23 @@ async function checkWritableFolder(dir: string, what: string): Promise<void> {
   }
 }
 
+/**
+ * Checks that `file` can be written as a file before any work starts: it is not a folder, and its
+ * folder exists or can be created (see {@link checkWritableFolder}). `what` names the flag and value.
+ */
+async function checkWritableFile(file: string, what: string): Promise<void> {
+  const info = await stat(file).catch(() => undefined);
+  if (info?.isDirectory()) {
+    throw new DmlError('E_IO', `Cannot write ${what}: ${path.resolve(file)} is a folder; expected a file path such as ${path.join(file, 'report.json')}`);
+  }
+  await checkWritableFolder(path.dirname(file), what);
+}
+
+/** Prints each warning as one `warning: <message>` line on stderr. */
+function printWarnings(warnings: readonly string[]): void {
+  for (const message of warnings) process.stderr.write(`warning: ${message}\n`);
+}
+
 /** `--cluster-counts`, or its old name `--nmi-k` (with a warning on stderr); both at once is a usage error. */
 function clusterCountsFlag(flags: EvalFlags): ClusterCountSpec[] {
   if (flags.nmiK === undefined) return parseClusterCountSpecs(flags.clusterCounts.split(',').map((s) => s.trim()), '--cluster-counts');
@@ -68,6 +85,9 @@ function clusterCountsFlag(flags: EvalFlags): ClusterCountSpec[] {
   process.stderr.write('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
   return parseClusterCountSpecs(flags.nmiK.split(',').map((s) => s.trim()), '--nmi-k');
 }
+
+/** The files `--out` receives. */
+const REPORT_FILES = ['report.json', 'report.md', 'report.html'] as const;
 
 export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
   const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
@@ -114,8 +134,11 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     }
     await checkWritableFolder(path.dirname(flags.saveEmbeddings), `--save-embeddings ${flags.saveEmbeddings}`);
   }
-  if (flags.out !== undefined) await checkWritableFolder(flags.out, `--out ${flags.out}`);
-  if (flags.json !== undefined && flags.json !== '-') await checkWritableFolder(path.dirname(flags.json), `--json ${flags.json}`);
+  if (flags.out !== undefined) {
+    await checkWritableFolder(flags.out, `--out ${flags.out}`);
+    for (const name of REPORT_FILES) await checkWritableFile(path.join(flags.out, name), `--out ${flags.out}`);
+  }
+  if (flags.json !== undefined && flags.json !== '-') await checkWritableFile(flags.json, `--json ${flags.json}`);
 
   const progress = new Map<string, ReturnType<typeof createProgress>>();
   const onProgress = (stage: string, done: number, total: number): void => {
@@ -136,6 +159,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const sources = new Map<string, ImageSource>();
   if (usingNpy) {
     runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
+    printWarnings(runs[0]?.warnings ?? []);
   } else {
     const spec = flags.data as string;
     let manifest = await openDataset(spec, {
@@ -170,6 +194,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       } finally {
         await embedder.release();
       }
+      printWarnings(runs[runs.length - 1]?.warnings ?? []);
     }
   }
 
@@ -200,10 +225,11 @@ export function savedEmbeddingsPrefix(file: string, modelNames: readonly string[
 async function writeOutputs(report: Report, flags: EvalFlags, sources: ReadonlyMap<string, ImageSource>, limitInputPixels: number | undefined): Promise<void> {
   const json = `${JSON.stringify(report, null, 2)}\n`;
   if (flags.out !== undefined) {
-    await writeFileAtomic(path.join(flags.out, 'report.json'), json);
-    await writeFileAtomic(path.join(flags.out, 'report.md'), reportMarkdownFile(report));
+    const [jsonFile, markdownFile, htmlFile] = REPORT_FILES;
+    await writeFileAtomic(path.join(flags.out, jsonFile), json);
+    await writeFileAtomic(path.join(flags.out, markdownFile), reportMarkdownFile(report));
     const thumbnails = await exampleThumbnails(report, sources, { limitInputPixels });
-    await writeFileAtomic(path.join(flags.out, 'report.html'), reportHtml(report, { thumbnails }));
+    await writeFileAtomic(path.join(flags.out, htmlFile), reportHtml(report, { thumbnails }));
   }
   if (flags.json !== undefined && flags.json !== '-') await writeFileAtomic(flags.json, json);
 }
@@ -220,8 +246,8 @@ async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array;
   return { vectors, count, dim };
 }
 
-/** Reads N labels (integers or strings) as strings. */
-async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<string[]> {
+/** Reads N labels (integers or strings) as strings; labels of shape (N, 1) are flattened, with a warning. */
+async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<{ labels: string[]; warnings: string[] }> {
   const npy = await readNpy(file);
   if (npy.shape.length !== 1 && !(npy.shape.length === 2 && npy.shape[1] === 1)) {
     throw new DmlError('E_DATASET', `${file}: expected a 1-D label array but found shape (${npy.shape.join(', ')})`);
@@ -233,7 +259,11 @@ async function readLabelsNpy(file: string, expected: number, embeddingsFile: str
   if (labels.length !== expected) {
     throw new DmlError('E_DATASET', `${file} holds ${labels.length} labels but ${embeddingsFile} holds ${expected} embeddings`);
   }
-  return labels;
+  const warnings =
+    npy.shape.length === 2
+      ? [`${file}: labels of shape (${npy.shape.join(', ')}) were flattened to ${labels.length} labels, one per row; save them with shape (${labels.length},) to silence this`]
+      : [];
+  return { labels, warnings };
 }
 
 async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions): Promise<RunReport> {
@@ -243,10 +273,12 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
   if ((flags.galleryEmbeddings === undefined) !== (flags.galleryLabels === undefined)) {
     throw invalidParameterError('--gallery-embeddings/--gallery-labels', 'both files or neither', 'only one');
   }
+  const warnings: string[] = [];
   const load = async (emb: string, lab: string, prefix: string): Promise<EmbeddingSet> => {
     const e = await readEmbeddingsNpy(emb);
-    const labels = await readLabelsNpy(lab, e.count, emb);
-    return { ...e, labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
+    const read = await readLabelsNpy(lab, e.count, emb);
+    warnings.push(...read.warnings);
+    return { ...e, labels: read.labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
   };
   const query = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
   const gallery =
@@ -268,5 +300,6 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     parameters: evaluation.parameters,
     timings: evaluation.timings,
     examples: evaluation.examples,
+    warnings: [...warnings, ...evaluation.warnings],
   };
 }

@@ -138,6 +138,11 @@ export class OnnxEmbedder {
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
   readonly batchSize: number;
+  /**
+   * Warnings about how the model is used, for the caller to show and record (nothing is printed): the
+   * first of several outputs taken because no `outputName` was given.
+   */
+  readonly warnings: readonly string[];
   private readonly session: SessionRunner;
   private dim: number | null;
 
@@ -150,6 +155,7 @@ export class OnnxEmbedder {
     metadataProps: Record<string, string>;
     batchSize: number;
     session: SessionRunner;
+    warnings: string[];
   }) {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
@@ -159,6 +165,7 @@ export class OnnxEmbedder {
     this.metadataProps = init.metadataProps;
     this.batchSize = init.batchSize;
     this.session = init.session;
+    this.warnings = init.warnings;
     this.dim = init.signature.outputDim;
   }
 
@@ -175,7 +182,7 @@ export class OnnxEmbedder {
         cause: err,
       });
     }
-    const meta = readModelMetadata(bytes);
+    const meta = readModelMetadata(bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
     const session = await openSessionRunner(bytes, {
       device: options.device ?? 'auto',
@@ -192,7 +199,7 @@ export class OnnxEmbedder {
       await session.release();
       throw err;
     }
-    return new OnnxEmbedder({
+    const embedder = new OnnxEmbedder({
       modelPath,
       modelSha256: sha256(bytes),
       provider: session.provider,
@@ -201,7 +208,48 @@ export class OnnxEmbedder {
       metadataProps: meta.metadataProps,
       batchSize: signature.fixedBatch ?? batchSize,
       session,
+      warnings:
+        options.outputName === undefined && io.outputs.length > 1
+          ? [
+              `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
+            ]
+          : [],
     });
+    if (io.outputs.find((o) => o.name === signature.outputName)?.shape.length === 0) {
+      try {
+        await embedder.#probeOutputShape();
+      } catch (err) {
+        await session.release();
+        throw err;
+      }
+    }
+    return embedder;
+  }
+
+  /**
+   * For a model that does not declare its output's rank: runs it once on a batch of blank images (two,
+   * so the batch axis shows, or the fixed batch) and checks that the output is [N, D], naming the real
+   * shape when it is not; sets the embedding dimension.
+   */
+  async #probeOutputShape(): Promise<void> {
+    const p = this.signature.preprocessing;
+    const count = this.signature.fixedBatch ?? 2;
+    const dims = p.layout === 'NCHW' ? [count, p.channels, p.height, p.width] : [count, p.height, p.width, p.channels];
+    const name = this.signature.outputName;
+    let out: PlainTensor | undefined;
+    try {
+      const result = await this.session.run({ [this.signature.inputName]: { data: new Float32Array(count * p.channels * p.height * p.width), dims } }, [name], { transferInputs: false });
+      out = result.outputs[name];
+    } catch (err) {
+      throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    }
+    if (!out || out.dims.length !== 2 || out.dims[0] !== count) {
+      throw new DmlError(
+        'E_MODEL',
+        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected [N, D] embeddings, here [${count}, D]`,
+      );
+    }
+    this.dim = out.dims[1] as number;
   }
 
   /** Preprocessing this embedder applies. */

@@ -43,7 +43,8 @@ const fixed = (d: number | string | undefined): number | null => (typeof d === '
 /**
  * Resolves the signature. `modelName` is used in error messages.
  * Errors (E_MODEL): more than one input without a choice, non-float32 input, input rank other than 4,
- * output rank other than 2, a channel count other than 1 or 3, layout that cannot be inferred.
+ * a declared output rank other than 2 (an undeclared one, shape `[]`, passes with `outputDim` null), a
+ * channel count other than 1 or 3, layout that cannot be inferred.
  */
 export function resolveModelSignature(
   modelName: string,
@@ -78,7 +79,9 @@ export function resolveModelSignature(
     output = outputs[0];
   }
   if (!output) throw new DmlError('E_MODEL', `${modelName}: the model has no outputs`);
-  if (output.shape.length !== 2) {
+  // An empty shape is an output whose rank the model does not declare (onnxruntime could not infer
+  // it): accepted here, and OnnxEmbedder.open runs the model once to find and check its real shape.
+  if (output.shape.length !== 2 && output.shape.length !== 0) {
     throw new DmlError(
       'E_MODEL',
       `${modelName}: output "${output.name}" has shape [${output.shape.join(', ')}]; expected [N, D] embeddings`,

@@ -37,6 +37,22 @@ export function resolveClusterCounts(specs: readonly ClusterCountSpec[], labelCo
 }
 
 /**
+ * The warning for cluster counts that {@link resolveClusterCounts} caps at `pointCount` (k-means cannot
+ * make more clusters than points), naming each requested count and the count used; undefined when
+ * none is capped. E.g. `cluster count 1000 is more than the 30 items clustered: used 30 clusters instead`.
+ */
+export function clampedClusterCountsWarning(specs: readonly ClusterCountSpec[], labelCount: number, pointCount: number): string | undefined {
+  const capped: string[] = [];
+  for (const s of specs) {
+    const k = s.endsWith('x') ? Math.round(Number.parseFloat(s) * labelCount) : Number.parseInt(s, 10);
+    if (k > pointCount) capped.push(s.endsWith('x') ? `${s} (${k} clusters for ${labelCount} labels)` : s);
+  }
+  if (capped.length === 0) return undefined;
+  const list = capped.length === 1 ? capped[0] : `${capped.slice(0, -1).join(', ')} and ${capped[capped.length - 1]}`;
+  return `cluster count${capped.length === 1 ? ' ' : 's '}${list} ${capped.length === 1 ? 'is' : 'are'} more than the ${pointCount} items clustered: used ${pointCount} clusters instead`;
+}
+
+/**
  * The cluster count of NMI+: paper 004 (Levi et al.; METHODS.md sections 5.4 and 8.4) reports NMI with
  * K = 10 x the number of classes (CUB, Cars) as "NMI+". In dmlkit NMI+ is that one number; the NMI at
  * every cluster count is the NMI curve.

@@ -15,7 +15,7 @@ import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
 import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
-import { nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
+import { clampedClusterCountsWarning, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import type {
   ClassMetrics,
   ClusterSet,
@@ -58,6 +58,11 @@ export interface EmbeddingEvaluation {
   sameSet: boolean;
   /** A seeded sample of failing and succeeding queries with their top neighbours. */
   examples: RetrievalExample[];
+  /**
+   * Warnings about the numbers, one line each, for the caller to show and record (nothing is printed
+   * here): a single-class set (retrieval trivially perfect), cluster counts capped at the item count.
+   */
+  warnings: string[];
 }
 
 const seconds = (start: number): number => (performance.now() - start) / 1000;
@@ -111,6 +116,12 @@ export async function evaluateEmbeddings(
   }
 
   const labels = encodeLabels(query.labels, g.labels);
+  const warnings: string[] = [];
+  if (labels.labelNames.length === 1) {
+    warnings.push(
+      `every item has the same label (${JSON.stringify(labels.labelNames[0])}): with a single class every retrieval metric (Recall@K, R-Precision, MAP@R) is trivially 100 and NMI says nothing; evaluate on at least 2 classes`,
+    );
+  }
   const accumulator = new RetrievalMetricsAccumulator({
     queryLabelCodes: labels.queryCodes,
     galleryLabelCodes: labels.galleryCodes,
@@ -188,6 +199,8 @@ export async function evaluateEmbeddings(
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
   const clusterCounts = resolveClusterCounts(options.clusterCounts, labelCount, clustered.count);
+  const capped = clampedClusterCountsWarning(options.clusterCounts, labelCount, clustered.count);
+  if (capped !== undefined) warnings.push(capped);
   const kmeansParameters: KMeansParameters = {
     init: options.kmeans.init ?? 'k-means++',
     roundFraction: options.kmeans.roundFraction ?? DEFAULT_ROUND_FRACTION,
@@ -242,7 +255,7 @@ export async function evaluateEmbeddings(
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
   };
-  return { metrics, parameters, timings, sameSet, examples: examples.result() };
+  return { metrics, parameters, timings, sameSet, examples: examples.result(), warnings };
 }
 
 /** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */

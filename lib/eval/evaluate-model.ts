@@ -132,5 +132,6 @@ export async function evaluateModel(
     parameters: evaluation.parameters,
     timings: { embedSeconds, ...evaluation.timings },
     examples: evaluation.examples,
+    warnings: [...embedder.warnings, ...evaluation.warnings],
   };
 }

@@ -53,6 +53,8 @@ class WireReader {
     private readonly end: number,
     /** What the range holds, for error messages (`ModelProto`, `metadata_props[2]`). */
     private readonly what: string,
+    /** The model file (or other source) named in error messages; undefined for anonymous bytes. */
+    private readonly source?: string,
   ) {}
 
   get done(): boolean {
@@ -60,7 +62,8 @@ class WireReader {
   }
 
   fail(problem: string): DmlError {
-    return new DmlError('E_MODEL', `Malformed ONNX model: ${problem} in ${this.what} at byte ${this.pos}`);
+    const subject = this.source === undefined ? 'Malformed ONNX model' : `${this.source} is not a valid ONNX model`;
+    return new DmlError('E_MODEL', `${subject}: ${problem} in ${this.what} at byte ${this.pos}`);
   }
 
   /** An unsigned varint of up to 10 bytes; values above 2^53 lose precision (only lengths and versions are read). */
@@ -91,7 +94,7 @@ class WireReader {
     if (length > this.end - this.pos) {
       throw this.fail(`length-delimited field of ${length} bytes running past the end (${this.end - this.pos} left)`);
     }
-    const reader = new WireReader(this.bytes, this.pos, this.pos + length, what);
+    const reader = new WireReader(this.bytes, this.pos, this.pos + length, what, this.source);
     this.pos += length;
     return reader;
   }
@@ -175,10 +178,11 @@ function readStringStringEntry(reader: WireReader, index: number): [string, stri
 /**
  * Reads the header fields and `metadata_props` of a serialised ONNX `ModelProto`.
  * Throws DmlError E_MODEL naming the problem and byte offset when the bytes are not a well-formed
- * protobuf message, or when they lack `ir_version` or `graph` (every loadable model has both).
+ * protobuf message, or when they lack `ir_version` or `graph` (every loadable model has both); with
+ * `source` (the model's path), the message names it: `<source> is not a valid ONNX model: <problem>`.
  */
-export function readModelMetadata(bytes: Uint8Array): ModelMetadata {
-  const reader = new WireReader(bytes, 0, bytes.length, 'ModelProto');
+export function readModelMetadata(bytes: Uint8Array, source?: string): ModelMetadata {
+  const reader = new WireReader(bytes, 0, bytes.length, 'ModelProto', source);
   let irVersion: number | undefined;
   let producerName = '';
   let producerVersion = '';

@@ -91,6 +91,7 @@ th { background: #f3f3f3; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 dt { font-weight: bold; margin-top: 0.5em; }
+.warnings { color: #8a4b00; }
 .example { margin: 0.6em 0 1em; }
 .example-kind { font-size: 13px; color: #555; margin-bottom: 0.2em; }
 .example-row { display: flex; flex-wrap: wrap; gap: 0.4em; align-items: flex-start; }
@@ -111,6 +112,7 @@ ${htmlTable(metricsTable(report))}
 ${reportNotes(report)
   .map((n) => `<p>${escapeXml(n)}</p>`)
   .join('\n')}
+${report.warnings.length === 0 ? '' : `<ul class="warnings">${report.warnings.map((w) => `<li>Warning: ${escapeXml(w)}</li>`).join('')}</ul>`}
 <div class="charts">
 ${recallChartSvg(report)}
 ${nmiChartSvg(report)}

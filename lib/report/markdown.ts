@@ -145,7 +145,8 @@ export function perClassMarkdown(report: Report): string {
   return lines.join('\n');
 }
 
-/** report.md: the metrics table and notes, each run's worst classes, the retrieval examples and the parameters. */
+/** report.md: the metrics table and notes, the warnings, each run's worst classes, the retrieval examples and the parameters. */
 export function reportMarkdownFile(report: Report): string {
-  return `${reportMarkdown(report)}\n${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`;
+  const warnings = report.warnings.length === 0 ? '' : `\nWarnings:\n\n${report.warnings.map((w) => `- ${w}`).join('\n')}\n`;
+  return `${reportMarkdown(report)}\n${warnings}${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`;
 }

@@ -61,6 +61,8 @@ export interface RunReport {
   timings: EvaluationTimings;
   /** A seeded sample of failing and succeeding queries with their top neighbours (see eval/retrieval-examples.ts). */
   examples: RetrievalExample[];
+  /** Warnings about this run (the lines `dml eval` prints as `warning: ...`); empty when none. */
+  warnings: string[];
 }
 
 /** What every report.json holds: its format, provenance, definitions and the runs side by side. */
@@ -72,6 +74,8 @@ export interface ReportHeader {
   definitions: typeof METRIC_DEFINITIONS;
   /** Every model (or embeddings pair) evaluated, in command-line order. */
   runs: RunReport[];
+  /** Every run's warnings, each once (what `dml eval` printed as `warning: ...`); empty when none. */
+  warnings: string[];
 }
 
 /** report.json of one run: the run's fields are also at the top, so `report.metrics.recall` reads directly. */
@@ -142,6 +146,8 @@ export function buildReport(runs: RunReport[], command: string[]): Report {
     command,
     versions: collectVersions(),
     definitions: METRIC_DEFINITIONS,
+    // Every run's warnings, each once (a single-model reader finds them at the top level too).
+    warnings: [...new Set(runs.flatMap((r) => r.warnings))],
     runs,
   };
   return runs.length === 1 ? { ...header, ...first } : header;

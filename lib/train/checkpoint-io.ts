@@ -269,8 +269,15 @@ async function readVerified(dir: string, manifest: CheckpointManifest, name: str
     throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: cannot read ${name}: ${(err as Error).message}`, { cause: err });
   }
   const expected = manifest.files[name] as { bytes: number; sha256: string };
-  if (bytes.length !== expected.bytes || sha256(bytes) !== expected.sha256) {
-    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${name} has ${bytes.length} bytes and not the content checkpoint.json records (${expected.bytes} bytes)`);
+  if (bytes.length !== expected.bytes) {
+    throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${name} has ${bytes.length} bytes but ${MANIFEST} records ${expected.bytes} (truncated or replaced)`);
+  }
+  const actual = sha256(bytes);
+  if (actual !== expected.sha256) {
+    throw new DmlError(
+      'E_MODEL',
+      `Checkpoint ${dir} is corrupt: ${name} has the recorded size (${bytes.length} bytes) but its SHA-256 checksum ${actual.slice(0, 12)}… differs from the ${expected.sha256.slice(0, 12)}… that ${MANIFEST} records (its content was altered)`,
+    );
   }
   return bytes;
 }

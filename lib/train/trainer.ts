@@ -12,13 +12,17 @@
  *
  * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
  * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
- * exactly what an uninterrupted one would have done.
+ * exactly what an uninterrupted one would have done. A resume changes nothing in the run folder until
+ * every check has passed and its first step has trained: a refused or failed resume (another
+ * configuration, fewer epochs than the checkpoint holds, a corrupt checkpoint) leaves it byte for byte
+ * as it was. It then cuts log.jsonl back to the checkpoint's epochs (dropping the lines of an epoch a
+ * crash or kill -9 interrupted) and rewrites config.json.
  *
  * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, mkdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { applyClassSplit, parseClassList } from '../data/class-split.js';
@@ -104,6 +108,11 @@ export interface TrainResult {
   history: EpochRecord[];
   config: Record<string, unknown>;
   /**
+   * Warnings of this run (this process, for a resumed run), also logged as `warning: <message>` lines:
+   * a backend fallback, dataset notices, a batch larger than the training images, ...
+   */
+  warnings: string[];
+  /**
    * How an image becomes the input of the trained model (pixel models, layout NHWC as tfjs trains)
    * or of its backbone (`data.features`, the backbone's own); the exporter records it in the ONNX metadata.
    */
@@ -114,6 +123,31 @@ const CHECKPOINT = 'checkpoints/last';
 
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
+
+/**
+ * Cuts the JSONL log `file` back to the entries of epochs up to `epoch` (those of the checkpoint a
+ * resume starts from), dropping the lines of an epoch interrupted after it (and a line cut short by a
+ * kill), so the resumed run's lines follow without repeats. Atomic; the file is left alone when nothing
+ * is dropped or when it does not exist.
+ */
+async function truncateLog(file: string, epoch: number): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const kept = text.split('\n').filter((line) => {
+    try {
+      return (JSON.parse(line) as { epoch?: unknown }).epoch as number <= epoch;
+    } catch {
+      return false; // empty or cut short
+    }
+  });
+  const next = kept.map((line) => `${line}\n`).join('');
+  if (next !== text) await writeFileAtomic(file, next);
+}
 
 /** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */
 export function describeEpoch(r: EpochRecord, epochs: number): string {
@@ -134,12 +168,17 @@ export function describeEpoch(r: EpochRecord, epochs: number): string {
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
   const out = path.resolve(config.out);
+  const warnings: string[] = [];
+  const warn = (message: string): void => {
+    warnings.push(message);
+    log(`warning: ${message}`);
+  };
 
   // ---- setup: everything that can fail, before the first step ----
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
   const backend = await selectBackend(config.backend);
-  if (backend.warning) log(`warning: ${backend.warning}`);
-  let manifest = await openDataset(config.data.dataset, { warn: (m) => log(`warning: ${m}`) });
+  if (backend.warning) warn(backend.warning);
+  let manifest = await openDataset(config.data.dataset, { warn });
   if (config.data.trainClasses !== undefined) {
     manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
   }
@@ -166,10 +205,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { validationData, preprocessing } = loaded;
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
-  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed);
+  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed, trainData.labelNames);
+  for (const message of sampler.warnings) warn(message);
 
   const check = await ensureBackendSupports(model, { training: true });
-  if (check.warning) log(`warning: ${check.warning}`);
+  if (check.warning) warn(check.warning);
 
   const resolvedConfig = {
     ...config,
@@ -196,6 +236,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (!state || state.configHash !== configHash) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
     }
+    if (state.epoch > config.epochs) {
+      throw new DmlError(
+        'E_ARG',
+        `Cannot resume from ${checkpointDir}: it is at epoch ${state.epoch}, past the ${config.epochs} epoch(s) asked for; give --epochs ${state.epoch} or more`,
+      );
+    }
     model.dispose();
     model = loaded.model;
     optimizer = loaded.optimizer ?? optimizer;
@@ -213,13 +259,25 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     }
     currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
     log(`resuming after epoch ${startEpoch}`);
-  } else {
-    await mkdir(out, { recursive: true });
-    await rm(path.join(out, 'log.jsonl'), { force: true });
   }
-  await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
   const logFile = path.join(out, 'log.jsonl');
-  const writeLog = (entry: Record<string, unknown>): Promise<void> => appendFile(logFile, `${JSON.stringify(entry)}\n`);
+  // Nothing in the run folder changes until every check has passed and, for a resume, the first step
+  // has trained: a refused or failed resume leaves the folder byte for byte as it was.
+  let folderReady = false;
+  const prepareFolder = async (): Promise<void> => {
+    if (folderReady) return;
+    folderReady = true;
+    if (options.resume) await truncateLog(logFile, startEpoch);
+    else {
+      await mkdir(out, { recursive: true });
+      await rm(logFile, { force: true });
+    }
+    await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
+  };
+  const writeLog = async (entry: Record<string, unknown>): Promise<void> => {
+    await prepareFolder();
+    await appendFile(logFile, `${JSON.stringify(entry)}\n`);
+  };
 
   kernels = decayedVariables(model);
   kernelNames = new Set(kernels.map((v) => v.name));
@@ -240,7 +298,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       const missing = /Kernel '(\w+)' not registered for backend/.exec((err as Error).message)?.[1];
       if (missing === undefined || tf.getBackend() === 'cpu') throw err;
       const moved = await ensureBackendSupports(model, { training: true, extraKernels: [missing] });
-      if (moved.warning) log(`warning: ${moved.warning}`);
+      if (moved.warning) warn(moved.warning);
     }
   }
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
@@ -250,7 +308,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const validation = { config, out, validationData, trainData, inputShape, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
   const validate = (epoch: number, record: EpochRecord): Promise<void> => validateEpoch(validation, model, epoch, record);
 
-  if (startEpoch === 0) {
+  if (!options.resume) await prepareFolder();
+  if (history.length === 0) {
     const untrained: EpochRecord = { epoch: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: learningRateAt(config.optimizer, 0), seconds: 0, stepsPerSecond: null };
     await validate(0, untrained);
     history.push(untrained);
@@ -325,7 +384,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     log(describeEpoch(record, config.epochs));
   }
 
-  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, preprocessing };
+  await prepareFolder(); // a resume with no epoch left to train still records its config and report
+  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, warnings, preprocessing };
   await writeFileAtomic(
     path.join(out, 'report.json'),
     `${JSON.stringify({ format: 'dmlkit.train-report/1', createdAt: new Date().toISOString(), versions: collectVersions(), backendSelection: backend, configHash, ...result }, null, 2)}\n`,

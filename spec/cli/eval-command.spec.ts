@@ -12,6 +12,7 @@ import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 
 const MODEL = path.resolve('models/default.onnx');
 
@@ -299,6 +300,109 @@ describe('dml eval', function () {
       mkdirSync(locked);
       chmodSync(locked, 0o500);
       await expectFailure(['eval', MODEL, '--data', smallFolder()], 1, /Cannot write --out/, path.join(locked, 'out'));
+    });
+  });
+
+  describe('warnings: one line on stderr each, and the same text in report.json', () => {
+    /** Runs `dml eval` with `--json`, expects success, and returns stderr and the report. */
+    const evalWithReport = async (argv: string[]): Promise<{ stderr: string; report: SingleRunReport }> => {
+      const json = path.join(dir, 'w.json');
+      const res = await runCliCaptured([...argv, '--json', json]);
+      expect(res.code, res.stderr).to.equal(0);
+      const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+      expectValidReport(report);
+      return { stderr: res.stderr, report };
+    };
+    const expectWarnings = (result: { stderr: string; report: SingleRunReport }, warnings: string[]): void => {
+      expect(result.stderr).to.equal(warnings.map((w) => `warning: ${w}\n`).join(''));
+      expect(result.report.warnings).to.deep.equal(warnings);
+      expect(result.report.runs[0]?.warnings).to.deep.equal(warnings);
+    };
+    const npyArgs = async (rows: number[][], labels: Int32Array, labelShape = [labels.length]): Promise<string[]> => {
+      await writeNpy(path.join(dir, 'e.npy'), Float32Array.from(rows.flat()), [rows.length, (rows[0] as number[]).length]);
+      await writeNpy(path.join(dir, 'l.npy'), labels, labelShape);
+      return ['eval', '--query-embeddings', path.join(dir, 'e.npy'), '--query-labels', path.join(dir, 'l.npy'), '--k', '1'];
+    };
+    const square = [[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]];
+
+    it('none for an ordinary run', async () => {
+      expectWarnings(await evalWithReport([...(await npyArgs(square, Int32Array.from([0, 0, 1, 1]))), '--cluster-counts', '1x,2']), []);
+    });
+
+    it('a model with several outputs and no --output-name says which it used and how to choose', async () => {
+      const model = path.join(dir, 'two-outputs.onnx');
+      writeFileSync(
+        model,
+        encodeModel({
+          graphName: 'two',
+          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
+          outputs: [tensorValueInfo('embedding', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
+          initializers: [floatTensor('two', [1], [2])],
+          nodes: [node('Flatten', ['pixels'], ['embedding'], { axis: { i: 1 } }), node('Mul', ['embedding', 'two'], ['doubled'])],
+        }),
+      );
+      const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0'];
+      expectWarnings(await evalWithReport(argv), [
+        `${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
+      ]);
+      const chosen = await evalWithReport([...argv, '--output-name', 'doubled']);
+      expectWarnings(chosen, []);
+      expect(chosen.report.model?.outputName).to.equal('doubled');
+    });
+
+    it('a single-class set: every retrieval metric is trivially 100', async () => {
+      const result = await evalWithReport([...(await npyArgs(square, Int32Array.from([7, 7, 7, 7]))), '--cluster-counts', '1x']);
+      expectWarnings(result, [
+        'every item has the same label ("7"): with a single class every retrieval metric (Recall@K, R-Precision, MAP@R) is trivially 100 and NMI says nothing; evaluate on at least 2 classes',
+      ]);
+      expect(result.report.metrics.recall['1']).to.equal(1);
+    });
+
+    it('labels of shape (N, 1) are read, flattened, with a warning', async () => {
+      const argv = await npyArgs(square, Int32Array.from([0, 0, 1, 1]), [4, 1]);
+      const result = await evalWithReport([...argv, '--cluster-counts', '1x']);
+      expectWarnings(result, [`${path.join(dir, 'l.npy')}: labels of shape (4, 1) were flattened to 4 labels, one per row; save them with shape (4,) to silence this`]);
+      expect(result.report.metrics.recall['1']).to.equal(1);
+    });
+
+    it('cluster counts above the item count are capped, naming what was asked and what was used', async () => {
+      const rows = Array.from({ length: 30 }, (_, i) => [Math.cos(i), Math.sin(i)]);
+      const labels = Int32Array.from({ length: 30 }, (_, i) => i % 3);
+      const result = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000,5x,30x']);
+      expectWarnings(result, ['cluster counts 1000 and 30x (90 clusters for 3 labels) are more than the 30 items clustered: used 30 clusters instead']);
+      expect(result.report.parameters.resolvedClusterCounts).to.deep.equal([3, 15, 30]);
+      const one = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000']);
+      expectWarnings(one, ['cluster count 1000 is more than the 30 items clustered: used 30 clusters instead']);
+    });
+  });
+
+  describe('output paths are checked before the evaluation runs', () => {
+    // The dataset does not exist: a check made after the evaluation would fail on it instead.
+    const missingData = (): string[] => ['eval', MODEL, '--data', `folder:${path.join(dir, 'nowhere')}`];
+
+    it('--json naming a folder fails at once, naming the path and asking for a file path', async () => {
+      const folder = path.join(dir, 'reports');
+      mkdirSync(folder);
+      const res = await runCliCaptured([...missingData(), '--json', folder]);
+      expect(res.code).to.equal(1);
+      expect(res.stderr).to.equal(`dml: Cannot write --json ${folder}: ${folder} is a folder; expected a file path such as ${path.join(folder, 'report.json')}\n`);
+      expect(readdirSync(folder)).to.deep.equal([]);
+    });
+
+    it('--out whose report.json is a folder fails at once the same way', async () => {
+      const out = path.join(dir, 'out');
+      mkdirSync(path.join(out, 'report.json'), { recursive: true });
+      const res = await runCliCaptured([...missingData(), '--out', out]);
+      expect(res.code).to.equal(1);
+      expect(res.stderr).to.equal(`dml: Cannot write --out ${out}: ${path.join(out, 'report.json')} is a folder; expected a file path such as ${path.join(out, 'report.json', 'report.json')}\n`);
+    });
+
+    it('--json under a regular file fails at once', async () => {
+      writeFileSync(path.join(dir, 'file'), 'x');
+      const target = path.join(dir, 'file', 'r.json');
+      const res = await runCliCaptured([...missingData(), '--json', target]);
+      expect(res.code).to.equal(1);
+      expect(res.stderr).to.equal(`dml: Cannot write --json ${target}: ${path.join(dir, 'file')} is not a folder\n`);
     });
   });
 

@@ -7,7 +7,7 @@ import { DmlError } from '../../lib/errors.js';
 import { embedItemsCached } from '../../lib/embed/cache.js';
 import { DECODE_POOL_MIN_ITEMS, decodeProcessCount, OnnxEmbedder } from '../../lib/embed/embedder.js';
 import { defaultDecodeWorkers } from '../../lib/image/decode-pool.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
+import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { loadImageBatch } from '../../lib/image/batch-loader.js';
 import { Rng } from '../../lib/util/rng.js';
@@ -197,6 +197,44 @@ describe('OnnxEmbedder', () => {
       expect((err as DmlError).code).to.equal('E_MODEL');
       expect((err as DmlError).message).to.match(/output "y" has shape \[batch, 1, 2, 2\]; expected \[N, D\]/);
     }
+  });
+
+  it('runs a model that does not declare its output rank once at open, and rejects a 3-D output with its real shape', async () => {
+    // Squeeze without axes on [batch, 1, 2, 2]: onnxruntime cannot infer the rank (batch may be 1), so
+    // the output's declared shape is []; on a batch of 2 it is [2, 2, 2], a sequence of vectors per image.
+    const file = path.join(dir, 'squeeze.onnx');
+    const squeeze = (extra: ReturnType<typeof node>[], out: string): Uint8Array =>
+      encodeModel({
+        graphName: 'squeeze',
+        inputs: [tensorValueInfo('x', 'float32', ['batch', 1, 2, 2])],
+        outputs: [{ name: 'y', type: { tensorType: { elemType: 1 } } }],
+        initializers: [int64Tensor('axes', [1], [1])],
+        nodes: [node('Squeeze', ['x', ...(out === 'y' ? [] : ['axes'])], [out]), ...extra],
+      });
+    await writeFileAtomic(file, squeeze([], 'y'));
+    await expectDmlError(
+      OnnxEmbedder.open(file, { device: 'cpu' }),
+      'E_MODEL',
+      `${file}: output "y" has shape [2, 2, 2] on a batch of 2 images (the model does not declare it); expected [N, D] embeddings, here [2, D]`,
+    );
+    // The same undeclared output flattened to [N, 4] is accepted, its dimension found by the probe.
+    await writeFileAtomic(file, squeeze([node('Flatten', ['s'], ['y'], { axis: { i: 1 } })], 's'));
+    const embedder = await OnnxEmbedder.open(file, { device: 'cpu', preprocessing: { resizeShorter: 2, mean: [0], std: [1] } });
+    try {
+      expect(embedder.embeddingDim).to.equal(4);
+      expect((await embedder.embedItems(items.slice(0, 3))).set.dim).to.equal(4);
+    } finally {
+      await embedder.release();
+    }
+  });
+
+  it('names the file of a malformed model and says it is not a valid ONNX model', async () => {
+    const file = path.join(dir, 'cut.onnx');
+    const whole = encodeModel({ graphName: 'g', inputs: [tensorValueInfo('x', 'float32', ['batch', 1, 2, 2])], outputs: [tensorValueInfo('x', 'float32', ['batch', 1, 2, 2])], nodes: [] });
+    await writeFileAtomic(file, whole.subarray(0, whole.length - 5));
+    await expectDmlError(OnnxEmbedder.open(file, { device: 'cpu' }), 'E_MODEL', `${file} is not a valid ONNX model: truncated varint in ModelProto at byte ${whole.length - 5}`);
+    await writeFileAtomic(file, 'not a model\n');
+    await expectDmlError(OnnxEmbedder.open(file, { device: 'cpu' }), 'E_MODEL', new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not a valid ONNX model: `));
   });
 
   it('reports a missing model file as E_NOT_FOUND', async () => {

@@ -41,7 +41,7 @@ describe('resolveModelSignature', () => {
     expect(s.preprocessing).to.include({ height: 224, width: 224, resizeShorter: 256 });
   });
 
-  const rejects = (fn: () => unknown, pattern: RegExp): void => {
+  const rejects = (fn: () => unknown, pattern: RegExp | string): void => {
     expect(fn).to.throw(DmlError, pattern);
   };
 
@@ -49,6 +49,9 @@ describe('resolveModelSignature', () => {
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8], 'uint8'), out(['n', 4]), undefined, {}), /m\.onnx: input "x" has type uint8; expected float32/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 784]), out(['n', 4]), undefined, {}), /expected rank 4/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4, 1, 1]), undefined, {}), /output "emb" has shape \[n, 4, 1, 1\]; expected \[N, D\]/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 5, 4]), undefined, {}), 'm.onnx: output "emb" has shape [n, 5, 4]; expected [N, D] embeddings');
+    // An undeclared rank (shape []) passes; OnnxEmbedder.open runs the model to find the real shape.
+    expect(resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out([]), undefined, {})).to.deep.include({ outputName: 'emb', outputDim: null });
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 5, 8, 7]), out(['n', 4]), undefined, {}), /cannot tell the layout/);
     rejects(() => resolveModelSignature('m.onnx', [...inp(['n', 3, 8, 8]), ...inp(['n', 3, 8, 8])], out(['n', 4]), undefined, {}), /exactly one image input/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { height: 9 }), /height 9 requested but input "x" takes 8/);

@@ -62,12 +62,13 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
       },
       { kind: 'success', query: { id: 'bag/3.png', label: 'bag' }, neighbours: [{ id: 'bag/1.png', label: 'bag', similarity: 0.8, correct: true }] },
     ],
+    warnings: [],
   };
 }
 
 describe('report', () => {
   const a = run('a.onnx', 0.5, [[2, 0.3], [20, 0.4]], { nmiPlus: 0.4 });
-  const b = run('b.onnx', 0.75, [[2, 0.35]]);
+  const b = { ...run('b.onnx', 0.75, [[2, 0.35]]), warnings: ['w1', 'w2'] };
 
   it('report.json: format tag, definitions, command; one run repeated at the top, several only side by side in runs', () => {
     const report = buildReport([a, b], ['dml', 'eval', 'a.onnx', 'b.onnx']);
@@ -83,6 +84,9 @@ describe('report', () => {
     expect(single.metrics).to.equal(a.metrics);
     expect(single.name).to.equal('a.onnx');
     expect(single.runs).to.deep.equal([a]);
+    // The top level gathers every run's warnings, each once.
+    expect(buildReport([{ ...a, warnings: ['w2'] }, b], []).warnings).to.deep.equal(['w2', 'w1']);
+    expect(report.warnings).to.deep.equal(['w1', 'w2']);
     expect(report.versions).to.have.keys(['dmlkit', 'node', 'onnxruntime-node', 'sharp', 'hnswlib-node']);
     // sharp does not export its package.json: its version is read from the file above its entry.
     for (const name of ['onnxruntime-node', 'sharp', 'hnswlib-node']) expect(report.versions[name], name).to.match(/^\d+\.\d+\.\d+/);

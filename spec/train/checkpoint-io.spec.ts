@@ -9,6 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 import { loadCheckpoint, saveCheckpoint } from '../../lib/train/checkpoint-io.js';
 import { buildModel } from '../../lib/train/models/build-model.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { sha256 } from '../../lib/util/hash.js';
 
 const SPEC = { kind: 'mlp' as const, inputDim: 6, hidden: [5], embeddingDim: 3 };
 
@@ -169,12 +170,17 @@ describe('train/checkpoint-io', () => {
     await expectDmlError(
       loadCheckpoint(target),
       'E_MODEL',
-      `Checkpoint ${target} is corrupt: weights.bin has 40 bytes and not the content checkpoint.json records (${good.length} bytes)`,
+      `Checkpoint ${target} is corrupt: weights.bin has 40 bytes but checkpoint.json records ${good.length} (truncated or replaced)`,
     );
+    // Same size, one bit flipped: the checksum tells, and the message says so (not "N bytes and not N bytes").
     const flipped = Buffer.from(good);
     flipped[3] = (flipped[3] as number) ^ 1;
     writeFileSync(weights, flipped);
-    await expectDmlError(loadCheckpoint(target), 'E_MODEL', /weights\.bin has \d+ bytes and not the content checkpoint\.json records/);
+    await expectDmlError(
+      loadCheckpoint(target),
+      'E_MODEL',
+      `Checkpoint ${target} is corrupt: weights.bin has the recorded size (${good.length} bytes) but its SHA-256 checksum ${sha256(flipped).slice(0, 12)}… differs from the ${sha256(good).slice(0, 12)}… that checkpoint.json records (its content was altered)`,
+    );
     writeFileSync(weights, good);
     rmSync(path.join(target, 'state.json'));
     await expectDmlError(loadCheckpoint(target), 'E_MODEL', new RegExp(`^Checkpoint ${target} is corrupt: cannot read state.json: ENOENT`));

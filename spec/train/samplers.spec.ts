@@ -129,6 +129,12 @@ describe('train/samplers', () => {
         'E_ARG',
         'Expected at most 2 when replacement is false (1 class(es) have fewer images than groupSize, e.g. label 0 with 2; set replacement: true, or minClassSize: 4 to leave them out) for sampler.groupSize but received 4',
       );
+      // With the label names (as the trainer passes them), the class is named, not its code.
+      expectDmlErrorSync(
+        () => createSampler({ kind: 'exact', groupSize: 4, batchSize: 8, replacement: false }, labels, 3, ['bag', 'coat', 'dress']),
+        'E_ARG',
+        'Expected at most 2 when replacement is false (1 class(es) have fewer images than groupSize, e.g. class "bag" with 2; set replacement: true, or minClassSize: 4 to leave them out) for sampler.groupSize but received 4',
+      );
       const sampler = createSampler({ kind: 'exact', groupSize: 4, batchSize: 8, replacement: false, minClassSize: 4 }, labels, 3);
       expect(sampler.describe()).to.deep.include({ classes: 2, excludedClasses: 1, excludedImages: 2, batchesPerEpoch: 1 });
       expect(flat(sampler.batchesOfEpoch(0)).some((i) => labels[i] === 0)).to.equal(false);
@@ -180,11 +186,25 @@ describe('train/samplers', () => {
       expectDmlErrorSync(() => createSampler(ok, labels, 0).batchesOfEpoch(1.5), 'E_ARG', 'Expected an integer in [0, 2^32) for epoch but received 1.5');
     });
 
+    it('warns (without printing) when a batch is larger than the images sampled, and not otherwise', () => {
+      const small = createSampler({ kind: 'filled', groupSize: 6, batchSize: 30 }, labelsOf([3, 3, 2, 2]), 0);
+      expect(small.warnings).to.deep.equal([
+        'sampler.batchSize 30 is larger than the 10 training images sampled: each batch repeats every image about 2.4 times; lower batchSize to at most 10 or train on more images',
+      ]);
+      expect(small.batchesOfEpoch(0)[0]).to.have.length(24); // one round: 4 classes x 6
+      expect(createSampler({ kind: 'filled', groupSize: 2, batchSize: 6 }, labelsOf([3, 3, 2, 2]), 0).warnings).to.deep.equal([]);
+    });
+
     it('needs two classes, and a batch when dropLast is set', () => {
       expectDmlErrorSync(
         () => createSampler({ kind: 'filled', groupSize: 2, batchSize: 4 }, labelsOf([5, 1]), 0),
         'E_EMPTY',
-        'The sampler needs at least 2 classes with at least 2 image(s) each, but the labels have 1 (of 2 classes)',
+        'The sampler needs at least 2 classes with at least 2 image(s) each, but the labels have 1 (of 2 classes); too small: label 1 with 1',
+      );
+      expectDmlErrorSync(
+        () => createSampler({ kind: 'filled', groupSize: 2, batchSize: 4 }, labelsOf([5, 1]), 0, ['bag', 'coat']),
+        'E_EMPTY',
+        'The sampler needs at least 2 classes with at least 2 image(s) each, but the labels have 1 (of 2 classes); too small: class "coat" with 1',
       );
       expectDmlErrorSync(
         () => createSampler({ kind: 'exact', groupSize: 2, batchSize: 8, dropLast: true }, labels, 0),

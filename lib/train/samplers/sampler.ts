@@ -108,20 +108,32 @@ export interface BatchSampler {
   batchesOfEpoch(epoch: number): Int32Array[];
   /** The sampler's kind and batch shape, for logs and reports. */
   describe(): SamplerDescription;
+  /**
+   * Warnings about the configuration, one line each, for the caller to print and record (the sampler
+   * prints nothing): a batch larger than the images sampled, whose batches then repeat images.
+   */
+  readonly warnings: readonly string[];
 }
 
 const KINDS: readonly SamplerKind[] = ['filled', 'sample', 'exact', 'pairing'];
 
 
+/** How an error names class `code`: its name in quotes when `labelNames` has one (`class "bag"`), else `label 0`. */
+function className(code: number, labelNames: readonly string[] | undefined): string {
+  const name = labelNames?.[code];
+  return name !== undefined ? `class ${JSON.stringify(name)}` : `label ${code}`;
+}
+
 /**
  * Creates the sampler `spec` describes over `labels` (one integer class label per training item),
- * seeded with `seed` (an integer in [0, 2^32)).
+ * seeded with `seed` (an integer in [0, 2^32)). `labelNames[code]` names the classes in errors (the
+ * label codes otherwise).
  *
  * Errors: E_ARG for a bad spec field or seed, or (`exact` without replacement) a class smaller than
  * n; E_EMPTY when fewer than two classes remain after `minClassSize`, or when `dropLast` leaves no
  * batch.
  */
-export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: number): BatchSampler {
+export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: number, labelNames?: readonly string[]): BatchSampler {
   if (typeof spec !== 'object' || spec === null) throw invalidParameterError('sampler', 'an object', spec);
   if (!KINDS.includes(spec.kind)) throw invalidParameterError('sampler.kind', `one of ${KINDS.map((k) => `'${k}'`).join(', ')}`, spec.kind);
   if (!(labels instanceof Int32Array) || labels.length === 0) throw invalidParameterError('labels', 'a non-empty Int32Array', labels);
@@ -138,9 +150,12 @@ export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: numbe
   const all = groupByClass(labels);
   const classes = all.filter((c) => c.items.length >= minClassSize);
   if (classes.length < 2) {
+    const small = all.filter((c) => c.items.length < minClassSize);
+    const shown = small.slice(0, 3).map((c) => `${className(c.label, labelNames)} with ${c.items.length}`);
+    const smallList = small.length === 0 ? '' : `; too small: ${shown.join(', ')}${small.length > shown.length ? ` and ${small.length - shown.length} more` : ''}`;
     throw new DmlError(
       'E_EMPTY',
-      `The sampler needs at least 2 classes with at least ${minClassSize} image(s) each, but the labels have ${classes.length} (of ${all.length} classes)`,
+      `The sampler needs at least 2 classes with at least ${minClassSize} image(s) each, but the labels have ${classes.length} (of ${all.length} classes)${smallList}`,
     );
   }
 
@@ -163,7 +178,7 @@ export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: numbe
           const count = classes.filter((c) => c.items.length < n).length;
           throw invalidParameterError(
             'sampler.groupSize',
-            `at most ${smallest.items.length} when replacement is false (${count} class(es) have fewer images than groupSize, e.g. label ${smallest.label} with ${smallest.items.length}; set replacement: true, or minClassSize: ${n} to leave them out)`,
+            `at most ${smallest.items.length} when replacement is false (${count} class(es) have fewer images than groupSize, e.g. ${className(smallest.label, labelNames)} with ${smallest.items.length}; set replacement: true, or minClassSize: ${n} to leave them out)`,
             n,
           );
         }
@@ -209,9 +224,16 @@ export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: numbe
     details: { ...plan.details, ...(spec.kind === 'exact' ? { replacement: spec.replacement ?? true } : {}) },
   };
 
+  const sampled = classes.reduce((sum, c) => sum + c.items.length, 0);
+  const warnings =
+    batchSize > sampled
+      ? [`sampler.batchSize ${batchSize} is larger than the ${sampled} training images sampled: each batch repeats every image about ${(Math.min(batchSize, epochLength) / sampled).toFixed(1)} times; lower batchSize to at most ${sampled} or train on more images`]
+      : [];
+
   return {
     imagesPerEpoch,
     batchesPerEpoch,
+    warnings,
     batchesOfEpoch(epoch: number): Int32Array[] {
       if (!Number.isInteger(epoch) || epoch < 0 || epoch > 0xffffffff) throw invalidParameterError('epoch', 'an integer in [0, 2^32)', epoch);
       const rng = epochRng(seed, epoch);

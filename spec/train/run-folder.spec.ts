@@ -1,0 +1,197 @@
+/**
+ * @file What `dml train` does to its run folder when things go wrong, in real processes: a refused or
+ * failed `--resume` leaves every byte as it was; a `kill -9` in the middle of an epoch is recovered by
+ * `--resume` to the weights and step losses of an uninterrupted run; a batch larger than the training
+ * set is a warning on stderr and in report.json.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
+import { parseTrainConfig } from '../../lib/train/config.js';
+import { train } from '../../lib/train/trainer.js';
+import { onCpuBackend } from '../helpers/tf-backend.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const DML = ['--import', 'tsx', 'scripts/dml.ts', 'train'];
+const env = { ...process.env, CI: '1' };
+
+/** A tiny run: an MLP on 28x28 Fashion-MNIST crops of five classes, on the cpu backend. */
+function tinyConfig(out: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    data: { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 28, width: 28, channels: 1 } },
+    model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4 },
+    loss: { name: 'ephn' },
+    sampler: { kind: 'filled', groupSize: 6, batchSize: 30 },
+    optimizer: { kind: 'adam', learningRate: 0.01, weightDecay: 0.01 },
+    epochs: 1,
+    backend: 'cpu',
+    out,
+    ...overrides,
+  };
+}
+
+/** Runs `dml train` to completion; returns its exit code and stderr. */
+function dmlTrain(config: string, ...extra: string[]): { code: number; stderr: string } {
+  const res = spawnSync(process.execPath, [...DML, '--config', config, ...extra], { cwd: root, env, encoding: 'utf8' });
+  return { code: res.status ?? -1, stderr: res.stderr };
+}
+
+/** Every file under `dir` (relative path -> SHA-256 of its bytes), folders included (as 'folder'). */
+function snapshot(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  const walk = (sub: string): void => {
+    for (const name of readdirSync(path.join(dir, sub)).sort()) {
+      const rel = path.join(sub, name);
+      if (statSync(path.join(dir, rel)).isDirectory()) {
+        files[rel] = 'folder';
+        walk(rel);
+      } else {
+        files[rel] = createHash('sha256').update(readFileSync(path.join(dir, rel))).digest('hex');
+      }
+    }
+  };
+  walk('');
+  return files;
+}
+
+function weights(out: string): Float32Array {
+  const bytes = readFileSync(path.join(out, 'checkpoints', 'last', 'weights.bin'));
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+}
+
+type LogEntry = { type: string; epoch: number; step?: number; loss: number | null };
+const logEntries = (out: string): LogEntry[] =>
+  readFileSync(path.join(out, 'log.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as LogEntry);
+
+describe('train: the run folder', function () {
+  this.timeout(120_000);
+  let dir: string;
+  before(() => (dir = mkdtempSync(path.join(os.tmpdir(), 'dml-run-folder-'))));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const writeConfig = (name: string, overrides: Record<string, unknown> = {}): { file: string; out: string } => {
+    const out = path.join(dir, name);
+    const file = path.join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify(tinyConfig(out, overrides)));
+    return { file, out };
+  };
+
+  describe('a refused or failed --resume leaves the folder byte-identical', () => {
+    onCpuBackend();
+    let run: { file: string; out: string };
+    let before: Record<string, string>;
+    beforeEach(function () {
+      if (run === undefined) {
+        run = writeConfig('refused', { epochs: 2 });
+        expect(dmlTrain(run.file).code).to.equal(0);
+      }
+      before = snapshot(run.out);
+      expect(Object.keys(before)).to.include.members(['config.json', 'log.jsonl', 'report.json', path.join('checkpoints', 'last', 'weights.bin')]);
+    });
+    afterEach(() => expect(snapshot(run.out)).to.deep.equal(before));
+
+    it('another configuration (--seed) is refused', () => {
+      const res = dmlTrain(run.file, '--resume', '--epochs', '3', '--seed', '7');
+      expect(res.code).to.equal(2);
+      expect(res.stderr).to.equal(`dml: Cannot resume from ${path.join(run.out, 'checkpoints', 'last')}: it was written by a different configuration\n`);
+    });
+
+    it('fewer epochs than the checkpoint has is refused (it used to rewrite config.json and report.json)', () => {
+      const res = dmlTrain(run.file, '--resume', '--epochs', '1');
+      expect(res.code).to.equal(2);
+      expect(res.stderr).to.equal(`dml: Cannot resume from ${path.join(run.out, 'checkpoints', 'last')}: it is at epoch 2, past the 1 epoch(s) asked for; give --epochs 2 or more\n`);
+    });
+
+    it('a resume that fails at its first step (here: the onBatch hook throws) writes nothing, not even config.json', async () => {
+      const config = parseTrainConfig(tinyConfig(run.out, { epochs: 3 }), 'test');
+      let error: unknown;
+      try {
+        await train(config, {
+          resume: true,
+          onBatch: () => {
+            throw new Error('stop at the first step');
+          },
+        });
+      } catch (err) {
+        error = err;
+      }
+      expect((error as Error).message).to.equal('stop at the first step');
+      expect(JSON.parse(readFileSync(path.join(run.out, 'config.json'), 'utf8')).epochs).to.equal(2);
+    });
+
+    it('a checkpoint whose weights.bin was altered fails naming the checksum, and nothing else changes', () => {
+      const file = path.join(run.out, 'checkpoints', 'last', 'weights.bin');
+      const good = readFileSync(file);
+      const bad = Buffer.from(good);
+      bad[10] = (bad[10] as number) ^ 0xff;
+      writeFileSync(file, bad);
+      before = snapshot(run.out);
+      try {
+        const res = dmlTrain(run.file, '--resume', '--epochs', '3');
+        expect(res.code).to.equal(1);
+        expect(res.stderr).to.match(
+          new RegExp(`^dml: Checkpoint .*last is corrupt: weights\\.bin has the recorded size \\(${good.length} bytes\\) but its SHA-256 checksum [0-9a-f]{12}… differs from the [0-9a-f]{12}… that checkpoint\\.json records \\(its content was altered\\)\\n$`),
+        );
+        expect(snapshot(run.out)).to.deep.equal(before);
+      } finally {
+        writeFileSync(file, good);
+        before = snapshot(run.out);
+      }
+    });
+  });
+
+  it('kill -9 in the middle of epoch 2, then --resume in a new process, ends where an uninterrupted run does', async () => {
+    // 6 rounds per epoch: 60 steps of about 15 ms, so the kill lands well inside epoch 2. Whenever it
+    // lands, the resume starts from the epoch-1 checkpoint, so the result does not depend on the timing.
+    const sampler = { kind: 'filled', groupSize: 6, batchSize: 30, repeat: 6 };
+    const killed = writeConfig('killed', { epochs: 2, sampler });
+    const whole = writeConfig('whole', { epochs: 2, sampler });
+    const log = path.join(killed.out, 'log.jsonl');
+    const child = spawn(process.execPath, [...DML, '--config', killed.file], { cwd: root, env, stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    // Kill once epoch 2 has taken 10 steps: the epoch-1 checkpoint exists, epoch 2 is under way.
+    for (;;) {
+      const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+      if (text.includes('"type":"step","epoch":2,"step":10,')) break;
+      if (child.exitCode !== null) throw new Error('the run ended before it could be killed');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    process.kill(child.pid as number, 'SIGKILL');
+    expect(await exited).to.equal('SIGKILL');
+    const interrupted = logEntries(killed.out);
+    expect(interrupted.some((e) => e.type === 'epoch' && e.epoch === 2), 'killed before epoch 2 ended').to.equal(false);
+    expect(JSON.parse(readFileSync(path.join(killed.out, 'checkpoints', 'last', 'state.json'), 'utf8')).epoch).to.equal(1);
+
+    const resumed = dmlTrain(killed.file, '--resume');
+    expect(resumed.code, resumed.stderr).to.equal(0);
+    expect(resumed.stderr).to.match(/^resuming after epoch 1\n/);
+    expect(dmlTrain(whole.file).code).to.equal(0);
+
+    const [a, b] = [weights(killed.out), weights(whole.out)];
+    expect(a.length).to.equal(b.length);
+    let worst = 0;
+    for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs((a[i] as number) - (b[i] as number)));
+    expect(worst).to.be.below(1e-5);
+    // The log holds each step once: the lines of the interrupted epoch were cut before the resume wrote its own.
+    const [la, lb] = [logEntries(killed.out), logEntries(whole.out)];
+    expect(la.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''}`)).to.deep.equal(lb.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''}`));
+    la.forEach((e, i) => expect(e.loss ?? 0, `line ${i + 1}`).to.be.closeTo(lb[i]?.loss ?? 0, 1e-6 * Math.abs(lb[i]?.loss ?? 0) + 1e-12));
+  });
+
+  it('a batch larger than the training images is a warning on stderr and in report.json', () => {
+    const run = writeConfig('big-batch', { data: { ...(tinyConfig('').data as object), maxTrainItems: 12 } });
+    const res = dmlTrain(run.file);
+    expect(res.code, res.stderr).to.equal(0);
+    const warning = 'sampler.batchSize 30 is larger than the 11 training images sampled: each batch repeats every image about 2.2 times; lower batchSize to at most 11 or train on more images';
+    expect(res.stderr.split('\n').filter((l) => l.startsWith('warning: '))).to.deep.equal([`warning: ${warning}`]);
+    const report = JSON.parse(readFileSync(path.join(run.out, 'report.json'), 'utf8')) as { warnings: string[] };
+    expect(report.warnings).to.deep.equal([warning]);
+  });
+});
