@@ -10,3 +10,4 @@ export type { HnswParams } from './search/hnsw.js';
 export { DEFAULT_SNAPSHOT_EVERY } from './index-store/layout.js';
 export { InferenceWorkerPool, type WorkerPoolOptions } from './serve/worker-pool.js';
 export { RequestMetrics, type RouteMetrics } from './serve/metrics.js';
+export { ServiceMetrics, type ServiceGauges } from './serve/prometheus.js';

@@ -5,14 +5,24 @@
  * `listen`) and by the tests (`app.inject`). Closing the app waits for requests in flight, stops the
  * workers and closes the index (a final snapshot, then the lock is released).
  *
- * Endpoints (described in full by `GET /openapi.json`, see openapi.ts):
+ * Endpoints (each with a fastify schema, schemas.ts; the OpenAPI document generated from them is at
+ * `GET /openapi.json` and Swagger UI at `GET /docs`, see docs.ts):
  * - `POST /search`: an image as multipart/form-data (one file; fields `k`, `label`) or as the raw body
  *   (`image/*` or `application/octet-stream`; `?k=&label=`) -> its nearest neighbours.
  * - `GET /search?id=`: the neighbours of an indexed item (the item itself left out).
  * - `POST /search/vector`: `{ "vector": [...], "k": 10, "label": "..." }` -> neighbours.
  * - `GET /items`, `POST /items` (image + `label`, optional `id`; persisted before the answer),
- *   `DELETE /items/:id`, `GET /items/:id/image` (PNG thumbnail).
- * - `GET /healthz`, `GET /metrics`, `GET /openapi.json`, and the page at `/`.
+ *   `DELETE /items/:id`, `GET /items/:id/image` (PNG thumbnail), `GET /labels` (labels and counts).
+ * - `GET /healthz`; `GET /metrics`, Prometheus text format (prometheus.ts); `GET /metrics.json`, the
+ *   JSON request metrics that `GET /metrics` served before Prometheus (latency quantiles over a
+ *   window, index and worker state; metrics.ts), kept at their own path for the clients that read them.
+ * - `GET /openapi.json`, `GET /docs` and the page at `/` (page.ts).
+ *
+ * Request parameters are checked in the handlers rather than by fastify's Ajv (the validator compiler
+ * accepts everything): the same `k`, `label` and `id` also come as multipart form fields, which a JSON
+ * schema cannot reach, and this way every invalid value of either origin gets the same message, naming
+ * the parameter, the range expected and the value received. The schemas state the same bounds.
+ * Responses are serialized with the response schemas.
  *
  * Every error is a JSON {@link ErrorBody}: bad input of any kind is a 4xx (see errors.ts), never a 500.
  */
@@ -28,8 +38,10 @@ import { errorBody, HttpError } from './errors.js';
 import { checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
 import { SearchIndexStore } from '../index-store/store.js';
 import { RequestMetrics } from './metrics.js';
-import { openApiDocument } from './openapi.js';
+import { registerApiDocs } from './docs.js';
 import { searchPage } from './page.js';
+import { ServiceMetrics } from './prometheus.js';
+import { routeSchemas } from './schemas.js';
 import { InferenceWorkerPool } from './worker-pool.js';
 import { DEFAULT_MAX_UPLOAD_BYTES } from './defaults.js';
 import { checkPositiveInteger } from '../util/check.js';
@@ -71,6 +83,9 @@ export interface SearchAppOptions {
 export const DEFAULT_K = 10;
 
 const THUMBNAIL_SIZES = { min: 16, max: 1024, default: 128 };
+
+/** Page size of `GET /items`: largest and default. */
+const ITEMS_PAGE = { max: 1000, default: 100 };
 
 /** An image read from a request, with the request's text fields (query string, then multipart fields). */
 interface ImageRequest {
@@ -173,7 +188,25 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   const chosen = pool.provider;
   if (chosen !== undefined) options.onProvider?.(chosen);
   const metrics = new RequestMetrics();
+  const prometheus = new ServiceMetrics({
+    items: () => store.count,
+    labels: () => store.labelCounts().length,
+    pending: () => pool.pending,
+    workers: () => pool.size,
+  });
+  const embed = (bytes: Uint8Array, name: string): Promise<Float32Array> => prometheus.timeEmbedding(() => pool.embed(bytes, name));
+  const schemas = routeSchemas({
+    dim: store.dim,
+    maxK,
+    defaultK: DEFAULT_K,
+    maxUploadBytes,
+    thumbnail: THUMBNAIL_SIZES,
+    maxLimit: ITEMS_PAGE.max,
+    defaultLimit: ITEMS_PAGE.default,
+  });
 
+  // The handlers check the request parameters (see the file comment); the schemas document them.
+  app.setValidatorCompiler(() => () => true);
   await app.register(multipart, { limits: { fileSize: maxUploadBytes, files: 1, fields: 3, parts: 4, fieldSize: 1024 } });
   app.removeContentTypeParser('text/plain');
   const rawBody = (_request: FastifyRequest, body: Buffer, done: (err: null, body: Buffer) => void): void => done(null, body);
@@ -189,17 +222,21 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     const body = errorBody(missing, { uploadLimitBytes: maxUploadBytes, contentType: request.headers['content-type'] });
     return reply.status(404).send(body);
   });
+  // Hooks before any plugin with routes (Swagger UI), so that its routes get them too.
   app.addHook('onRequest', async (request) => {
     checkHost(access, request.headers.host);
     if (request.method !== 'GET' && request.method !== 'HEAD' && request.url.startsWith('/items')) checkWrite(access, request.headers);
   });
   app.addHook('onResponse', async (request, reply) => {
-    metrics.record(`${request.method} ${request.routeOptions.url ?? '(no route)'}`, reply.statusCode, reply.elapsedTime);
+    const route = request.routeOptions.url;
+    metrics.record(`${request.method} ${route ?? '(no route)'}`, reply.statusCode, reply.elapsedTime);
+    prometheus.recordRequest(request.method, route, reply.statusCode, reply.elapsedTime);
   });
   app.addHook('onClose', async () => {
     await pool.close();
     await store.close();
   });
+  await registerApiDocs(app);
 
   const knownItem = (id: string): IndexedItem => {
     const item = store.get(id);
@@ -207,16 +244,16 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return item;
   };
 
-  app.post('/search', async (request) => {
+  app.post('/search', { schema: schemas.searchImage }, async (request) => {
     const started = performance.now();
     const { bytes, name, fields } = await readImageRequest(request);
     const k = parseIntParam('k', fields['k'], 1, maxK, DEFAULT_K);
     const label = optionalText('label', fields['label']);
-    const vector = await pool.embed(bytes, name);
+    const vector = await embed(bytes, name);
     return searchResult(store.search(vector, { k, label }), k, started);
   });
 
-  app.get('/search', async (request) => {
+  app.get('/search', { schema: schemas.searchById }, async (request) => {
     const started = performance.now();
     const query = request.query as Record<string, string | undefined>;
     const id = checkItemText('id', query['id']);
@@ -226,7 +263,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return searchResult(store.search(store.vector(id), { k, label, excludeId: id }), k, started);
   });
 
-  app.post('/search/vector', async (request) => {
+  app.post('/search/vector', { schema: schemas.searchVector }, async (request) => {
     const started = performance.now();
     const body = request.body as { vector?: unknown; k?: unknown; label?: unknown } | undefined;
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
@@ -241,10 +278,10 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return searchResult(store.search(vector, { k, label: optionalText('label', body.label) }), k, started);
   });
 
-  app.get('/items', async (request) => {
+  app.get('/items', { schema: schemas.listItems }, async (request) => {
     const query = request.query as Record<string, string | undefined>;
     const offset = parseIntParam('offset', query['offset'], 0, Number.MAX_SAFE_INTEGER, 0);
-    const limit = parseIntParam('limit', query['limit'], 1, 1000, 100);
+    const limit = parseIntParam('limit', query['limit'], 1, ITEMS_PAGE.max, ITEMS_PAGE.default);
     const { total, items } = store.list({ offset, limit, label: optionalText('label', query['label']) });
     return {
       total,
@@ -254,13 +291,18 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     };
   });
 
-  app.post('/items', async (request, reply) => {
+  app.get('/labels', { schema: schemas.listLabels }, async () => {
+    const labels = store.labelCounts();
+    return { total: labels.length, labels };
+  });
+
+  app.post('/items', { schema: schemas.addItem }, async (request, reply) => {
     const { bytes, name, fields } = await readImageRequest(request);
     const label = checkItemText('label', fields['label']);
     const id = optionalText('id', fields['id']) ?? randomUUID();
     const conflict = (): HttpError => new HttpError(409, 'E_ARG', `An item with id ${JSON.stringify(id)} is already in the index (expected a new id)`);
     if (store.get(id) !== undefined) throw conflict();
-    const vector = await pool.embed(bytes, name);
+    const vector = await embed(bytes, name);
     try {
       await store.add([{ id, label, vector, image: bytes }]);
     } catch (err) {
@@ -270,14 +312,14 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return reply.status(201).send({ id, label, image: imageUrl(id), count: store.count });
   });
 
-  app.delete('/items/:id', async (request) => {
+  app.delete('/items/:id', { schema: schemas.removeItem }, async (request) => {
     const { id } = request.params as { id: string };
     knownItem(id);
     await store.remove([id]);
     return { id, removed: true, count: store.count };
   });
 
-  app.get('/items/:id/image', async (request, reply) => {
+  app.get('/items/:id/image', { schema: schemas.itemImage }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const size = parseIntParam('size', (request.query as Record<string, string | undefined>)['size'], THUMBNAIL_SIZES.min, THUMBNAIL_SIZES.max, THUMBNAIL_SIZES.default);
     const raw = await decodeImageSource(store.resolveSource(knownItem(id)), { channels: 3, limitInputPixels: options.limitInputPixels });
@@ -285,17 +327,26 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return reply.type('image/png').header('cache-control', 'private, max-age=60').send(png);
   });
 
-  app.get('/healthz', async () => ({ status: 'ok', items: store.count, workers: pool.size, pending: pool.pending, generation: store.generation, provider: chosen?.provider ?? null }));
+  app.get('/healthz', { schema: schemas.healthz }, async () => ({
+    status: 'ok',
+    items: store.count,
+    workers: pool.size,
+    pending: pool.pending,
+    generation: store.generation,
+    provider: chosen?.provider ?? null,
+  }));
 
-  app.get('/metrics', async () => ({
+  app.get('/metrics', { schema: schemas.metrics }, async (_request, reply) => reply.type(prometheus.contentType).send(await prometheus.render()));
+
+  app.get('/metrics.json', { schema: schemas.metricsJson }, async () => ({
     ...metrics.snapshot(),
     index: { items: store.count, labels: store.labelCounts().length, dim: store.dim, generation: store.generation, journalLines: store.journalLines },
     inference: { workers: pool.size, pending: pool.pending, provider: chosen?.provider ?? null },
   }));
 
-  app.get('/openapi.json', async () => openApiDocument({ dim: store.dim, maxK, defaultK: DEFAULT_K, maxUploadBytes }));
+  app.get('/openapi.json', { schema: schemas.openapi }, async () => app.swagger());
 
-  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').send(searchPage({ maxK, defaultK: DEFAULT_K })));
+  app.get('/', { schema: schemas.page }, async (_request, reply) => reply.type('text/html; charset=utf-8').send(searchPage({ maxK, defaultK: DEFAULT_K })));
 
   return app;
 }

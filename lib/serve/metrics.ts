@@ -1,6 +1,7 @@
 /**
- * @file Request metrics of the search service: a count per route and status, and latency quantiles
- * over a sliding window of the most recent requests of each route.
+ * @file The JSON request metrics of the search service (`GET /metrics.json`; Prometheus scrapes
+ * `GET /metrics`, see prometheus.ts): a count per route and status, and latency quantiles over a
+ * sliding window of the most recent requests of each route.
  *
  * Quantiles are exact over the window (the latest {@link LATENCY_WINDOW} latencies of a route, kept in
  * a ring buffer and sorted when read, nearest-rank definition), so they follow the current load
@@ -55,7 +56,7 @@ class RouteRecorder {
   }
 }
 
-/** Request counts and latency quantiles per route (`"POST /search"`), for `GET /metrics`. */
+/** Request counts and latency quantiles per route (`"POST /search"`), for `GET /metrics.json`. */
 export class RequestMetrics {
   readonly #routes = new Map<string, RouteRecorder>();
   readonly #started = Date.now();

@@ -1,8 +1,14 @@
 /**
  * @file The search service's web page (`GET /`): one self-contained HTML document with inline CSS and
  * JavaScript and no external assets. Upload an image (or pick a gallery item) and see its neighbours
- * with scores and labels; optional label filter and k. Everything shown comes from the JSON API
- * (`/search`, `/items`, `/healthz`), and text from the index is inserted as text, never as HTML.
+ * with scores and labels; k and a label filter (the select lists `GET /labels`; changing either
+ * repeats the last query). Everything shown comes from the JSON API (`/search`, `/items`, `/labels`),
+ * and text from the index is inserted as text, never as HTML.
+ *
+ * A failed query (an upload that is not an image, say) shows the server's message in the `#error`
+ * alert and clears the query image, the neighbours and the heading, so nothing stale or broken stays
+ * on screen; the query image is shown only once the server has accepted the query. Only the answer to
+ * the latest query is shown, whatever order the answers arrive in.
  */
 
 /** Settings the page needs. */
@@ -35,11 +41,12 @@ export function searchPage(settings: PageSettings): string {
   .card img { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; }
   .card .label { font-weight: 600; overflow-wrap: anywhere; }
   .card .score, .card .id { font-size: 12px; color: #556; overflow-wrap: anywhere; }
-  #error { color: #a00; font-weight: 600; min-height: 1.4em; }
+  #error { color: #a00; background: #fdecec; border: 1px solid #e3a3a3; border-radius: 6px; padding: 6px 10px; font-weight: 600; margin-top: 8px; }
+  #error[hidden] { display: none; }
 </style>
 </head>
 <body>
-<header><h1>dmlkit image search</h1><span id="status">loading...</span><a href="/openapi.json">API</a><a href="/metrics">metrics</a></header>
+<header><h1>dmlkit image search</h1><span id="status">loading...</span><a href="/docs">API docs</a><a href="/metrics">metrics</a></header>
 <main>
   <section>
     <h2>Query</h2>
@@ -49,11 +56,11 @@ export function searchPage(settings: PageSettings): string {
       <label>label <select id="label"><option value="">any</option></select></label>
       <button id="search" type="submit">Search</button>
     </form>
-    <div id="error" role="alert"></div>
+    <div id="error" role="alert" hidden></div>
     <div id="query"></div>
   </section>
   <section>
-    <h2>Neighbours <span id="took"></span></h2>
+    <h2 id="results-heading">Neighbours<span id="query-name"></span> <span id="took"></span></h2>
     <div id="results" class="grid"></div>
   </section>
   <section>
@@ -66,6 +73,11 @@ export function searchPage(settings: PageSettings): string {
 "use strict";
 const $ = (id) => document.getElementById(id);
 let galleryOffset = 0;
+/** The query the results show (repeated when k or the label changes): { file } or { id, image }. */
+let lastQuery = null;
+/** Number of the latest query; answers to earlier ones are dropped. */
+let querySeq = 0;
+let queryImageUrl = null;
 
 function card(item, extra) {
   const div = document.createElement("div");
@@ -81,18 +93,29 @@ function card(item, extra) {
     line.textContent = text;
     div.append(line);
   }
-  div.addEventListener("click", () => searchById(item.id, item.image));
+  div.addEventListener("click", () => runQuery({ id: item.id, image: item.image }));
   return div;
 }
 
 function showError(message) {
   $("error").textContent = message;
+  $("error").hidden = message === "";
+}
+
+/** Empties the query image, the neighbours and the heading. */
+function clearQuery() {
+  $("query").replaceChildren();
+  if (queryImageUrl) URL.revokeObjectURL(queryImageUrl);
+  queryImageUrl = null;
+  $("results").replaceChildren();
+  $("query-name").textContent = "";
+  $("took").textContent = "";
 }
 
 async function call(url, init) {
   const response = await fetch(url, init);
   const body = await response.json().catch(() => ({ message: response.statusText }));
-  if (!response.ok) throw new Error(body.message || response.statusText);
+  if (!response.ok) throw new Error(body.message || response.status + " " + response.statusText);
   return body;
 }
 
@@ -102,40 +125,62 @@ function params() {
   return query;
 }
 
-function showResults(result) {
-  $("took").textContent = "(" + result.count + " in " + result.tookMs.toFixed(1) + " ms)";
+function showQuery(src, name, result) {
+  clearQuery();
+  const img = document.createElement("img");
+  img.src = src;
+  img.alt = "query: " + name;
+  $("query").replaceChildren(img);
+  $("query-name").textContent = " of " + name;
+  $("took").textContent = "(" + result.count + " in " + result.tookMs.toFixed(1) + " ms" + ($("label").value ? ", label " + $("label").value : "") + ")";
   $("results").replaceChildren(...result.neighbours.map((n) => card(n, true)));
 }
 
-function showQuery(src) {
-  const img = document.createElement("img");
-  img.src = src;
-  img.alt = "query";
-  $("query").replaceChildren(img);
-}
-
-async function searchUpload() {
-  const file = $("file").files[0];
-  if (!file) return showError("Choose an image first.");
+/** Searches with an uploaded file ({ file }) or an indexed item ({ id, image }) and shows the answer or the error. */
+async function runQuery(query) {
+  lastQuery = query;
+  const seq = ++querySeq;
   showError("");
-  showQuery(URL.createObjectURL(file));
-  const form = new FormData();
-  form.append("image", file);
   try {
-    showResults(await call("/search?" + params(), { method: "POST", body: form }));
+    let result;
+    if (query.file) {
+      const form = new FormData();
+      form.append("image", query.file);
+      result = await call("/search?" + params(), { method: "POST", body: form });
+    } else {
+      const search = params();
+      search.set("id", query.id);
+      result = await call("/search?" + search);
+    }
+    if (seq !== querySeq) return;
+    const src = query.file ? URL.createObjectURL(query.file) : query.image;
+    showQuery(src, query.file ? query.file.name : query.id, result);
+    if (query.file) queryImageUrl = src;
   } catch (err) {
-    $("results").replaceChildren();
+    if (seq !== querySeq) return;
+    clearQuery();
     showError(err.message);
   }
 }
 
-async function searchById(id, image) {
-  showError("");
-  showQuery(image);
-  const query = params();
-  query.set("id", id);
+function searchUpload() {
+  const file = $("file").files[0];
+  if (!file) {
+    clearQuery();
+    return showError("Choose an image first.");
+  }
+  runQuery({ file });
+}
+
+async function loadLabels() {
   try {
-    showResults(await call("/search?" + query));
+    const { labels } = await call("/labels");
+    for (const { label, count } of labels) {
+      const option = document.createElement("option");
+      option.value = label;
+      option.textContent = label + " (" + count + ")";
+      $("label").append(option);
+    }
   } catch (err) {
     showError(err.message);
   }
@@ -144,14 +189,6 @@ async function searchById(id, image) {
 async function loadGallery() {
   try {
     const page = await call("/items?limit=40&offset=" + galleryOffset);
-    if (galleryOffset === 0) {
-      for (const { label, count } of page.labels) {
-        const option = document.createElement("option");
-        option.value = label;
-        option.textContent = label + " (" + count + ")";
-        $("label").append(option);
-      }
-    }
     $("gallery").append(...page.items.map((item) => card(item, false)));
     galleryOffset += page.items.length;
     $("more").disabled = galleryOffset >= page.total;
@@ -161,12 +198,19 @@ async function loadGallery() {
   }
 }
 
+function repeatQuery() {
+  if (lastQuery) runQuery(lastQuery);
+}
+
 $("search-form").addEventListener("submit", (event) => {
   event.preventDefault();
   searchUpload();
 });
 $("file").addEventListener("change", searchUpload);
+$("label").addEventListener("change", repeatQuery);
+$("k").addEventListener("change", repeatQuery);
 $("more").addEventListener("click", loadGallery);
+loadLabels();
 loadGallery();
 </script>
 </body>

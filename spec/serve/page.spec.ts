@@ -40,7 +40,7 @@ describe('serve/page in headless Chromium', function () {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('uploads an image and shows the neighbour grid with labels and scores; a gallery click searches by item', async () => {
+  it('uploads an image and shows the neighbour grid with labels and scores, the query image and its name', async () => {
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
@@ -63,19 +63,77 @@ describe('serve/page in headless Chromium', function () {
     // (Page functions are strings: the specs are compiled without the DOM library.)
     await page.waitForFunction("[...document.querySelectorAll('#results img')].every((img) => img.complete && img.naturalWidth === 28)");
 
-    // Label filter, then a click on a gallery item: neighbours of that item, itself left out.
-    await page.selectOption('#label', 'coat');
-    await page.locator('#gallery .card', { hasText: 'ankle_boot/t10k-00000.png' }).click();
-    await page.waitForFunction("document.querySelector('#results .result .label')?.textContent === 'coat'");
-    expect(await page.locator('#results .result .label').allTextContents()).to.deep.equal(Array(5).fill('coat'));
+    // The query image and the heading name the query.
+    expect(await page.textContent('#results-heading')).to.match(/^Neighbours of t10k-00018\.png \(5 in [\d.]+ ms\)$/);
+    await page.waitForFunction("document.querySelector('#query img')?.complete && document.querySelector('#query img').naturalWidth === 28");
+    expect(await page.isVisible('#error')).to.equal(false);
+  });
 
-    // A file that is not an image: the API's message, and no results.
+  it('filters by label: the select lists GET /labels, and every neighbour then has the label (upload and gallery click)', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(url);
+    await page.waitForSelector('#label option[value="dress"]', { state: 'attached' });
+    const options = await page.$$eval('#label option', (els) => els.map((o) => [(o as unknown as { value: string }).value, o.textContent]));
+    expect(options).to.deep.equal([['', 'any'], ...['ankle_boot', 'bag', 'coat', 'dress'].map((l) => [l, `${l} (6)`])]);
+
+    // Picking a label repeats the last query with the filter.
+    await page.fill('#k', '4');
+    await page.setInputFiles('#file', path.join(fixture.images, 'bag', 't10k-00018.png'));
+    await page.waitForSelector('#results .result');
+    await page.selectOption('#label', 'coat');
+    await page.waitForFunction("document.querySelector('#took').textContent.includes('label coat')");
+    expect(await page.locator('#results .result .label').allTextContents()).to.deep.equal(Array(4).fill('coat'));
+    expect(await page.textContent('#query-name')).to.equal(' of t10k-00018.png');
+
+    // A click on a gallery item: its neighbours with that label, itself left out.
+    await page.locator('#gallery .card', { hasText: 'ankle_boot/t10k-00000.png' }).click();
+    await page.waitForFunction("document.querySelector('#query-name').textContent === ' of ankle_boot/t10k-00000.png'");
+    expect(await page.locator('#results .result .label').allTextContents()).to.deep.equal(Array(4).fill('coat'));
+    expect(await page.locator('#results .result .id').allTextContents()).not.to.include('ankle_boot/t10k-00000.png');
+    for (const label of ['dress', 'bag']) {
+      await page.selectOption('#label', label);
+      await page.waitForFunction(`document.querySelector('#took').textContent.includes('label ${label}')`);
+      const labels = await page.locator('#results .result .label').allTextContents();
+      expect(labels, label).to.have.length(4);
+      expect(labels.every((l) => l === label), `${labels.join(', ')} for ${label}`).to.equal(true);
+    }
+    // Back to any label: the ankle boot's own class again.
+    await page.selectOption('#label', '');
+    await page.waitForFunction("!document.querySelector('#took').textContent.includes('label')");
+    expect(await page.locator('#results .result .label').allTextContents()).to.include('ankle_boot');
+    expect(errors).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('after a bad upload shows the server message, no query image, no neighbours and a reset heading; a good upload recovers', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(url);
+    await page.waitForSelector('#gallery .card');
+    await page.setInputFiles('#file', path.join(fixture.images, 'bag', 't10k-00018.png'));
+    await page.waitForSelector('#results .result');
+
+    // A file that is not an image: the API's 422 message, and nothing left of the previous query.
     const bad = path.join(tmp, 'notes.png');
     writeFileSync(bad, 'not really a png');
     await page.setInputFiles('#file', bad);
-    await page.waitForFunction("document.querySelector('#error').textContent !== ''");
+    await page.waitForSelector('#error', { state: 'visible' });
     expect(await page.textContent('#error')).to.match(/^file "notes\.png": not an image in a supported format/);
+    expect(await page.locator('#query img').count()).to.equal(0);
     expect(await page.locator('#results .result').count()).to.equal(0);
+    expect(await page.textContent('#results-heading')).to.equal('Neighbours ');
+    // No broken image anywhere on the page (a broken one is complete with no natural width).
+    expect(await page.evaluate("[...document.images].filter((img) => img.complete && img.naturalWidth === 0).map((img) => img.src)")).to.deep.equal([]);
+
+    // A good upload clears the error.
+    await page.setInputFiles('#file', path.join(fixture.images, 'dress', 't10k-00013.png'));
+    await page.waitForSelector('#error', { state: 'hidden' });
+    await page.waitForSelector('#results .result');
+    expect(await page.textContent('#query-name')).to.equal(' of t10k-00013.png');
+    expect(await page.locator('#results .result .id').first().textContent()).to.equal('dress/t10k-00013.png');
     expect(errors).to.deep.equal([]);
     await page.close();
   });
