@@ -218,7 +218,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return reply.status(body.statusCode).send(body);
   });
   app.setNotFoundHandler((request, reply) => {
-    const missing = new HttpError(404, 'E_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]} (see GET /openapi.json)`);
+    const missing = new HttpError(404, 'E_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]} (see GET /docs, or GET /openapi.json)`);
     const body = errorBody(missing, { uploadLimitBytes: maxUploadBytes, contentType: request.headers['content-type'] });
     return reply.status(404).send(body);
   });

@@ -363,8 +363,8 @@ describe('serve/createSearchApp', function () {
       expectError(await post('/items', image, 'image/png'), 400, 'E_ARG', 'Expected a non-empty string of at most 512 characters without control characters for label but received undefined');
       expectError(await post('/items', form({ label: 'x', id: QUERY_ID }, { bytes: image })), 409, 'E_ARG', `An item with id "${QUERY_ID}" is already in the index (expected a new id)`);
       expectError(await app.inject({ method: 'DELETE', url: '/items/nope' }), 404, 'E_NOT_FOUND', 'No item with id "nope" in the index');
-      expectError(await app.inject({ url: '/nothing/here?x=1' }), 404, 'E_NOT_FOUND', 'No route GET /nothing/here (see GET /openapi.json)');
-      expectError(await app.inject({ method: 'PUT', url: '/items/x' }), 404, 'E_NOT_FOUND', 'No route PUT /items/x (see GET /openapi.json)');
+      expectError(await app.inject({ url: '/nothing/here?x=1' }), 404, 'E_NOT_FOUND', 'No route GET /nothing/here (see GET /docs, or GET /openapi.json)');
+      expectError(await app.inject({ method: 'PUT', url: '/items/x' }), 404, 'E_NOT_FOUND', 'No route PUT /items/x (see GET /docs, or GET /openapi.json)');
     });
 
     it('is still healthy afterwards, and no request got a 5xx', async () => {
