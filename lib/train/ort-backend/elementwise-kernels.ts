@@ -19,10 +19,17 @@ type KernelArgs = Parameters<tf.KernelFunc>[0];
 
 /**
  * How `b` (shape `bShape`) broadcasts against `a` to the output: `same`, `scalar`, `row` (b repeats
- * every `inner` elements: trailing dims equal, leading dims 1) or `column` (each b element repeats
- * `inner` times: leading dims equal, trailing dims 1); null for anything else.
+ * every `inner` elements: trailing dims equal, leading dims 1), `column` (each b element repeats
+ * `inner` times: leading dims equal, trailing dims 1) or `middle` (leading and trailing dims equal,
+ * dims 1 between them, as a [n, 1, 1, c] operand against [n, h, w, c]: b's block of `inner` elements
+ * at the same leading index repeats `repeat` times); null for anything else.
  */
-export type BroadcastPattern = { kind: 'same' } | { kind: 'scalar' } | { kind: 'row'; inner: number } | { kind: 'column'; inner: number };
+export type BroadcastPattern =
+  | { kind: 'same' }
+  | { kind: 'scalar' }
+  | { kind: 'row'; inner: number }
+  | { kind: 'column'; inner: number }
+  | { kind: 'middle'; repeat: number; inner: number };
 
 /** The pattern of `small` broadcast against `big` (`big` has the output shape), or null. */
 export function broadcastPattern(big: readonly number[], small: readonly number[]): BroadcastPattern | null {
@@ -30,23 +37,41 @@ export function broadcastPattern(big: readonly number[], small: readonly number[
   if (size(small) === 1) return { kind: 'scalar' };
   if (small.length > big.length) return null;
   const padded = [...Array<number>(big.length - small.length).fill(1), ...small];
+  if (padded.some((d, i) => d !== big[i] && d !== 1)) return null;
   if (padded.every((d, i) => d === big[i])) return { kind: 'same' };
-  // row: a prefix of ones, then dims equal to big's
-  const firstNonOne = padded.findIndex((d) => d !== 1);
-  if (firstNonOne >= 0 && padded.slice(firstNonOne).every((d, i) => d === big[firstNonOne + i])) {
-    return { kind: 'row', inner: size(big.slice(firstNonOne)) };
-  }
-  // column: dims equal to big's, then a suffix of ones
-  let lastNonOne = padded.length - 1;
-  while (lastNonOne >= 0 && padded[lastNonOne] === 1) lastNonOne--;
-  if (lastNonOne >= 0 && padded.slice(0, lastNonOne + 1).every((d, i) => d === big[i])) {
-    return { kind: 'column', inner: size(big.slice(lastNonOne + 1)) };
-  }
-  return null;
+  // Each axis where big's size is not 1 is either equal ('e') or broadcast ('1'); axes of size 1 in
+  // both are neither. The layout must read e* 1+ e*.
+  const kinds = big.map((d, i) => (d === 1 ? '' : padded[i] === d ? 'e' : '1')).join('');
+  const match = /^(e*)(1+)(e*)$/.exec(kinds);
+  if (!match) return null;
+  const firstOne = padded.findIndex((d, i) => d === 1 && big[i] !== 1);
+  let lastOne = padded.length - 1;
+  while (!(padded[lastOne] === 1 && big[lastOne] !== 1)) lastOne--;
+  const inner = size(big.slice(lastOne + 1));
+  const repeat = size(big.slice(firstOne, lastOne + 1));
+  if ((match[1] as string).length === 0) return { kind: 'row', inner };
+  if ((match[3] as string).length === 0) return { kind: 'column', inner: repeat };
+  return { kind: 'middle', repeat, inner };
 }
 
+/** The patterns the loops handle directly; `middle` runs the `row` loop once per leading index. */
+type LoopPattern = Exclude<BroadcastPattern, { kind: 'middle' }>;
+
 /** out[i] = op(a[i], b[j(i)]) for one broadcast pattern; `swap` evaluates op(b, a) instead. */
-type Loop = (a: Float32Array, b: Float32Array, out: Float32Array, pattern: BroadcastPattern, swap: boolean) => void;
+type Loop = (a: Float32Array, b: Float32Array, out: Float32Array, pattern: LoopPattern, swap: boolean) => void;
+
+/** Runs `loop` for any pattern, splitting a `middle` pattern into one `row` pass per leading index. */
+function runLoop(loop: Loop, a: Float32Array, b: Float32Array, out: Float32Array, pattern: BroadcastPattern, swap: boolean): void {
+  if (pattern.kind !== 'middle') {
+    loop(a, b, out, pattern, swap);
+    return;
+  }
+  const chunk = pattern.repeat * pattern.inner;
+  const row: LoopPattern = { kind: 'row', inner: pattern.inner };
+  for (let o = 0, start = 0; start < out.length; o++, start += chunk) {
+    loop(a.subarray(start, start + chunk), b.subarray(o * pattern.inner, (o + 1) * pattern.inner), out.subarray(start, start + chunk), row, swap);
+  }
+}
 
 /** One loop per operator, each its own function literal so that it is optimised with its arithmetic inlined. */
 const LOOPS: Readonly<Record<string, Loop>> = {
@@ -159,8 +184,8 @@ function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
         const aValues = backend.data.get(a.dataId).values as Float32Array;
         const bValues = backend.data.get(b.dataId).values as Float32Array;
         const out = new Float32Array(tf.util.sizeFromShape(outShape));
-        if (aIsOut) loop(aValues, bValues, out, pattern, false);
-        else loop(bValues, aValues, out, pattern, true);
+        if (aIsOut) runLoop(loop, aValues, bValues, out, pattern, false);
+        else runLoop(loop, bValues, aValues, out, pattern, true);
         return backend.makeTensorInfo(outShape, 'float32', out);
       }
     }
@@ -168,28 +193,50 @@ function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
   };
 }
 
-/** Unary loops with tfjs's cpu semantics: Relu is Math.max(0, x); Step is NaN for NaN, 1 above 0, else alpha. */
-const UNARY_LOOPS: Readonly<Record<string, (x: Float32Array, out: Float32Array, attrs: tf.NamedAttrMap) => void>> = {
+/** The float32 bit pattern of `v` as an int32. */
+function float32Bits(v: number): number {
+  return new Int32Array(Float32Array.of(v).buffer)[0] as number;
+}
+
+const ONE_BITS = float32Bits(1);
+const NAN_BITS = float32Bits(Number.NaN);
+
+/**
+ * Unary loops with tfjs's cpu semantics: Relu is Math.max(0, x); Step is NaN for NaN, 1 above 0,
+ * else alpha. Both work on the float32 bit patterns with integer masks instead of comparisons, since
+ * a comparison of activations (half of them negative, in no order) compiles to a branch that the CPU
+ * mispredicts about half the time: 22 ms against 4 ms over 3.2 million values.
+ * - Relu: x stays unless it is negative and not NaN (sign bit set, magnitude bits at most
+ *   0x7f800000), when it becomes +0; -0 becomes +0 as Math.max(0, -0) does.
+ * - Step: `gt` (x > 0: int32 bits > 0, which +Infinity is and -0 is not) picks 1 over alpha, then
+ *   `nan` (magnitude bits above 0x7f800000) picks NaN over both.
+ */
+const UNARY_LOOPS: Readonly<Record<string, (x: Int32Array, out: Int32Array, attrs: tf.NamedAttrMap) => void>> = {
   Relu: (x, out) => {
-    for (let i = 0; i < x.length; i++) out[i] = Math.max(0, x[i] as number);
+    for (let i = 0; i < x.length; i++) {
+      const b = x[i] as number;
+      out[i] = b & ~((b >> 31) & (((b & 0x7fffffff) - 0x7f800001) >> 31));
+    }
   },
   Step: (x, out, attrs) => {
-    const alpha = attrs['alpha'] as number;
+    const alpha = float32Bits(attrs['alpha'] as number);
     for (let i = 0; i < x.length; i++) {
-      const v = x[i] as number;
-      out[i] = v !== v ? Number.NaN : v > 0 ? 1 : alpha;
+      const b = x[i] as number;
+      const gt = ~(b >> 31) & ((0 - b) >> 31);
+      const nan = ~(((b & 0x7fffffff) - 0x7f800001) >> 31);
+      out[i] = (nan & NAN_BITS) | (~nan & ((gt & ONE_BITS) | (~gt & alpha)));
     }
   },
 };
 
-function unaryKernel(name: string, loop: (x: Float32Array, out: Float32Array, attrs: tf.NamedAttrMap) => void): tf.KernelFunc {
+function unaryKernel(name: string, loop: (x: Int32Array, out: Int32Array, attrs: tf.NamedAttrMap) => void): tf.KernelFunc {
   return (args: KernelArgs) => {
     const backend = args.backend as MathBackendCPU;
     const { x } = args.inputs as { x: tf.TensorInfo };
     if (x.dtype !== 'float32') return cpuKernel(name, args);
     const values = backend.data.get(x.dataId).values as Float32Array;
     const out = new Float32Array(values.length);
-    loop(values, out, args.attrs ?? {});
+    loop(new Int32Array(values.buffer, values.byteOffset, values.length), new Int32Array(out.buffer), args.attrs ?? {});
     return backend.makeTensorInfo([...x.shape], 'float32', out);
   };
 }

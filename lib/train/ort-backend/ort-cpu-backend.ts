@@ -1,20 +1,21 @@
 /**
  * @file The `ort-cpu` TensorFlow.js backend: tfjs's pure-JavaScript `cpu` backend with its heavy
  * kernels (matrix products, convolutions and their gradients) run by onnxruntime's multithreaded CPU
- * kernels, and its hot element-wise, reduction and max-pooling kernels replaced by tight typed-array
+ * kernels, and its hot element-wise, reduction, max-pooling and batch-normalisation kernels replaced by tight typed-array
  * loops that compute exactly what the cpu kernels compute. tfjs's autodiff,
  * layers and optimisers work unchanged, since gradients are registered per kernel name, not per
  * backend.
  *
  * The backend object is a `MathBackendCPU` (tensor storage in JavaScript typed arrays) that also holds
  * the {@link OrtSyncRuntime}; every kernel of the `cpu` backend is registered for `ort-cpu` too, and
- * those of {@link HEAVY_KERNELS}, {@link ELEMENTWISE_KERNELS}, {@link REDUCTION_KERNELS} and
- * {@link POOL_KERNELS} are replaced. Results equal the `cpu`
+ * those of {@link HEAVY_KERNELS}, {@link ELEMENTWISE_KERNELS}, {@link REDUCTION_KERNELS},
+ * {@link POOL_KERNELS} and {@link BATCH_NORM_KERNELS} are replaced. Results equal the `cpu`
  * backend's up to float32 summation order (the trainer's parity spec checks 20 training steps).
  */
 import os from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { BATCH_NORM_KERNELS } from './batch-norm-kernels.js';
 import { ELEMENTWISE_KERNELS } from './elementwise-kernels.js';
 import { HEAVY_KERNELS, type OrtKernelBackend } from './heavy-kernels.js';
 import { POOL_KERNELS } from './pool-kernels.js';
@@ -75,7 +76,7 @@ export function registerOrtCpuBackend(options: OrtCpuBackendOptions = {}): void 
   registeredRuntime = runtime;
   // Priority 0: never chosen as tfjs's default; the picker sets it explicitly.
   tf.registerBackend(ORT_CPU_BACKEND_NAME, () => new OrtCpuBackend(runtime), 0);
-  const replaced: Record<string, tf.KernelFunc> = { ...ELEMENTWISE_KERNELS, ...REDUCTION_KERNELS, ...POOL_KERNELS, ...HEAVY_KERNELS };
+  const replaced: Record<string, tf.KernelFunc> = { ...ELEMENTWISE_KERNELS, ...REDUCTION_KERNELS, ...POOL_KERNELS, ...BATCH_NORM_KERNELS, ...HEAVY_KERNELS };
   for (const kernel of tf.getKernelsForBackend('cpu')) {
     const kernelFunc = replaced[kernel.kernelName] ?? kernel.kernelFunc;
     tf.registerKernel({ ...kernel, backendName: ORT_CPU_BACKEND_NAME, kernelFunc });

@@ -66,22 +66,39 @@ function poolInfo(x: tf.TensorInfo, attrs: PoolAttrs): tf.backend_util.Conv2DInf
   return tf.backend_util.computePool2DInfo(x.shape as [number, number, number, number], attrs.filterSize, attrs.strides, 1, attrs.pad, attrs.dimRoundingMode);
 }
 
+/**
+ * The argmax positions of each MaxPool output, by the output's data id (tensor data is immutable):
+ * MaxPoolGrad receives the forward output and reuses them instead of searching every window again.
+ * An entry dies with its output's data id.
+ */
+const positionsByOutput = new WeakMap<object, { input: object; geometry: string; positions: Int32Array }>();
+
+function geometryKey(info: tf.backend_util.Conv2DInfo): string {
+  return [info.inShape, info.outShape, info.strideHeight, info.strideWidth, info.effectiveFilterHeight, info.effectiveFilterWidth, info.padInfo.top, info.padInfo.left].join('|');
+}
+
 function maxPool(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const backend = args.backend as MathBackendCPU;
   const { x } = args.inputs as { x: tf.TensorInfo };
   if (x.dtype !== 'float32' || x.shape.length !== 4) return cpuKernel('MaxPool', args);
   const info = poolInfo(x, args.attrs as unknown as PoolAttrs);
   const out = new Float32Array(tf.util.sizeFromShape(info.outShape));
-  argmaxPositions(backend.data.get(x.dataId).values as Float32Array, info, out);
-  return backend.makeTensorInfo(info.outShape, 'float32', out);
+  const positions = argmaxPositions(backend.data.get(x.dataId).values as Float32Array, info, out);
+  const result = backend.makeTensorInfo(info.outShape, 'float32', out);
+  positionsByOutput.set(result.dataId, { input: x.dataId, geometry: geometryKey(info), positions });
+  return result;
 }
 
 function maxPoolGrad(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const backend = args.backend as MathBackendCPU;
-  const { dy, input } = args.inputs as { dy: tf.TensorInfo; input: tf.TensorInfo };
+  const { dy, input, output } = args.inputs as { dy: tf.TensorInfo; input: tf.TensorInfo; output?: tf.TensorInfo };
   if (input.dtype !== 'float32' || dy.dtype !== 'float32' || input.shape.length !== 4) return cpuKernel('MaxPoolGrad', args);
   const info = poolInfo(input, args.attrs as unknown as PoolAttrs);
-  const positions = argmaxPositions(backend.data.get(input.dataId).values as Float32Array, info, null);
+  const cached = output ? positionsByOutput.get(output.dataId) : undefined;
+  const positions =
+    cached && cached.input === input.dataId && cached.geometry === geometryKey(info)
+      ? cached.positions
+      : argmaxPositions(backend.data.get(input.dataId).values as Float32Array, info, null);
   const dyValues = backend.data.get(dy.dataId).values as Float32Array;
   const sums = new Float64Array(tf.util.sizeFromShape(input.shape));
   for (let o = 0; o < positions.length; o++) {

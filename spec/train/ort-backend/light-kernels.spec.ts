@@ -5,11 +5,12 @@ import { Rng } from '../../../lib/util/rng.js';
 import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
 /**
- * The ort-cpu backend's JavaScript fast paths (element-wise, Sum, max pooling) must compute exactly
+ * The ort-cpu backend's JavaScript fast paths (element-wise, Sum, Mean, Tile, FusedBatchNorm, max
+ * pooling) must compute exactly
  * what tfjs's cpu kernels compute: every case here is compared bit for bit (difference 0), gradients
  * included, with NaN, ties and padding in the inputs.
  */
-describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical to tfjs cpu)', function () {
+describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bit-identical to tfjs cpu)', function () {
   this.timeout(60_000);
   useOrtCpuBackend();
 
@@ -22,6 +23,12 @@ describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical 
     expect(broadcastPattern([4, 5], [4, 1])).to.deep.equal({ kind: 'column', inner: 5 });
     expect(broadcastPattern([3, 4, 5], [3, 1, 1])).to.deep.equal({ kind: 'column', inner: 20 });
     expect(broadcastPattern([3, 4, 5], [1, 4, 1])).to.equal(null);
+    expect(broadcastPattern([2, 3, 4, 5], [2, 1, 1, 5])).to.deep.equal({ kind: 'middle', repeat: 12, inner: 5 });
+    expect(broadcastPattern([2, 3, 4, 5], [2, 3, 1, 5])).to.deep.equal({ kind: 'middle', repeat: 4, inner: 5 });
+    expect(broadcastPattern([2, 1, 4, 5], [2, 1, 1, 5])).to.deep.equal({ kind: 'middle', repeat: 4, inner: 5 });
+    expect(broadcastPattern([1, 4, 5], [1, 5])).to.deep.equal({ kind: 'row', inner: 5 });
+    expect(broadcastPattern([2, 3, 4, 5], [2, 1, 4, 1])).to.equal(null);
+    expect(broadcastPattern([3, 4], [2, 3, 4])).to.equal(null);
   });
 
   const shapes: Array<[string, number[], number[]]> = [
@@ -32,6 +39,8 @@ describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical 
     ['row left', [7], [6, 7]],
     ['column right', [6, 7], [6, 1]],
     ['column left', [6, 1], [6, 7]],
+    ['middle right ([n, 1, 1, c], a global-average-pooling gradient)', [3, 4, 5, 6], [3, 1, 1, 6]],
+    ['middle left', [3, 1, 1, 6], [3, 4, 5, 6]],
     ['general broadcast (cpu fallback)', [3, 1, 5], [1, 4, 1]],
   ];
   for (const [name, aShape, bShape] of shapes) {
@@ -50,10 +59,19 @@ describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical 
     });
   }
 
-  it('relu and its gradient (Step), with NaN, -0 and exact zeros', async () => {
-    const x = tf.tensor([Number.NaN, -0, 0, -1.5, 2.25, 1e-30, -1e-30, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]);
-    const { maxRel } = await compareBackends(() => [tf.relu(x), tf.step(x, 0.3), tf.grad((t: tf.Tensor) => tf.sum(tf.relu(t)))(x)]);
+  it('relu and its gradient (Step), with NaN of both signs, -0, exact zeros, subnormals and infinities', async () => {
+    const special = new Float32Array([Number.NaN, -0, 0, -1.5, 2.25, 1e-30, -1e-30, 1e-45, -1e-45, 3.4e38, -3.4e38, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0]);
+    new Int32Array(special.buffer)[13] = 0xffc00000 | 0; // a negative NaN (sign bit set)
+    const x = tf.tensor(special);
+    const mixed = random(new Rng(8), [64, 33]);
+    const { maxRel } = await compareBackends(() => [
+      ...[x, mixed].flatMap((t) => [tf.relu(t), tf.step(t), tf.step(t, 0.3), tf.step(t, -2), tf.grad((u: tf.Tensor) => tf.sum(tf.relu(u)))(t)]),
+    ]);
     expect(maxRel).to.equal(0);
+    // The bit patterns too: +0 (never -0) for negative inputs and -0, as Math.max(0, x) gives.
+    await tf.setBackend('ort-cpu');
+    const relu = tf.relu(x).dataSync();
+    expect(Array.from(relu).map((v) => (Object.is(v, -0) ? '-0' : String(v)))).to.deep.equal(['NaN', '0', '0', '0', '2.25', String(Math.fround(1e-30)), '0', String(Math.fround(1e-45)), '0', String(Math.fround(3.4e38)), '0', 'Infinity', '0', 'NaN']);
   });
 
   for (const [name, shape, axes, keepDims] of [
@@ -61,14 +79,83 @@ describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical 
     ['leading axis, keepDims', [7, 9], [0], true],
     ['trailing axes', [4, 5, 6], [1, 2], false],
     ['all axes', [4, 5], [0, 1], true],
-    ['a middle axis (cpu fallback)', [4, 5, 6], [1], false],
+    ['a middle axis', [4, 5, 6], [1], false],
+    ['the middle axes of NHWC (global average pooling)', [3, 5, 6, 4], [1, 2], false],
+    ['the middle axes, keepDims', [3, 5, 6, 4], [1, 2], true],
+    ['negative axes', [3, 5, 6, 4], [-3, -2], false],
+    ['axes out of order (cpu fallback: the cpu kernel sums in the given order)', [3, 5, 6, 4], [2, 1], false],
+    ['non-contiguous axes (cpu fallback)', [3, 5, 6, 4], [0, 2], false],
   ] as Array<[string, number[], number[], boolean]>) {
-    it(`sum over ${name}`, async () => {
+    it(`sum and mean over ${name}, with gradients`, async () => {
       const x = random(new Rng(4), shape);
-      const { maxRel } = await compareBackends(() => [tf.sum(x, axes, keepDims)]);
+      const { maxRel } = await compareBackends(() => [
+        tf.sum(x, axes, keepDims),
+        tf.mean(x, axes, keepDims),
+        tf.grad((t: tf.Tensor) => tf.sum(tf.square(tf.mean(t, axes, keepDims))))(x),
+        tf.grad((t: tf.Tensor) => tf.sum(tf.square(tf.sum(t, axes, keepDims))))(x),
+      ]);
       expect(maxRel).to.equal(0);
     });
   }
+
+  it('mean of values that round differently divided first (fround(x / n) summed, as the cpu Mean does)', async () => {
+    // 3 does not divide these exactly, so summing then dividing would differ in the last bit somewhere.
+    const x = tf.tensor(Float32Array.from({ length: 2 * 3 * 7 }, (_, i) => 1 / (i + 1) + i * 1e3), [2, 3, 7]);
+    const { maxRel } = await compareBackends(() => [tf.mean(x, [1]), tf.mean(x, [0, 1]), tf.mean(x, [2]), tf.mean(x)]);
+    expect(maxRel).to.equal(0);
+  });
+
+  for (const [name, shape, reps] of [
+    ['per-channel values over N, H, W (the batch-norm gradient)', [1, 1, 1, 6], [3, 4, 5, 1]],
+    ['every axis, rank 3', [2, 3, 2], [2, 3, 4]],
+    ['a single element block', [4, 1], [1, 7]],
+    ['nothing (all reps 1)', [2, 3], [1, 1]],
+    ['rank 1', [5], [3]],
+  ] as Array<[string, number[], number[]]>) {
+    it(`tile: ${name}, with its gradient`, async () => {
+      const x = random(new Rng(9), shape);
+      const { maxRel } = await compareBackends(() => [tf.tile(x, reps), tf.grad((t: tf.Tensor) => tf.sum(tf.square(tf.tile(t, reps))))(x)]);
+      expect(maxRel).to.equal(0);
+    });
+  }
+
+  // tfjs's FusedBatchNorm gradient handles rank-1 parameters only, and needs scale and offset given.
+  for (const [name, xShape, paramShape, withScaleAndOffset, epsilon, gradients] of [
+    ['NHWC with per-channel scale and offset', [3, 5, 4, 6], [6], true, 1e-3, true],
+    ['2-D input (a Dense layer)', [8, 7], [7], true, 0.01, true],
+    ['rank-4 parameters [1, 1, 1, c]', [2, 4, 4, 5], [1, 1, 1, 5], true, 1e-5, false],
+    ['no scale, no offset', [3, 5, 4, 6], [6], false, 1e-3, false],
+    ['scalar-sized parameters', [3, 4, 5], [1], true, 1e-3, false],
+    ['parameters of neither size (cpu fallback)', [3, 4, 5], [4, 5], true, 1e-3, false],
+  ] as Array<[string, number[], number[], boolean, number, boolean]>) {
+    it(`batchNorm (FusedBatchNorm): ${name}${gradients ? ', with its gradients' : ''}`, async () => {
+      const rng = new Rng(10);
+      const x = random(rng, xShape);
+      const mean = random(rng, paramShape);
+      const variance = tf.add(tf.abs(random(rng, paramShape)), 0.1);
+      const scale = random(rng, paramShape);
+      const offset = random(rng, paramShape);
+      const bn = (t: tf.Tensor, m: tf.Tensor, v: tf.Tensor, s: tf.Tensor, o: tf.Tensor): tf.Tensor =>
+        tf.batchNorm(t, m, v, withScaleAndOffset ? o : undefined, withScaleAndOffset ? s : undefined, epsilon);
+      const { maxRel } = await compareBackends(() => [
+        bn(x, mean, variance, scale, offset),
+        ...(gradients ? tf.grads((t: tf.Tensor, m: tf.Tensor, v: tf.Tensor, s: tf.Tensor, o: tf.Tensor) => tf.sum(tf.square(bn(t, m, v, s, o))))([x, mean, variance, scale, offset]) : []),
+      ]);
+      expect(maxRel).to.equal(0);
+    });
+  }
+
+  it('a BatchNormalization layer in training mode (moments, FusedBatchNorm and every gradient piece)', async () => {
+    const x = random(new Rng(11), [4, 6, 5, 3]);
+    const layer = tf.layers.batchNormalization({ name: 'bn_parity' });
+    layer.build([null, 6, 5, 3]);
+    const { maxRel } = await compareBackends(() => {
+      const weights = layer.trainableWeights.map((w) => w.read() as tf.Variable);
+      const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(tf.mul(layer.apply(x, { training: true }) as tf.Tensor, tf.range(0, 3)))) as tf.Scalar, weights);
+      return [value, ...weights.map((w) => grads[w.name] as tf.Tensor)];
+    });
+    expect(maxRel).to.equal(0);
+  });
 
   for (const [name, shape, size, strides, pad] of [
     ['2x2 stride 2', [2, 8, 8, 3], 2, 2, 'valid'],
@@ -88,4 +175,17 @@ describe('ort-cpu element-wise, reduction and pooling fast paths (bit-identical 
       expect(maxRel).to.equal(0);
     });
   }
+
+  it('maxPoolGrad given an output MaxPool did not produce (no cached positions) searches the windows itself', async () => {
+    const rng = new Rng(12);
+    const x = random(rng, [2, 6, 6, 3]);
+    const dy = random(rng, [2, 3, 3, 3]);
+    const { maxRel } = await compareBackends(() => {
+      // add(…, 0) gives the same values under a new data id, so MaxPool's cached positions do not apply.
+      const output = tf.add(tf.maxPool(x as tf.Tensor4D, 2, 2, 'valid'), 0);
+      const attrs = { filterSize: 2, strides: 2, pad: 'valid' } as unknown as tf.NamedAttrMap;
+      return [tf.engine().runKernel('MaxPoolGrad', { dy, input: x, output }, attrs) as tf.Tensor];
+    });
+    expect(maxRel).to.equal(0);
+  });
 });

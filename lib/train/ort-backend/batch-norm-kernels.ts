@@ -1,0 +1,92 @@
+/**
+ * @file Batch normalisation for the ort-cpu backend in plain loops over float32 arrays: FusedBatchNorm
+ * (the forward pass of tfjs-layers' BatchNormalization) and Tile, which tfjs's FusedBatchNorm
+ * gradient uses to spread the per-channel 1/sqrt(variance + epsilon) over the input's shape. tfjs's
+ * cpu Tile computes a multi-dimensional index per output element through `TensorBuffer` (250 ms for
+ * [1, 1, 1, 32] to [128, 28, 28, 32]); its cpu FusedBatchNorm keeps four wrapping counters per element.
+ *
+ * Both are bit-identical to the cpu kernels. Tile copies values. FusedBatchNorm evaluates the cpu
+ * kernel's expression `offset + (x - mean) * scale / Math.sqrt(variance + epsilon)` in double
+ * precision per element (the square root per channel is the same double); it handles parameters of
+ * the channel count (x's last axis) or of one element, which is how the cpu kernel's wrapping
+ * counters line up with channels. Other parameter lengths and dtypes go to the cpu kernels.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { cpuKernel } from './cpu-fallback.js';
+
+type KernelArgs = Parameters<tf.KernelFunc>[0];
+
+/** `values` (shape `shape`) repeated `reps[d]` times along each axis d, as tfjs's Tile does. */
+export function tileValues(values: Float32Array, shape: readonly number[], reps: readonly number[]): Float32Array {
+  let current = values;
+  const currentShape = [...shape];
+  // Innermost axis first: repeating axis d repeats each contiguous block of axes d.. as a whole.
+  for (let d = shape.length - 1; d >= 0; d--) {
+    const rep = reps[d] as number;
+    if (rep === 1) continue;
+    const outer = currentShape.slice(0, d).reduce((p, s) => p * s, 1);
+    const block = currentShape.slice(d).reduce((p, s) => p * s, 1);
+    const next = new Float32Array(outer * block * rep);
+    for (let o = 0; o < outer; o++) {
+      const source = current.subarray(o * block, (o + 1) * block);
+      for (let k = 0; k < rep; k++) {
+        const start = (o * rep + k) * block;
+        if (block >= 32) next.set(source, start);
+        else for (let j = 0; j < block; j++) next[start + j] = source[j] as number;
+      }
+    }
+    current = next;
+    currentShape[d] = (currentShape[d] as number) * rep;
+  }
+  return current === values ? values.slice() : current;
+}
+
+function tile(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { x } = args.inputs as { x: tf.TensorInfo };
+  const { reps } = args.attrs as { reps: number[] };
+  if (x.dtype !== 'float32' || reps.length !== x.shape.length) return cpuKernel('Tile', args);
+  const out = tileValues(backend.data.get(x.dataId).values as Float32Array, x.shape, reps);
+  return backend.makeTensorInfo(
+    x.shape.map((d, i) => d * (reps[i] as number)),
+    'float32',
+    out,
+  );
+}
+
+function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { x, mean, variance, scale, offset } = args.inputs as Record<string, tf.TensorInfo | undefined>;
+  if (!x || !mean || !variance) return cpuKernel('FusedBatchNorm', args);
+  const channels = x.shape.length > 0 ? (x.shape[x.shape.length - 1] as number) : 1;
+  const params = [mean, variance, scale, offset];
+  const fits = (t: tf.TensorInfo | undefined): boolean => t === undefined || (t.dtype === 'float32' && [1, channels].includes(tf.util.sizeFromShape(t.shape)));
+  // The cpu kernel asserts equal ranks of the parameters; keep its checks and messages for anything odd.
+  const ranksAgree = params.every((t) => t === undefined || t.shape.length === mean.shape.length);
+  if (x.dtype !== 'float32' || channels === 0 || !ranksAgree || !params.every(fits)) return cpuKernel('FusedBatchNorm', args);
+  const epsilon = (args.attrs?.['varianceEpsilon'] as number | null | undefined) ?? 0.001;
+  const read = (t: tf.TensorInfo | undefined, fallback: number): Float64Array => {
+    const out = new Float64Array(channels);
+    if (t === undefined) return out.fill(fallback);
+    const v = backend.data.get(t.dataId).values as Float32Array;
+    for (let c = 0; c < channels; c++) out[c] = v[v.length === 1 ? 0 : c] as number;
+    return out;
+  };
+  const m = read(mean, 0);
+  const s = read(scale, 1);
+  const off = read(offset, 0);
+  const v = read(variance, 0);
+  const root = v.map((vc) => Math.sqrt(vc + epsilon));
+  const xs = backend.data.get(x.dataId).values as Float32Array;
+  const out = new Float32Array(xs.length);
+  for (let base = 0; base < xs.length; base += channels) {
+    for (let c = 0; c < channels; c++) {
+      out[base + c] = (off[c] as number) + (((xs[base + c] as number) - (m[c] as number)) * (s[c] as number)) / (root[c] as number);
+    }
+  }
+  return backend.makeTensorInfo([...x.shape], 'float32', out);
+}
+
+/** The batch-normalisation kernels by tfjs kernel name. */
+export const BATCH_NORM_KERNELS: Readonly<Record<string, tf.KernelFunc>> = { FusedBatchNorm: batchNorm, Tile: tile };
