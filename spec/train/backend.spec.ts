@@ -74,6 +74,37 @@ describe('train/backend', () => {
     expect(forced.warning).to.match(/failed its self-test \(MatMul gave \[42, /);
   });
 
+  it('a binding that does not write into pre-allocated outputs (how the kernels run) fails the self-test', async () => {
+    const real = loadNativeBinding();
+    const ignoring = (): ReturnType<typeof loadNativeBinding> => ({
+      initOrt: real.initOrt,
+      binding: {
+        InferenceSession: class {
+          readonly inner = new real.binding.InferenceSession();
+          loadModel(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['loadModel']>): void {
+            this.inner.loadModel(...args);
+          }
+          get inputMetadata() {
+            return this.inner.inputMetadata;
+          }
+          get outputMetadata() {
+            return this.inner.outputMetadata;
+          }
+          run(...[feeds, fetches, options]: Parameters<InstanceType<typeof real.binding.InferenceSession>['run']>) {
+            // Lets onnxruntime allocate every output instead of writing into the given arrays.
+            return this.inner.run(feeds, Object.fromEntries(Object.keys(fetches).map((k) => [k, null])), options);
+          }
+          dispose(): void {
+            this.inner.dispose();
+          }
+        },
+      },
+    });
+    const forced = await selectBackend('ort-cpu', { ortBindingLoader: ignoring });
+    expect(forced.name).to.equal('cpu');
+    expect(forced.warning).to.match(/failed its self-test \(MatMul into a pre-allocated output gave \[0, 0, 0, 0\]/);
+  });
+
   it('forcing tfjs-node or tfjs-node-gpu fails with one clear line, and the backend stays as it was', async () => {
     await expectDmlError(selectBackend('tfjs-node'), 'E_ARG', "Cannot use TensorFlow.js backend 'tfjs-node' — tfjs-node: @tensorflow/tfjs-node is not installed");
     await expectDmlError(selectBackend('tfjs-node-gpu'), 'E_ARG', /^Cannot use TensorFlow.js backend 'tfjs-node-gpu' — tfjs-node-gpu: @tensorflow\/tfjs-node-gpu is not installed$/);

@@ -4,10 +4,11 @@
  * Conv2DBackpropFilter, DepthwiseConv2dNative, FusedDepthwiseConv2D and the two depthwise gradients).
  *
  * Each kernel reads its inputs' float32 arrays from the backend, runs a cached single-op graph
- * (op-models.ts) synchronously through {@link OrtSyncRuntime}, and hands the output array to the
- * backend without copying. What a graph does not cover (non-float32 inputs, NCHW data, a rounding
- * mode whose output size differs from onnxruntime's floor rule) is passed to tfjs's own `cpu` kernel
- * of the same name, which works on this backend because the backend is a `MathBackendCPU`.
+ * (op-models.ts) synchronously through {@link OrtSyncRuntime} into an output array allocated here
+ * (onnxruntime writes into it), and hands that array to the backend without copying. What a graph
+ * does not cover (non-float32 inputs, NCHW data, a rounding mode whose output size differs from
+ * onnxruntime's floor rule) is passed to tfjs's own `cpu` kernel of the same name, which works on
+ * this backend because the backend is a `MathBackendCPU`.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
@@ -79,7 +80,7 @@ function matMul(args: KernelArgs, fused: boolean): TensorInfo | TensorInfo[] {
   const outShape = matMulOutShape(a.shape, b.shape, transposeA, transposeB);
   const signature = `matmul|${a.shape.join('x')}|${b.shape.join('x')}|${transposeA}|${transposeB}|${epilogueSignature(epilogue)}`;
   const session = backend.runtime.session(signature, () => matMulModel(a.shape, b.shape, transposeA, transposeB, outShape, epilogue));
-  const [y] = session.run({ a: floatOf(backend, a), b: floatOf(backend, b), ...epilogueFeeds(backend, bias, prelu, epilogue) });
+  const [y] = session.run({ a: floatOf(backend, a), b: floatOf(backend, b), ...epilogueFeeds(backend, bias, prelu, epilogue) }, [outShape]);
   return backend.makeTensorInfo(outShape, 'float32', (y as FloatArray).data);
 }
 
@@ -131,7 +132,7 @@ function conv(name: string, depthwise: boolean, fused: boolean) {
     const outShape = info.outShape;
     const signature = `${name}|${x.shape.join('x')}|${filter.shape.join('x')}|${JSON.stringify(geometry)}|${epilogueSignature(epilogue)}`;
     const session = backend.runtime.session(signature, () => convModel(x.shape, filter.shape, depthwise, geometry, outShape, epilogue));
-    const [y] = session.run({ x: floatOf(backend, x), w: floatOf(backend, filter), ...epilogueFeeds(backend, bias, prelu, epilogue) });
+    const [y] = session.run({ x: floatOf(backend, x), w: floatOf(backend, filter), ...epilogueFeeds(backend, bias, prelu, epilogue) }, [outShape]);
     return backend.makeTensorInfo(outShape, 'float32', (y as FloatArray).data);
   };
 }
@@ -157,7 +158,7 @@ function convBackpropInput(name: string, depthwise: boolean) {
     const inShape = info.inShape;
     const signature = `${name}|${dy.shape.join('x')}|${filter.shape.join('x')}|${JSON.stringify(geometry)}|${outputPadding.join(',')}|${inShape.join('x')}`;
     const session = backend.runtime.session(signature, () => convBackpropInputModel(dy.shape, filter.shape, depthwise, geometry, outputPadding, inShape));
-    const [y] = session.run({ dy: floatOf(backend, dy), w: floatOf(backend, filter) });
+    const [y] = session.run({ dy: floatOf(backend, dy), w: floatOf(backend, filter) }, [inShape]);
     return backend.makeTensorInfo([...inShape], 'float32', (y as FloatArray).data);
   };
 }
@@ -174,7 +175,7 @@ function convBackpropFilter(name: string, depthwise: boolean) {
     const filterShape = attrs.filterShape;
     const signature = `${name}|${x.shape.join('x')}|${dy.shape.join('x')}|${JSON.stringify(geometry)}|${filterShape.join('x')}`;
     const session = backend.runtime.session(signature, () => convBackpropFilterModel(x.shape, dy.shape, depthwise, geometry, filterShape));
-    const [y] = session.run({ x: floatOf(backend, x), dy: floatOf(backend, dy) });
+    const [y] = session.run({ x: floatOf(backend, x), dy: floatOf(backend, dy) }, [filterShape]);
     return backend.makeTensorInfo([...filterShape], 'float32', (y as FloatArray).data);
   };
 }

@@ -29,7 +29,7 @@ interface NativeSession {
   loadModel(buffer: ArrayBuffer, byteOffset: number, byteLength: number, options: ort.InferenceSession.SessionOptions): void;
   readonly inputMetadata: ReadonlyArray<{ name: string }>;
   readonly outputMetadata: ReadonlyArray<{ name: string }>;
-  run(feeds: Record<string, ort.Tensor>, fetches: Record<string, null>, options: ort.InferenceSession.RunOptions): Record<string, ort.Tensor>;
+  run(feeds: Record<string, ort.Tensor>, fetches: Record<string, ort.Tensor | null>, options: ort.InferenceSession.RunOptions): Record<string, ort.Tensor>;
   dispose(): void;
 }
 
@@ -63,14 +63,28 @@ export class OrtSyncSession {
     this.#outputNames = session.outputMetadata.map((m) => m.name);
   }
 
-  /** Runs the graph synchronously; returns the outputs in graph order. */
-  run(feeds: Readonly<Record<string, FloatArray>>): FloatArray[] {
+  /**
+   * Runs the graph synchronously; returns the outputs in graph order. With `outputDims` (one shape
+   * per output, in graph order) the output arrays are allocated here and onnxruntime writes into them
+   * (the binding takes pre-allocated output tensors), which saves copying each output out of
+   * onnxruntime's memory; without it onnxruntime allocates and the binding copies.
+   */
+  run(feeds: Readonly<Record<string, FloatArray>>, outputDims?: ReadonlyArray<readonly number[]>): FloatArray[] {
     const tensors: Record<string, ort.Tensor> = {};
     for (const [name, value] of Object.entries(feeds)) tensors[name] = new ort.Tensor('float32', value.data, value.dims as number[]);
-    const fetches: Record<string, null> = {};
-    for (const name of this.#outputNames) fetches[name] = null;
+    if (outputDims !== undefined && outputDims.length !== this.#outputNames.length) {
+      throw new DmlError('E_MODEL', `the graph has ${this.#outputNames.length} outputs, ${outputDims.length} output shapes were given`);
+    }
+    const allocated = outputDims?.map((dims) => ({ data: new Float32Array(dims.reduce((p, d) => p * d, 1)), dims }));
+    const fetches: Record<string, ort.Tensor | null> = {};
+    this.#outputNames.forEach((name, i) => {
+      const out = allocated?.[i];
+      fetches[name] = out ? new ort.Tensor('float32', out.data, out.dims as number[]) : null;
+    });
     const results = this.#session.run(tensors, fetches, {});
-    return this.#outputNames.map((name) => {
+    return this.#outputNames.map((name, i) => {
+      const out = allocated?.[i];
+      if (out) return out;
       const t = results[name];
       if (!t || !(t.data instanceof Float32Array)) throw new DmlError('E_MODEL', `onnxruntime returned no float32 output '${name}'`);
       return { data: t.data, dims: t.dims };
@@ -162,7 +176,8 @@ function installedOrtVersion(): string {
 
 /**
  * Loads the native binding, checks the installed onnxruntime-node version against
- * {@link PINNED_ORT_VERSION} and runs the self-test (a MatMul compared with JavaScript to 1e-6).
+ * {@link PINNED_ORT_VERSION} and runs the self-test (a MatMul, returned and into a pre-allocated
+ * output, compared with JavaScript to 1e-6).
  * Throws E_MODEL with one line naming what failed; never returns a runtime that has not passed.
  */
 export function loadOrtSyncRuntime(options: OrtSyncRuntimeOptions): OrtSyncRuntime {
@@ -186,7 +201,7 @@ export function loadOrtSyncRuntime(options: OrtSyncRuntimeOptions): OrtSyncRunti
   return runtime;
 }
 
-/** A [2,3] x [3,2] MatMul through the binding, compared with the product computed here. */
+/** A [2,3] x [3,2] MatMul through the binding (both output paths), compared with the product computed here. */
 function selfTest(runtime: OrtSyncRuntime): void {
   const bytes = encodeModel({
     graphName: 'ort_cpu_self_test',
@@ -198,10 +213,15 @@ function selfTest(runtime: OrtSyncRuntime): void {
   const b = Float32Array.from([0.5, -1, 2, 0.25, -3, 4]);
   const session = runtime.compile(bytes);
   try {
-    const [y] = session.run({ a: { data: a, dims: [2, 3] }, b: { data: b, dims: [3, 2] } });
-    const expected = [1 * 0.5 + 2 * 2 + 3 * -3, 1 * -1 + 2 * 0.25 + 3 * 4, 4 * 0.5 + 5 * 2 + 6 * -3, 4 * -1 + 5 * 0.25 + 6 * 4];
-    if (!y || y.dims.join(',') !== '2,2' || expected.some((v, i) => Math.abs((y.data[i] ?? Number.NaN) - v) > 1e-6)) {
-      throw new Error(`MatMul gave ${y ? `[${Array.from(y.data).join(', ')}] of shape [${y.dims.join(', ')}]` : 'nothing'}, expected [${expected.join(', ')}]`);
+    // Both ways of getting outputs: arrays the binding returns, and arrays given to it to write into
+    // (how the kernels run).
+    for (const outputDims of [undefined, [[2, 2]]]) {
+      const [y] = session.run({ a: { data: a, dims: [2, 3] }, b: { data: b, dims: [3, 2] } }, outputDims);
+      const expected = [1 * 0.5 + 2 * 2 + 3 * -3, 1 * -1 + 2 * 0.25 + 3 * 4, 4 * 0.5 + 5 * 2 + 6 * -3, 4 * -1 + 5 * 0.25 + 6 * 4];
+      if (!y || y.dims.join(',') !== '2,2' || expected.some((v, i) => Math.abs((y.data[i] ?? Number.NaN) - v) > 1e-6)) {
+        const into = outputDims ? ' into a pre-allocated output' : '';
+        throw new Error(`MatMul${into} gave ${y ? `[${Array.from(y.data).join(', ')}] of shape [${y.dims.join(', ')}]` : 'nothing'}, expected [${expected.join(', ')}]`);
+      }
     }
   } finally {
     session.dispose();
