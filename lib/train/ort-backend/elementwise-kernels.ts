@@ -14,6 +14,8 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { binaryModel } from './op-models.js';
+import type { OrtSyncRuntime } from './ort-sync-runtime.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 
@@ -170,20 +172,48 @@ const LOOPS: Readonly<Record<string, Loop>> = {
   },
 };
 
-/** The kernel of `name`: the fast loop when the shapes fit a pattern, else tfjs's cpu kernel. */
+/**
+ * Outputs of at least this many elements are computed by onnxruntime (Add, Sub, Mul, Div), whose
+ * vectorised loops run on every core: measured over [128, 28, 28, 32], 3-4 ms against 8-15 ms for
+ * the loops here. Smaller ones stay here, where a call costs less than a session run.
+ */
+export const ORT_ELEMENTWISE_MIN_SIZE = 1 << 16;
+
+/** The ONNX operator computing each tfjs binary kernel with the same float32 rounding, where one does. */
+const ONNX_BINARY: Readonly<Record<string, 'Add' | 'Sub' | 'Mul' | 'Div'>> = { Add: 'Add', Sub: 'Sub', Multiply: 'Mul', RealDiv: 'Div' };
+
+function runtimeOf(backend: MathBackendCPU): OrtSyncRuntime | undefined {
+  return (backend as MathBackendCPU & { runtime?: OrtSyncRuntime }).runtime;
+}
+
+/**
+ * The kernel of `name`: onnxruntime's operator for large float32 outputs (any numpy broadcast), the
+ * fast loop when the shapes fit a pattern, else tfjs's cpu kernel. A single float32 addition,
+ * subtraction, multiplication or division rounds the same in onnxruntime (IEEE single precision) as
+ * in JavaScript (double precision, then rounded to float32: exact for these four operations), so
+ * all three give identical results.
+ */
 function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
+  const onnxOp = ONNX_BINARY[name];
   return (args: KernelArgs) => {
     const backend = args.backend as MathBackendCPU;
     const { a, b } = args.inputs as { a: tf.TensorInfo; b: tf.TensorInfo };
     if (a.dtype === 'float32' && b.dtype === 'float32') {
       const outShape = tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape);
+      const size = tf.util.sizeFromShape(outShape);
+      const aValues = backend.data.get(a.dataId).values as Float32Array;
+      const bValues = backend.data.get(b.dataId).values as Float32Array;
+      const runtime = runtimeOf(backend);
+      if (onnxOp && runtime && size >= ORT_ELEMENTWISE_MIN_SIZE) {
+        const session = runtime.session(`${onnxOp}|${a.shape.join('x')}|${b.shape.join('x')}`, () => binaryModel(onnxOp, a.shape, b.shape, outShape));
+        const [y] = session.run({ a: { data: aValues, dims: a.shape }, b: { data: bValues, dims: b.shape } }, [outShape]);
+        return backend.makeTensorInfo(outShape, 'float32', (y as { data: Float32Array }).data);
+      }
       const aIsOut = tf.util.arraysEqual(a.shape, outShape);
       const bIsOut = tf.util.arraysEqual(b.shape, outShape);
       const pattern = aIsOut ? broadcastPattern(outShape, b.shape) : bIsOut ? broadcastPattern(outShape, a.shape) : null;
       if (pattern) {
-        const aValues = backend.data.get(a.dataId).values as Float32Array;
-        const bValues = backend.data.get(b.dataId).values as Float32Array;
-        const out = new Float32Array(tf.util.sizeFromShape(outShape));
+        const out = new Float32Array(size);
         if (aIsOut) runLoop(loop, aValues, bValues, out, pattern, false);
         else runLoop(loop, bValues, aValues, out, pattern, true);
         return backend.makeTensorInfo(outShape, 'float32', out);

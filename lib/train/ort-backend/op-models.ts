@@ -244,3 +244,16 @@ export function convBackpropFilterModel(xShape: readonly number[], dyShape: read
     initializers,
   });
 }
+
+/**
+ * One element-wise binary operator (`Add`, `Sub`, `Mul`, `Div`) on float32 inputs `a` and `b`, with
+ * ONNX's numpy broadcasting (which is tfjs's).
+ */
+export function binaryModel(op: 'Add' | 'Sub' | 'Mul' | 'Div', aShape: readonly number[], bShape: readonly number[], outShape: readonly number[]): Uint8Array {
+  return encodeModel({
+    graphName: `ort_cpu_${op.toLowerCase()}`,
+    inputs: [tensorValueInfo('a', 'float32', aShape), tensorValueInfo('b', 'float32', bShape)],
+    outputs: [tensorValueInfo('y', 'float32', outShape)],
+    nodes: [node(op, ['a', 'b'], ['y'])],
+  });
+}

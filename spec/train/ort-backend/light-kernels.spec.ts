@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { broadcastPattern } from '../../../lib/train/ort-backend/elementwise-kernels.js';
+import { broadcastPattern, ORT_ELEMENTWISE_MIN_SIZE } from '../../../lib/train/ort-backend/elementwise-kernels.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
@@ -55,6 +55,28 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
         tf.squaredDifference(a, b),
         ...ops.flatMap((op) => [op(a, b), ...tf.grads((x: tf.Tensor, y: tf.Tensor) => tf.sum(weighted(op(x, y))))([a, b])]),
       ]);
+      expect(maxRel).to.equal(0);
+    });
+  }
+
+  for (const [name, aShape, bShape] of [
+    ['same shape', [4, 130, 130], [4, 130, 130]],
+    ['row ([n, h, w, c] by [c])', [16, 32, 32, 8], [8]],
+    ['middle ([n, h, w, c] by [n, 1, 1, c])', [16, 32, 32, 8], [16, 1, 1, 8]],
+    ['scalar on the left', [], [4, 130, 130]],
+    ['general broadcast', [16, 1, 64, 8], [1, 64, 1, 8]],
+  ] as Array<[string, number[], number[]]>) {
+    it(`add, sub, mul, div of ${ORT_ELEMENTWISE_MIN_SIZE}+ elements (onnxruntime): ${name}, with subnormals, infinities, NaN and zeros of both signs`, async () => {
+      const rng = new Rng(13);
+      const specials = [0, -0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-40, -1e-42, 3e38, -3e38, 1e-20];
+      const filled = (shape: number[]): tf.Tensor => {
+        const size = shape.reduce((p, d) => p * d, 1);
+        return tf.tensor(Float32Array.from({ length: size }, (_, i) => (i % 97 < specials.length ? (specials[i % 97] as number) : rng.nextGaussian() * 10 ** ((i % 7) - 3))), shape);
+      };
+      const a = filled(aShape);
+      const b = filled(bShape);
+      expect(tf.util.sizeFromShape(tf.backend_util.assertAndGetBroadcastShape(aShape, bShape))).to.be.at.least(ORT_ELEMENTWISE_MIN_SIZE);
+      const { maxRel } = await compareBackends(() => [tf.add(a, b), tf.sub(a, b), tf.sub(b, a), tf.mul(a, b), tf.div(a, b), tf.div(b, a)]);
       expect(maxRel).to.equal(0);
     });
   }
