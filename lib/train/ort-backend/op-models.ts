@@ -10,10 +10,13 @@
  * with tfjs's own `backend_util.computeConv2DInfo`, so padding follows tfjs exactly.
  *
  * The filter-gradient graphs rest on one identity. For a convolution with stride s and dilation d,
- *   dW[kh, kw, ci, co] = sum over b, oh, ow of xpad[b, oh*s + kh*d, ow*s + kw*d, ci] * dy[b, oh, ow, co],
- * which is itself a convolution of x (channels and batch swapped, [ci, b, H, W]) with dy as the
- * filter ([co, b, OH, OW]) at stride d and dilation s; its output [ci, co, KH', KW'] has KH' >= KH and
- * is sliced to the filter size. Depthwise filters use the same identity with group = ci.
+ *   dW[kh, kw, ci, co] = sum over b, oh, ow of xpad[b, oh*s + kh*d, ow*s + kw*d, ci] * dy[b, oh, ow, co].
+ * For a regular convolution that is one matrix product in NHWC, with no layout transposes: the
+ * patches of x (im2col: one strided Slice of the padded input per filter tap, concatenated along the
+ * channel axis, [b*oh*ow, kh*kw*ci]) transposed times dy ([b*oh*ow, co]) is dW in tfjs's filter
+ * layout [kh, kw, ci, co]. For a depthwise filter it is a convolution of x (channels and batch
+ * swapped, [ci, b, H, W]) with dy as the filter ([co, b, OH, OW]) at stride d and dilation s, group
+ * ci; its output [1, ci*m, KH', KW'] has KH' >= KH and is sliced to the filter size.
  */
 import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../onnx/builder.js';
 
@@ -205,11 +208,57 @@ export function convBackpropInputModel(
 }
 
 /**
- * Gradient of a convolution with respect to its filter (see the file comment for the identity):
+ * Gradient of a convolution with respect to its filter (see the file comment for the identities):
  * x [b, h, w, ci] and dy [b, oh, ow, co'] to dW [kh, kw, ci, co] (regular) or [kh, kw, ci, m]
  * (depthwise, co' = ci*m).
  */
 export function convBackpropFilterModel(xShape: readonly number[], dyShape: readonly number[], depthwise: boolean, g: ConvGeometry, filterShape: readonly number[]): Uint8Array {
+  return depthwise ? depthwiseBackpropFilterModel(xShape, dyShape, g, filterShape) : im2colBackpropFilterModel(xShape, dyShape, g, filterShape);
+}
+
+/** Regular filter gradient: im2col of x by strided slices, then one Gemm with dy. */
+function im2colBackpropFilterModel(xShape: readonly number[], dyShape: readonly number[], g: ConvGeometry, filterShape: readonly number[]): Uint8Array {
+  const [kh, kw, ci, co] = filterShape as [number, number, number, number];
+  const [b, oh, ow] = dyShape as [number, number, number, number];
+  const rows = b * oh * ow;
+  const [top, left, bottom, right] = g.pads;
+  const nodes: NodeProto[] = [];
+  const initializers: TensorProto[] = [int64Tensor('dy_shape', [2], [rows, co]), int64Tensor('cols_shape', [2], [rows, kh * kw * ci]), int64Tensor('dw_shape', [4], [kh, kw, ci, co])];
+  let padded = 'x';
+  if (top || left || bottom || right) {
+    initializers.push(int64Tensor('x_pads', [8], [0, top, left, 0, 0, bottom, right, 0]));
+    nodes.push(node('Pad', ['x', 'x_pads'], ['x_padded']));
+    padded = 'x_padded';
+  }
+  initializers.push(int64Tensor('tap_axes', [2], [1, 2]), int64Tensor('tap_steps', [2], [...g.strides]));
+  const taps: string[] = [];
+  for (let r = 0; r < kh; r++) {
+    for (let c = 0; c < kw; c++) {
+      // Tap (r, c) of every output position: padded rows r*d, r*d + s, ..., (oh - 1)*s + r*d.
+      const start = [r * g.dilations[0], c * g.dilations[1]];
+      const end = [start[0]! + (oh - 1) * g.strides[0] + 1, start[1]! + (ow - 1) * g.strides[1] + 1];
+      initializers.push(int64Tensor(`tap_${r}_${c}_starts`, [2], start), int64Tensor(`tap_${r}_${c}_ends`, [2], end));
+      nodes.push(node('Slice', [padded, `tap_${r}_${c}_starts`, `tap_${r}_${c}_ends`, 'tap_axes', 'tap_steps'], [`tap_${r}_${c}`]));
+      taps.push(`tap_${r}_${c}`);
+    }
+  }
+  // [b, oh, ow, kh*kw*ci] with the taps in (kh, kw) order, channels innermost: tfjs's filter order.
+  nodes.push(node('Concat', taps, ['patches'], { axis: { i: 3 } }));
+  nodes.push(node('Reshape', ['patches', 'cols_shape'], ['cols']));
+  nodes.push(node('Reshape', ['dy', 'dy_shape'], ['dy_rows']));
+  nodes.push(node('Gemm', ['cols', 'dy_rows'], ['dw_rows'], { transA: { i: 1 } }));
+  nodes.push(node('Reshape', ['dw_rows', 'dw_shape'], ['y']));
+  return encodeModel({
+    graphName: 'ort_cpu_conv_backprop_filter',
+    inputs: [tensorValueInfo('x', 'float32', xShape), tensorValueInfo('dy', 'float32', dyShape)],
+    outputs: [tensorValueInfo('y', 'float32', filterShape)],
+    nodes,
+    initializers,
+  });
+}
+
+/** Depthwise filter gradient: a grouped convolution of x with dy as the filter. */
+function depthwiseBackpropFilterModel(xShape: readonly number[], dyShape: readonly number[], g: ConvGeometry, filterShape: readonly number[]): Uint8Array {
   const [b, h, w, ci] = xShape as [number, number, number, number];
   const [kh, kw, , m] = filterShape as [number, number, number, number];
   const initializers: TensorProto[] = [];
@@ -219,25 +268,17 @@ export function convBackpropFilterModel(xShape: readonly number[], dyShape: read
     node('Transpose', ['dy'], ['dy_filter'], { perm: { ints: [3, 0, 1, 2] } }),
   ];
   const swapped: ConvGeometry = { strides: g.dilations, dilations: g.strides, pads: g.pads };
-  let convInput = 'x_cbhw';
-  if (depthwise) {
-    initializers.push(int64Tensor('x_shape', [4], [1, ci * b, h, w]));
-    nodes.push(node('Reshape', ['x_cbhw', 'x_shape'], ['x_grouped']));
-    convInput = 'x_grouped';
-  }
-  nodes.push(node('Conv', [convInput, 'dy_filter'], ['dw_full'], convAttributes(swapped, depthwise ? ci : 1)));
-  // dw_full: [ci, co, KH', KW'] (regular) or [1, ci*m, KH', KW'] (depthwise); keep the first kh x kw.
+  initializers.push(int64Tensor('x_shape', [4], [1, ci * b, h, w]));
+  nodes.push(node('Reshape', ['x_cbhw', 'x_shape'], ['x_grouped']));
+  nodes.push(node('Conv', ['x_grouped', 'dy_filter'], ['dw_full'], convAttributes(swapped, ci)));
+  // dw_full: [1, ci*m, KH', KW']; keep the first kh x kw.
   initializers.push(int64Tensor('slice_starts', [2], [0, 0]), int64Tensor('slice_ends', [2], [kh, kw]), int64Tensor('slice_axes', [2], [2, 3]));
   nodes.push(node('Slice', ['dw_full', 'slice_starts', 'slice_ends', 'slice_axes'], ['dw_sliced']));
-  if (depthwise) {
-    initializers.push(int64Tensor('dw_shape', [4], [ci, m, kh, kw]));
-    nodes.push(node('Reshape', ['dw_sliced', 'dw_shape'], ['dw_cmhw']));
-    nodes.push(node('Transpose', ['dw_cmhw'], ['y'], { perm: { ints: [2, 3, 0, 1] } }));
-  } else {
-    nodes.push(node('Transpose', ['dw_sliced'], ['y'], { perm: { ints: [2, 3, 0, 1] } }));
-  }
+  initializers.push(int64Tensor('dw_shape', [4], [ci, m, kh, kw]));
+  nodes.push(node('Reshape', ['dw_sliced', 'dw_shape'], ['dw_cmhw']));
+  nodes.push(node('Transpose', ['dw_cmhw'], ['y'], { perm: { ints: [2, 3, 0, 1] } }));
   return encodeModel({
-    graphName: 'ort_cpu_conv_backprop_filter',
+    graphName: 'ort_cpu_depthwise_backprop_filter',
     inputs: [tensorValueInfo('x', 'float32', xShape), tensorValueInfo('dy', 'float32', dyShape)],
     outputs: [tensorValueInfo('y', 'float32', filterShape)],
     nodes,

@@ -54,6 +54,11 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
     ['5x3 same stride 2 (asymmetric padding)', [2, 10, 7, 2], [5, 3, 2, 3], [2, 2], 'same', [1, 1]],
     ['1x1 stride (1, 2)', [3, 6, 6, 5], [1, 1, 5, 2], [1, 2], 'valid', [1, 1]],
     ['explicit pad 1', [2, 7, 7, 2], [3, 3, 2, 3], [1, 1], 1, [1, 1]],
+    ['3x3 valid stride 1', [3, 8, 7, 4], [3, 3, 4, 5], [1, 1], 'valid', [1, 1]],
+    ['3x3 same stride 2, even size (padding only below and right)', [3, 16, 16, 3], [3, 3, 3, 8], [2, 2], 'same', [1, 1]],
+    ['3x3 same stride 2, odd size', [2, 15, 13, 4], [3, 3, 4, 6], [2, 2], 'same', [1, 1]],
+    ['2x2 valid stride 2 (non-overlapping taps)', [4, 8, 10, 3], [2, 2, 3, 4], [2, 2], 'valid', [1, 1]],
+    ['1x1 same stride 1, one input channel', [5, 6, 6, 1], [1, 1, 1, 7], [1, 1], 'same', [1, 1]],
   ];
   for (const [name, xShape, wShape, strides, pad] of convCases) {
     it(`conv2d ${name} and its gradients (backprop input and filter)`, async () => {
