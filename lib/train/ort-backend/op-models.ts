@@ -145,22 +145,39 @@ function convAttributes(g: ConvGeometry, group: number): Record<string, { ints: 
 /**
  * Forward convolution, NHWC in and out: x [b, h, w, ci] with filter w [kh, kw, ci, co] (regular,
  * group 1) or [kh, kw, ci, m] (depthwise: group ci, output channel c*m + j), then the epilogue.
+ *
+ * A regular convolution whose patches are no wider than its output (kh*kw*ci <= co, as in a first
+ * layer on 1- or 3-channel images) is im2col times the filter in one Gemm, NHWC throughout; the others
+ * transpose to NCHW for onnxruntime's Conv and back.
  */
 export function convModel(xShape: readonly number[], wShape: readonly number[], depthwise: boolean, g: ConvGeometry, outShape: readonly number[], epilogue: Epilogue): Uint8Array {
   const [kh, kw, ci, co] = wShape as [number, number, number, number];
-  const nodes: NodeProto[] = [node('Transpose', ['x'], ['x_nchw'], { perm: { ints: NHWC_TO_NCHW } })];
+  const nodes: NodeProto[] = [];
   const initializers: TensorProto[] = [];
-  if (depthwise) {
-    // [kh, kw, ci, m] -> [ci, m, kh, kw] -> [ci*m, 1, kh, kw]
-    nodes.push(node('Transpose', ['w'], ['w_cmhw'], { perm: { ints: [2, 3, 0, 1] } }));
-    initializers.push(int64Tensor('w_shape', [4], [ci * co, 1, kh, kw]));
-    nodes.push(node('Reshape', ['w_cmhw', 'w_shape'], ['w_oihw']));
+  let output: string;
+  if (!depthwise && kh * kw * ci <= co) {
+    const [b, oh, ow] = outShape as [number, number, number, number];
+    const cols = im2colNodes('x', g, [kh, kw, ci], [b, oh, ow], nodes, initializers);
+    initializers.push(int64Tensor('w_shape', [2], [kh * kw * ci, co]), int64Tensor('y_shape', [4], [b, oh, ow, co]));
+    nodes.push(node('Reshape', ['w', 'w_shape'], ['w_rows']));
+    nodes.push(node('Gemm', [cols, 'w_rows'], ['y_rows']));
+    nodes.push(node('Reshape', ['y_rows', 'y_shape'], ['y_nhwc']));
+    output = 'y_nhwc';
   } else {
-    nodes.push(node('Transpose', ['w'], ['w_oihw'], { perm: { ints: HWIO_TO_OIHW } }));
+    nodes.push(node('Transpose', ['x'], ['x_nchw'], { perm: { ints: NHWC_TO_NCHW } }));
+    if (depthwise) {
+      // [kh, kw, ci, m] -> [ci, m, kh, kw] -> [ci*m, 1, kh, kw]
+      nodes.push(node('Transpose', ['w'], ['w_cmhw'], { perm: { ints: [2, 3, 0, 1] } }));
+      initializers.push(int64Tensor('w_shape', [4], [ci * co, 1, kh, kw]));
+      nodes.push(node('Reshape', ['w_cmhw', 'w_shape'], ['w_oihw']));
+    } else {
+      nodes.push(node('Transpose', ['w'], ['w_oihw'], { perm: { ints: HWIO_TO_OIHW } }));
+    }
+    nodes.push(node('Conv', ['x_nchw', 'w_oihw'], ['y_nchw'], convAttributes(g, depthwise ? ci : 1)));
+    nodes.push(node('Transpose', ['y_nchw'], ['y_nhwc'], { perm: { ints: NCHW_TO_NHWC } }));
+    output = 'y_nhwc';
   }
-  nodes.push(node('Conv', ['x_nchw', 'w_oihw'], ['y_nchw'], convAttributes(g, depthwise ? ci : 1)));
-  nodes.push(node('Transpose', ['y_nchw'], ['y_nhwc'], { perm: { ints: NCHW_TO_NHWC } }));
-  const tail = epilogueNodes('y_nhwc', epilogue, initializers);
+  const tail = epilogueNodes(output, epilogue, initializers);
   nodes.push(...tail.nodes);
   return encodeModel({
     graphName: 'ort_cpu_conv',
@@ -216,19 +233,20 @@ export function convBackpropFilterModel(xShape: readonly number[], dyShape: read
   return depthwise ? depthwiseBackpropFilterModel(xShape, dyShape, g, filterShape) : im2colBackpropFilterModel(xShape, dyShape, g, filterShape);
 }
 
-/** Regular filter gradient: im2col of x by strided slices, then one Gemm with dy. */
-function im2colBackpropFilterModel(xShape: readonly number[], dyShape: readonly number[], g: ConvGeometry, filterShape: readonly number[]): Uint8Array {
-  const [kh, kw, ci, co] = filterShape as [number, number, number, number];
-  const [b, oh, ow] = dyShape as [number, number, number, number];
-  const rows = b * oh * ow;
+/**
+ * Nodes turning NHWC `input` ([b, h, w, ci]) into its patches `cols` ([b*oh*ow, kh*kw*ci], taps in
+ * (kh, kw) order with channels innermost, tfjs's filter order): pad, one strided Slice per filter
+ * tap, concatenated along the channel axis.
+ */
+function im2colNodes(input: string, g: ConvGeometry, kernel: readonly [number, number, number], out: readonly [number, number, number], nodes: NodeProto[], initializers: TensorProto[]): string {
+  const [kh, kw, ci] = kernel;
+  const [b, oh, ow] = out;
   const [top, left, bottom, right] = g.pads;
-  const nodes: NodeProto[] = [];
-  const initializers: TensorProto[] = [int64Tensor('dy_shape', [2], [rows, co]), int64Tensor('cols_shape', [2], [rows, kh * kw * ci]), int64Tensor('dw_shape', [4], [kh, kw, ci, co])];
-  let padded = 'x';
+  let padded = input;
   if (top || left || bottom || right) {
-    initializers.push(int64Tensor('x_pads', [8], [0, top, left, 0, 0, bottom, right, 0]));
-    nodes.push(node('Pad', ['x', 'x_pads'], ['x_padded']));
-    padded = 'x_padded';
+    initializers.push(int64Tensor('im2col_pads', [8], [0, top, left, 0, 0, bottom, right, 0]));
+    nodes.push(node('Pad', [input, 'im2col_pads'], ['im2col_padded']));
+    padded = 'im2col_padded';
   }
   initializers.push(int64Tensor('tap_axes', [2], [1, 2]), int64Tensor('tap_steps', [2], [...g.strides]));
   const taps: string[] = [];
@@ -236,17 +254,27 @@ function im2colBackpropFilterModel(xShape: readonly number[], dyShape: readonly 
     for (let c = 0; c < kw; c++) {
       // Tap (r, c) of every output position: padded rows r*d, r*d + s, ..., (oh - 1)*s + r*d.
       const start = [r * g.dilations[0], c * g.dilations[1]];
-      const end = [start[0]! + (oh - 1) * g.strides[0] + 1, start[1]! + (ow - 1) * g.strides[1] + 1];
+      const end = [(start[0] as number) + (oh - 1) * g.strides[0] + 1, (start[1] as number) + (ow - 1) * g.strides[1] + 1];
       initializers.push(int64Tensor(`tap_${r}_${c}_starts`, [2], start), int64Tensor(`tap_${r}_${c}_ends`, [2], end));
       nodes.push(node('Slice', [padded, `tap_${r}_${c}_starts`, `tap_${r}_${c}_ends`, 'tap_axes', 'tap_steps'], [`tap_${r}_${c}`]));
       taps.push(`tap_${r}_${c}`);
     }
   }
-  // [b, oh, ow, kh*kw*ci] with the taps in (kh, kw) order, channels innermost: tfjs's filter order.
+  initializers.push(int64Tensor('cols_shape', [2], [b * oh * ow, kh * kw * ci]));
   nodes.push(node('Concat', taps, ['patches'], { axis: { i: 3 } }));
   nodes.push(node('Reshape', ['patches', 'cols_shape'], ['cols']));
+  return 'cols';
+}
+
+/** Regular filter gradient: im2col of x, transposed, times dy in one Gemm. */
+function im2colBackpropFilterModel(xShape: readonly number[], dyShape: readonly number[], g: ConvGeometry, filterShape: readonly number[]): Uint8Array {
+  const [kh, kw, ci, co] = filterShape as [number, number, number, number];
+  const [b, oh, ow] = dyShape as [number, number, number, number];
+  const nodes: NodeProto[] = [];
+  const initializers: TensorProto[] = [int64Tensor('dy_shape', [2], [b * oh * ow, co]), int64Tensor('dw_shape', [4], [kh, kw, ci, co])];
+  const cols = im2colNodes('x', g, [kh, kw, ci], [b, oh, ow], nodes, initializers);
   nodes.push(node('Reshape', ['dy', 'dy_shape'], ['dy_rows']));
-  nodes.push(node('Gemm', ['cols', 'dy_rows'], ['dw_rows'], { transA: { i: 1 } }));
+  nodes.push(node('Gemm', [cols, 'dy_rows'], ['dw_rows'], { transA: { i: 1 } }));
   nodes.push(node('Reshape', ['dw_rows', 'dw_shape'], ['y']));
   return encodeModel({
     graphName: 'ort_cpu_conv_backprop_filter',
