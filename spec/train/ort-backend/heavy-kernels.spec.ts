@@ -59,10 +59,9 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
     ['3x3 same stride 2, odd size', [2, 15, 13, 4], [3, 3, 4, 6], [2, 2], 'same', [1, 1]],
     ['2x2 valid stride 2 (non-overlapping taps)', [4, 8, 10, 3], [2, 2, 3, 4], [2, 2], 'valid', [1, 1]],
     ['1x1 same stride 1, one input channel', [5, 6, 6, 1], [1, 1, 1, 7], [1, 1], 'same', [1, 1]],
-    // kh*kw*ci <= co: the forward pass is im2col times the filter (one Gemm) instead of NCHW Conv.
-    ['3x3 same stride 1, one input channel (im2col forward)', [3, 9, 9, 1], [3, 3, 1, 12], [1, 1], 'same', [1, 1]],
-    ['3x3 same stride 2 on RGB, even size (im2col forward)', [3, 16, 16, 3], [3, 3, 3, 32], [2, 2], 'same', [1, 1]],
-    ['3x3 valid stride 2, odd size (im2col forward)', [2, 11, 9, 2], [3, 3, 2, 18], [2, 2], 'valid', [1, 1]],
+    ['3x3 same stride 1, one input channel', [3, 9, 9, 1], [3, 3, 1, 12], [1, 1], 'same', [1, 1]],
+    ['3x3 same stride 2 on RGB, even size', [3, 16, 16, 3], [3, 3, 3, 32], [2, 2], 'same', [1, 1]],
+    ['3x3 valid stride 2, odd size', [2, 11, 9, 2], [3, 3, 2, 18], [2, 2], 'valid', [1, 1]],
   ];
   for (const [name, xShape, wShape, strides, pad] of convCases) {
     it(`conv2d ${name} and its gradients (backprop input and filter)`, async () => {
@@ -92,7 +91,7 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
   });
 
   for (const [activation, channels] of [['relu', 4], ['elu', 4], ['prelu', 4], ['relu', 27], ['prelu', 27]] as const) {
-    it(`fused conv2d with bias and ${activation}, ${channels} filters${channels >= 27 ? ' (im2col forward)' : ''}, and its gradients`, async () => {
+    it(`fused conv2d with bias and ${activation}, ${channels} filters${channels >= 27 ? '' : ''}, and its gradients`, async () => {
       const rng = new Rng(5);
       const x = random(rng, [2, 8, 8, 3]);
       const w = random(rng, [3, 3, 3, channels]);
