@@ -1,15 +1,18 @@
 /**
  * @file Fast paths for the element-wise kernels that profiling (`tf.profile` of a training step on
  * the `cpu` backend) shows time in: the binary Add, Sub, Multiply, RealDiv and SquaredDifference, and
- * the unary Relu and Step (ReLU's gradient), on float32 tensors.
+ * the unary Relu, Step (ReLU's gradient) and Square, on float32 tensors.
  *
  * tfjs's cpu kernels compute every element through a generic closure, and broadcast through index
- * arithmetic per element (`[128, 512] / [128, 1]` took 10-20 ms). The shapes a training step meets
- * reduce to four loops, one per operator, each written out so the engine inlines the arithmetic:
- * equal shapes, a scalar on either side, and a "row" ([.., n] against [n]) or "column" ([m, ..]
- * against [m, 1, ..]) operand on either side. Anything else (other dtypes, general broadcasting)
- * goes to tfjs's cpu kernel of the same name. Every fast path computes exactly what the cpu kernel
- * computes: the same float32 operation per element.
+ * arithmetic per element (`[128, 512] / [128, 1]` took 10-20 ms). Large outputs of Add, Sub,
+ * Multiply, RealDiv and Square (batch-normalisation and ReLU gradients over whole activation maps) go to
+ * onnxruntime's operator of the same arithmetic, which runs on every core. The rest run one loop per
+ * operator, each written out so the engine inlines the arithmetic, covering equal shapes, a
+ * scalar on either side, a "row" ([.., n] against [n]) or "column" ([m, ..] against [m, 1, ..])
+ * operand on either side, and a "middle" one ([n, h, w, c] against [n, 1, 1, c]) as one row loop per
+ * leading index. Anything else (other dtypes, general broadcasting of small outputs) goes to tfjs's
+ * cpu kernel of the same name. Every path computes exactly what the cpu kernel computes: the same
+ * float32 operation per element.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
@@ -271,8 +274,33 @@ function unaryKernel(name: string, loop: (x: Int32Array, out: Int32Array, attrs:
   };
 }
 
+/**
+ * Square (tfjs's cpu kernel: x * x per element): onnxruntime's Mul of x by itself for large inputs
+ * (one float32 multiplication, rounded as JavaScript's double product rounded to float32 is), a loop
+ * here otherwise.
+ */
+function square(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { x } = args.inputs as { x: tf.TensorInfo };
+  if (x.dtype !== 'float32') return cpuKernel('Square', args);
+  const values = backend.data.get(x.dataId).values as Float32Array;
+  const runtime = runtimeOf(backend);
+  if (runtime && values.length >= ORT_ELEMENTWISE_MIN_SIZE) {
+    const session = runtime.session(`Mul|${x.shape.join('x')}|${x.shape.join('x')}`, () => binaryModel('Mul', x.shape, x.shape, x.shape));
+    const [y] = session.run({ a: { data: values, dims: x.shape }, b: { data: values, dims: x.shape } }, [x.shape]);
+    return backend.makeTensorInfo([...x.shape], 'float32', (y as { data: Float32Array }).data);
+  }
+  const out = new Float32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i] as number;
+    out[i] = v * v;
+  }
+  return backend.makeTensorInfo([...x.shape], 'float32', out);
+}
+
 /** The element-wise fast paths by tfjs kernel name. */
 export const ELEMENTWISE_KERNELS: Readonly<Record<string, tf.KernelFunc>> = Object.fromEntries([
   ...Object.entries(LOOPS).map(([name, loop]) => [name, binaryKernel(name, loop)] as const),
   ...Object.entries(UNARY_LOOPS).map(([name, loop]) => [name, unaryKernel(name, loop)] as const),
+  ['Square', square] as const,
 ]);

@@ -1,7 +1,8 @@
 /**
  * @file Single-op ONNX graphs for the ort-cpu backend's kernels: matrix products and the convolution
  * family, each with the layout transposes between TensorFlow.js's NHWC tensors and ONNX's NCHW
- * operators, fused bias and activation.
+ * operators where it needs them, fused bias and activation; and the large element-wise products,
+ * quotients, sums and differences.
  *
  * Every builder takes fixed input shapes (a training run repeats the same shapes, so each graph is
  * compiled once and cached by {@link OrtSyncRuntime.session}) and returns the serialised model.

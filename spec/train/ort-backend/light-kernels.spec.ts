@@ -66,7 +66,7 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
     ['scalar on the left', [], [4, 130, 130]],
     ['general broadcast', [16, 1, 64, 8], [1, 64, 1, 8]],
   ] as Array<[string, number[], number[]]>) {
-    it(`add, sub, mul, div of ${ORT_ELEMENTWISE_MIN_SIZE}+ elements (onnxruntime): ${name}, with subnormals, infinities, NaN and zeros of both signs`, async () => {
+    it(`add, sub, mul, div (and square) of ${ORT_ELEMENTWISE_MIN_SIZE}+ elements (onnxruntime): ${name}, with subnormals, infinities, NaN and zeros of both signs`, async () => {
       const rng = new Rng(13);
       const specials = [0, -0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-40, -1e-42, 3e38, -3e38, 1e-20];
       const filled = (shape: number[]): tf.Tensor => {
@@ -76,18 +76,18 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
       const a = filled(aShape);
       const b = filled(bShape);
       expect(tf.util.sizeFromShape(tf.backend_util.assertAndGetBroadcastShape(aShape, bShape))).to.be.at.least(ORT_ELEMENTWISE_MIN_SIZE);
-      const { maxRel } = await compareBackends(() => [tf.add(a, b), tf.sub(a, b), tf.sub(b, a), tf.mul(a, b), tf.div(a, b), tf.div(b, a)]);
+      const { maxRel } = await compareBackends(() => [tf.add(a, b), tf.sub(a, b), tf.sub(b, a), tf.mul(a, b), tf.div(a, b), tf.div(b, a), tf.square(a), tf.square(b)]);
       expect(maxRel).to.equal(0);
     });
   }
 
-  it('relu and its gradient (Step), with NaN of both signs, -0, exact zeros, subnormals and infinities', async () => {
+  it('relu, its gradient (Step) and square, with NaN of both signs, -0, exact zeros, subnormals and infinities', async () => {
     const special = new Float32Array([Number.NaN, -0, 0, -1.5, 2.25, 1e-30, -1e-30, 1e-45, -1e-45, 3.4e38, -3.4e38, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0]);
     new Int32Array(special.buffer)[13] = 0xffc00000 | 0; // a negative NaN (sign bit set)
     const x = tf.tensor(special);
     const mixed = random(new Rng(8), [64, 33]);
     const { maxRel } = await compareBackends(() => [
-      ...[x, mixed].flatMap((t) => [tf.relu(t), tf.step(t), tf.step(t, 0.3), tf.step(t, -2), tf.grad((u: tf.Tensor) => tf.sum(tf.relu(u)))(t)]),
+      ...[x, mixed].flatMap((t) => [tf.relu(t), tf.step(t), tf.step(t, 0.3), tf.step(t, -2), tf.square(t), tf.grad((u: tf.Tensor) => tf.sum(tf.relu(u)))(t)]),
     ]);
     expect(maxRel).to.equal(0);
     // The bit patterns too: +0 (never -0) for negative inputs and -0, as Math.max(0, x) gives.
