@@ -119,4 +119,27 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
       expect(maxRel).to.be.below(1e-5);
     });
   }
+
+  it('a strided conv + batch norm + ReLU + global average pooling model (the coming convnet): loss and every weight gradient', async () => {
+    const rng = new Rng(14);
+    const input = tf.input({ shape: [16, 16, 3] });
+    let y: tf.SymbolicTensor = input;
+    for (const [i, filters] of [8, 16].entries()) {
+      y = tf.layers.conv2d({ name: `strided_${i}`, filters, kernelSize: 3, strides: 2, padding: 'same', useBias: false, kernelInitializer: tf.initializers.glorotUniform({ seed: i + 1 }) }).apply(y) as tf.SymbolicTensor;
+      y = tf.layers.batchNormalization({ name: `strided_bn_${i}` }).apply(y) as tf.SymbolicTensor;
+      y = tf.layers.activation({ activation: 'relu' }).apply(y) as tf.SymbolicTensor;
+    }
+    y = tf.layers.globalAveragePooling2d({}).apply(y) as tf.SymbolicTensor;
+    y = tf.layers.dense({ units: 5, kernelInitializer: tf.initializers.glorotUniform({ seed: 9 }) }).apply(y) as tf.SymbolicTensor;
+    const model = tf.model({ inputs: input, outputs: y });
+    const x = random(rng, [6, 16, 16, 3]);
+    const target = random(rng, [6, 5]);
+    const { maxRel } = await compareBackends(() => {
+      const weights = model.trainableWeights.map((w) => w.read() as tf.Variable);
+      const { value, grads } = tf.variableGrads(() => tf.mean(tf.square(tf.sub(model.apply(x, { training: true }) as tf.Tensor, target))) as tf.Scalar, weights);
+      return [value, ...weights.map((w) => grads[w.name] as tf.Tensor)];
+    });
+    expect(maxRel).to.be.below(1e-4);
+    model.dispose();
+  });
 });
