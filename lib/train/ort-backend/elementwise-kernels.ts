@@ -176,11 +176,12 @@ const LOOPS: Readonly<Record<string, Loop>> = {
 };
 
 /**
- * Outputs of at least this many elements are computed by onnxruntime (Add, Sub, Mul, Div), whose
- * vectorised loops run on every core: measured over [128, 28, 28, 32], 3-4 ms against 8-15 ms for
- * the loops here. Smaller ones stay here, where a call costs less than a session run.
+ * Outputs of at least this many elements are computed by onnxruntime (Add, Sub, Mul, Div, Square),
+ * whose vectorised loops run on every core: measured over [128, 28, 28, 32], 3-5 ms against 8-15 ms
+ * for the loops here. Smaller ones stay here: below a few hundred thousand elements a session run
+ * (and waking onnxruntime's threads) costs about what the loop does.
  */
-export const ORT_ELEMENTWISE_MIN_SIZE = 1 << 16;
+export const ORT_ELEMENTWISE_MIN_SIZE = 1 << 18;
 
 /** The ONNX operator computing each tfjs binary kernel with the same float32 rounding, where one does. */
 const ONNX_BINARY: Readonly<Record<string, 'Add' | 'Sub' | 'Mul' | 'Div'>> = { Add: 'Add', Sub: 'Sub', Multiply: 'Mul', RealDiv: 'Div' };

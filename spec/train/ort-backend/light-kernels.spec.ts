@@ -60,10 +60,10 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
   }
 
   for (const [name, aShape, bShape] of [
-    ['same shape', [4, 130, 130], [4, 130, 130]],
-    ['row ([n, h, w, c] by [c])', [16, 32, 32, 8], [8]],
-    ['middle ([n, h, w, c] by [n, 1, 1, c])', [16, 32, 32, 8], [16, 1, 1, 8]],
-    ['scalar on the left', [], [4, 130, 130]],
+    ['same shape', [4, 260, 260], [4, 260, 260]],
+    ['row ([n, h, w, c] by [c])', [32, 32, 32, 8], [8]],
+    ['middle ([n, h, w, c] by [n, 1, 1, c])', [32, 32, 32, 8], [32, 1, 1, 8]],
+    ['scalar on the left', [], [4, 260, 260]],
     ['general broadcast', [16, 1, 64, 8], [1, 64, 1, 8]],
   ] as Array<[string, number[], number[]]>) {
     it(`add, sub, mul, div (and square) of ${ORT_ELEMENTWISE_MIN_SIZE}+ elements (onnxruntime): ${name}, with subnormals, infinities, NaN and zeros of both signs`, async () => {
