@@ -9,10 +9,6 @@
  * tfjs's `AdamOptimizer` / `MomentumOptimizer` / `SGDOptimizer` followed by the trainer's
  * `w <- w * (1 - lr * weightDecay)` (optimizer.ts) bit for bit; the spec checks it.
  *
- * On the ort-cpu backend, Adam updates a large variable (the head's 2048 x 512 kernel) in one
- * onnxruntime graph of the same float32 operations instead of the JavaScript loop; the results are the
- * same (see {@link FusedAdamOptimizer}).
- *
  * They report tfjs's class names and slot names (`Adam`, `<variable>/m`, `<variable>/v`;
  * `Momentum`, `<variable>/momentum`), so checkpoints move between them and tfjs's optimisers.
  *
@@ -23,9 +19,6 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
-import { ORT_ELEMENTWISE_MIN_SIZE } from './ort-backend/elementwise-kernels.js';
-import { adamModel } from './ort-backend/op-models.js';
-import type { OrtSyncRuntime } from './ort-backend/ort-sync-runtime.js';
 
 const f32 = Math.fround;
 
@@ -100,15 +93,6 @@ abstract class FusedOptimizer extends tf.Optimizer {
   /** Updates `w` (in place) and the slots from gradient `g`. */
   protected abstract step(w: Float32Array, g: Float32Array, slots: Float32Array[]): void;
 
-  /**
-   * The same update, then the weight decay (`decayFactor`, or null for none), in one onnxruntime
-   * graph on the ort-cpu backend; false when not taken (then {@link step} runs). Slot arrays may be
-   * replaced in `slots`.
-   */
-  protected runtimeStep(_w: Float32Array, _g: Float32Array, _slots: Float32Array[], _decayFactor: number | null): boolean {
-    return false;
-  }
-
   /** Called once per applyGradients, after all variables (e.g. Adam's beta powers). */
   protected afterStep(): void {}
 
@@ -125,11 +109,8 @@ abstract class FusedOptimizer extends tf.Optimizer {
       if (gradient == null) return;
       const g = gradient.dataSync() as Float32Array;
       const { values, inPlace } = writableValues(variable);
-      const decayFactor = this.decay?.appliesTo(name) ? factor : null;
-      if (!this.runtimeStep(values, g, slot.arrays, decayFactor)) {
-        this.step(values, g, slot.arrays);
-        if (decayFactor !== null) for (let j = 0; j < values.length; j++) values[j] = f32((values[j] as number) * decayFactor);
-      }
+      this.step(values, g, slot.arrays);
+      if (this.decay?.appliesTo(name)) for (let j = 0; j < values.length; j++) values[j] = f32((values[j] as number) * factor);
       commit(variable, values, inPlace);
     });
     this.afterStep();
@@ -278,44 +259,6 @@ export class FusedAdamOptimizer extends FusedOptimizer {
       const update = f32(f32(mHat / f32(f32(Math.sqrt(vHat)) + eps)) * negLr);
       w[j] = f32(update + (w[j] as number));
     }
-  }
-
-  /**
-   * On the ort-cpu backend, a variable of {@link ORT_ELEMENTWISE_MIN_SIZE} or more weights is updated
-   * by onnxruntime's vectorised, multithreaded operators (op-models.ts `adamModel`): the same float32
-   * operations in the same order, each rounded as `Math.fround` rounds its double result (exact for
-   * +, -, *, / and sqrt), so the numbers are identical; on the 2048 x 512 head kernel the JavaScript
-   * loop took about 12 ms.
-   */
-  protected override runtimeStep(w: Float32Array, g: Float32Array, slots: Float32Array[], decayFactor: number | null): boolean {
-    const runtime = (tf.backend() as { runtime?: OrtSyncRuntime }).runtime;
-    if (runtime === undefined || w.length < ORT_ELEMENTWISE_MIN_SIZE) return false;
-    const n = w.length;
-    const session = runtime.session(`adam|${n}|${decayFactor !== null}`, () => adamModel(n, decayFactor !== null));
-    const scalar = (value: number): { data: Float32Array; dims: number[] } => ({ data: Float32Array.of(value), dims: [1] });
-    const vector = (data: Float32Array): { data: Float32Array; dims: number[] } => ({ data, dims: [n] });
-    const [wNext, mNext, vNext] = session.run(
-      {
-        w: vector(w),
-        g: vector(g),
-        m: vector(slots[0] as Float32Array),
-        v: vector(slots[1] as Float32Array),
-        beta1: scalar(this.#beta1),
-        beta2: scalar(this.#beta2),
-        one_minus_beta1: scalar(this.#oneMinusBeta1),
-        one_minus_beta2: scalar(this.#oneMinusBeta2),
-        bias1: scalar(f32(1 - this.#accBeta1)),
-        bias2: scalar(f32(1 - this.#accBeta2)),
-        epsilon: scalar(this.#epsilon),
-        neg_lr: scalar(f32(-this.learningRate)),
-        ...(decayFactor !== null ? { decay_factor: scalar(decayFactor) } : {}),
-      },
-      [[n], [n], [n]],
-    );
-    w.set((wNext as { data: Float32Array }).data);
-    slots[0] = (mNext as { data: Float32Array }).data;
-    slots[1] = (vNext as { data: Float32Array }).data;
-    return true;
   }
 
   protected override afterStep(): void {

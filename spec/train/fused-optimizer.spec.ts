@@ -2,8 +2,6 @@ import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../lib/train/fused-optimizer.js';
 import { applyWeightDecay, createOptimizer, withLearningRate } from '../../lib/train/optimizer.js';
-import { selectBackend } from '../../lib/train/backend.js';
-import { ORT_ELEMENTWISE_MIN_SIZE } from '../../lib/train/ort-backend/elementwise-kernels.js';
 import { Rng } from '../../lib/util/rng.js';
 import type { TrainConfig } from '../../lib/train/config.js';
 
@@ -13,9 +11,9 @@ type OptimizerConfig = TrainConfig['optimizer'];
  * The fused optimisers must give exactly tfjs's numbers (same float32 operation order): a few steps
  * of tfjs's optimiser + applyWeightDecay against the fused one on identical variables and gradients.
  */
-function variables(rng: Rng, tag: string, kernelShape: [number, number] = [4, 6]): tf.Variable[] {
+function variables(rng: Rng, tag: string): tf.Variable[] {
   return [
-    tf.variable(tf.tensor(Float32Array.from({ length: kernelShape[0] * kernelShape[1] }, () => rng.nextGaussian()), kernelShape), true, `${tag}/dense/kernel`),
+    tf.variable(tf.tensor(Float32Array.from({ length: 24 }, () => rng.nextGaussian()), [4, 6]), true, `${tag}/dense/kernel`),
     tf.variable(tf.tensor(Float32Array.from({ length: 6 }, () => rng.nextGaussian()), [6]), true, `${tag}/dense/bias`),
   ];
 }
@@ -26,10 +24,9 @@ function gradientsFor(step: number, vars: tf.Variable[], rng: Rng): tf.NamedTens
   return grads;
 }
 
-async function compare(config: OptimizerConfig, steps: number, changeLrAt?: number, kernelShape?: [number, number]): Promise<number> {
-  const tag = `${config.kind}${steps}${changeLrAt ?? ''}${kernelShape?.join('x') ?? ''}`;
-  const reference = variables(new Rng(5), `ref${tag}`, kernelShape);
-  const fused = variables(new Rng(5), `fused${tag}`, kernelShape);
+async function compare(config: OptimizerConfig, steps: number, changeLrAt?: number): Promise<number> {
+  const reference = variables(new Rng(5), `ref${config.kind}${steps}${changeLrAt ?? ''}`);
+  const fused = variables(new Rng(5), `fused${config.kind}${steps}${changeLrAt ?? ''}`);
   const kernelNames = new Set([reference[0]?.name, fused[0]?.name]);
   const options = { fused: true, decayed: (name: string) => kernelNames.has(name) };
   let tfjsOptimizer = createOptimizer(config, config.learningRate);
@@ -94,25 +91,6 @@ describe('fused optimisers', () => {
 
   it('plain SGD equals tfjs SGD bit for bit', async () => {
     expect(await compare({ ...base, kind: 'sgd', learningRate: 0.1, weightDecay: 0.01 }, 4)).to.equal(0);
-  });
-
-  describe(`on ort-cpu, a kernel of ${ORT_ELEMENTWISE_MIN_SIZE}+ weights (Adam as one onnxruntime graph)`, () => {
-    before(async () => {
-      await selectBackend('ort-cpu');
-    });
-    after(async () => {
-      await tf.setBackend('cpu');
-    });
-    const big: [number, number] = [600, 440];
-
-    it('Adam equals tfjs Adam bit for bit (weights and both moments)', async () => {
-      expect(big[0] * big[1]).to.be.at.least(ORT_ELEMENTWISE_MIN_SIZE);
-      expect(await compare(base, 5, undefined, big)).to.equal(0);
-    });
-
-    it('Adam with weight decay, through a learning-rate change, equals tfjs Adam + decoupled decay bit for bit', async () => {
-      expect(await compare({ ...base, weightDecay: 0.05 }, 6, 3, big)).to.equal(0);
-    });
   });
 
   it('reports tfjs class names so checkpoints move between the two', () => {

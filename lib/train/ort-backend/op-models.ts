@@ -312,38 +312,3 @@ export function binaryModel(op: 'Add' | 'Sub' | 'Mul' | 'Div', aShape: readonly 
     nodes: [node(op, ['a', 'b'], ['y'])],
   });
 }
-
-/**
- * One Adam step over `size` weights, as the fused optimiser computes it element by element (every
- * node one float32 operation, in the same order): inputs `w`, `g`, `m`, `v` ([size]) and the scalars
- * ([1]) `beta1`, `beta2`, `one_minus_beta1`, `one_minus_beta2`, `bias1` (1 - beta1^t), `bias2`,
- * `epsilon`, `neg_lr` and, with `decay`, `decay_factor`; outputs `w_next`, `m_next`, `v_next`:
- *   m' = m*b1 + g*(1-b1); v' = v*b2 + (g*g)*(1-b2);
- *   w' = ((m'/bias1) / (sqrt(v'/bias2) + eps)) * -lr + w, then w' * decay_factor.
- */
-export function adamModel(size: number, decay: boolean): Uint8Array {
-  const scalars = ['beta1', 'beta2', 'one_minus_beta1', 'one_minus_beta2', 'bias1', 'bias2', 'epsilon', 'neg_lr', ...(decay ? ['decay_factor'] : [])];
-  const nodes: NodeProto[] = [
-    node('Mul', ['m', 'beta1'], ['m_decayed']),
-    node('Mul', ['g', 'one_minus_beta1'], ['g_scaled']),
-    node('Add', ['m_decayed', 'g_scaled'], ['m_next']),
-    node('Mul', ['v', 'beta2'], ['v_decayed']),
-    node('Mul', ['g', 'g'], ['g_squared']),
-    node('Mul', ['g_squared', 'one_minus_beta2'], ['g_squared_scaled']),
-    node('Add', ['v_decayed', 'g_squared_scaled'], ['v_next']),
-    node('Div', ['m_next', 'bias1'], ['m_hat']),
-    node('Div', ['v_next', 'bias2'], ['v_hat']),
-    node('Sqrt', ['v_hat'], ['v_hat_root']),
-    node('Add', ['v_hat_root', 'epsilon'], ['denominator']),
-    node('Div', ['m_hat', 'denominator'], ['ratio']),
-    node('Mul', ['ratio', 'neg_lr'], ['update']),
-    node('Add', ['update', 'w'], decay ? ['w_updated'] : ['w_next']),
-    ...(decay ? [node('Mul', ['w_updated', 'decay_factor'], ['w_next'])] : []),
-  ];
-  return encodeModel({
-    graphName: 'ort_cpu_adam',
-    inputs: [...['w', 'g', 'm', 'v'].map((n) => tensorValueInfo(n, 'float32', [size])), ...scalars.map((n) => tensorValueInfo(n, 'float32', [1]))],
-    outputs: ['w_next', 'm_next', 'v_next'].map((n) => tensorValueInfo(n, 'float32', [size])),
-    nodes,
-  });
-}
