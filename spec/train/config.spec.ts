@@ -29,6 +29,16 @@ describe('train/config', () => {
     expect(config.model).to.deep.include({ kind: 'mlp', hidden: [], activation: 'relu', batchNorm: false });
   });
 
+  it('convnet: fills widths [32, 64, 128, 256], depth 1, hidden [], relu; rejects an empty widths and fields of other kinds', async () => {
+    const config = parseTrainConfig({ ...minimal, model: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8 } }, 'train.json');
+    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, hidden: [], activation: 'relu' });
+    const model = (extra: Record<string, unknown>): TrainConfigInput => ({ ...minimal, model: { kind: 'convnet', inputShape: [32, 32, 3], embeddingDim: 8, ...extra } as TrainConfigInput['model'] });
+    await expectDmlError(() => parseTrainConfig(model({ widths: [] }), 'a.json'), 'E_ARG', /^a\.json: model\.widths: /);
+    await expectDmlError(() => parseTrainConfig(model({ depth: 0 }), 'a.json'), 'E_ARG', /^a\.json: model\.depth: /);
+    await expectDmlError(() => parseTrainConfig(model({ filters: [8] }), 'a.json'), 'E_ARG', /^a\.json: model: .*filters/);
+    await expectDmlError(() => parseTrainConfig(model({ batchNorm: false }), 'a.json'), 'E_ARG', /^a\.json: model: .*batchNorm/);
+  });
+
   it('keeps the loss options for the loss registry to check', () => {
     const config = parseTrainConfig({ ...minimal, loss: { name: 'ephn', temperature: 0.1 } }, 'train.json');
     expect(config.loss).to.deep.equal({ name: 'ephn', temperature: 0.1 });
