@@ -158,7 +158,7 @@ if "${which}" == "head":
 elif "${which}" == "convnet":
     layers, c = [], 3
     for w in (32, 64, 128, 256):
-        layers += [torch.nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(w, eps=1e-3, momentum=0.01), torch.nn.ReLU()]
+        layers += [torch.nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(w), torch.nn.ReLU()]
         c = w
     model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
     x = torch.randn(B, 3, 64, 64)

@@ -4,8 +4,8 @@
  * padding, no bias) + BatchNormalization + activation. The first convolution of every stage has stride
  * 2 and halves height and width (rounding up, TensorFlow's 'same' rule); the others have stride 1.
  * After the last stage GlobalAveragePooling2D (`gap`) and the head (hidden Dense layers, Dense to the
- * embedding, L2Normalize). Layer names: `stage{i}_conv{j}`, `stage{i}_bn{j}`, `stage{i}_act{j}` (i, j
- * from 1), `gap`, then the head's.
+ * embedding, L2Normalize). Batch normalisation takes PyTorch's defaults (see BN_MOMENTUM). Layer
+ * names: `stage{i}_conv{j}`, `stage{i}_bn{j}`, `stage{i}_act{j}` (i, j from 1), `gap`, then the head's.
  *
  * The default, on 64x64x3 with widths [32, 64, 128, 256] and depth 1: 32x32x32 -> 16x16x64 -> 8x8x128
  * -> 4x4x256 -> 256 -> embedding. Like `cnn`, training it needs Conv2DBackpropFilter, which the wasm
@@ -18,6 +18,15 @@ import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
 import { activationOf, positiveIntegers, type ConvnetModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+
+/**
+ * Batch normalisation as PyTorch's BatchNorm2d defaults it (momentum 0.1 there, i.e. 0.9 of the old
+ * moving statistic kept; epsilon 1e-5), not Keras's 0.99 / 1e-3: with 0.99 the moving statistics that
+ * validation and the exported model use still hold 45% of their initial values (mean 0, variance 1)
+ * after 80 steps, an epoch of the Fashion-MNIST example; with 0.9, under 0.1% after 70 steps.
+ */
+const BN_MOMENTUM = 0.9;
+const BN_EPSILON = 1e-5;
 
 /** Default channels per stage. */
 const DEFAULT_WIDTHS: readonly number[] = [32, 64, 128, 256];
@@ -58,7 +67,7 @@ export function buildConvnetModel(spec: ConvnetModelSpec, rng: Rng): tf.LayersMo
           kernelInitializer: kernelInitializer(rng, activation),
         })
         .apply(x) as tf.SymbolicTensor;
-      x = tf.layers.batchNormalization({ name: name('bn') }).apply(x) as tf.SymbolicTensor;
+      x = tf.layers.batchNormalization({ name: name('bn'), momentum: BN_MOMENTUM, epsilon: BN_EPSILON }).apply(x) as tf.SymbolicTensor;
       x = tf.layers.activation({ name: name('act'), activation }).apply(x) as tf.SymbolicTensor;
     }
   });

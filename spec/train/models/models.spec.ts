@@ -98,6 +98,8 @@ describe('train/models', () => {
     for (let i = 1; i <= 4; i++) {
       expect(standard.getLayer(`stage${i}_conv1`).getConfig(), `stage${i}_conv1`).to.deep.include({ kernelSize: [3, 3], strides: [2, 2], padding: 'same', useBias: false });
       expect(standard.getLayer(`stage${i}_act1`).getConfig()).to.deep.include({ activation: 'relu' });
+      // PyTorch's BatchNorm2d defaults (momentum 0.1 = Keras 0.9, epsilon 1e-5), not Keras's 0.99 / 1e-3.
+      expect(standard.getLayer(`stage${i}_bn1`).getConfig()).to.deep.include({ axis: -1, momentum: 0.9, epsilon: 1e-5, center: true, scale: true });
     }
     // Kernels 3*3*(3*32 + 32*64 + 64*128 + 128*256) = 387,936; batch norm 4 x (32+64+128+256) = 1,920
     // (half of it the non-trainable moving statistics); embedding 256*64 + 64 = 16,448.
