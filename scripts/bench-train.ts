@@ -156,6 +156,7 @@ B = ${args.batch}
 if "${which}" == "head":
     model = torch.nn.Linear(2048, 512); x = torch.randn(B, 2048)
 elif "${which}" == "convnet":
+    # padding=1 gives the output sizes of tfjs's stride-2 'same' (which pads only after on even sizes)
     layers, c = [], 3
     for w in (32, 64, 128, 256):
         layers += [torch.nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(w), torch.nn.ReLU()]
