@@ -4,15 +4,19 @@
  * - `head`: a 2048 -> 512 embedding head (Dense + L2 normalisation, the recipe-(c) head on
  *   ResNet-50-sized features) at batch 128 (32 classes x 4);
  * - `cnn`: the trainer's default small CNN on 28 x 28 x 1 images (conv 32 - pool - conv 64 - pool -
- *   Dense 128 - embedding 64, models/cnn.ts) at batch 128.
- * Both use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu).
+ *   Dense 128 - embedding 64, models/cnn.ts) at batch 128;
+ * - `convnet`: the compact strided CNN with its default widths and depth on 64 x 64 x 3 images (four
+ *   stages of 3x3 stride-2 conv + batch norm + ReLU, 32 - 64 - 128 - 256 channels, global average
+ *   pooling, embedding 64, models/convnet.ts) at batch 128; not in the default `--models`, since a
+ *   step takes seconds on ort-cpu and minutes on cpu.
+ * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu).
  * Each backend runs in its own child process (a process holds one tfjs backend); each step is timed
  * (forward, loss, backward and the optimiser update, synchronised by reading the loss) after warm-up
  * steps, and the median is reported with the spread. Where Debian's python3 has torch, the same
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
  * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--models head,cnn] [--steps 20] [--cnn-steps 5] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
+ *   npx tsx scripts/bench-train.ts [--models head,cnn,convnet] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -30,12 +34,14 @@ import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables
 import { Rng } from '../lib/util/rng.js';
 
 const ALL_BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
-type BenchModel = 'head' | 'cnn';
+type BenchModel = 'head' | 'cnn' | 'convnet';
+const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'convnet'];
 
 interface Args {
   models: BenchModel[];
   steps: number;
   cnnSteps: number;
+  convnetSteps: number;
   warmup: number;
   batch: number;
   backends: BackendChoice[];
@@ -49,10 +55,14 @@ function argument(argv: string[], flag: string): string | undefined {
 function parseArgs(argv: string[]): Args & { child?: { backend: BackendChoice; model: BenchModel } } {
   const number = (flag: string, fallback: number): number => Number(argument(argv, flag) ?? fallback);
   const child = argument(argv, '--child');
+  const models = (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[];
+  const unknown = models.filter((m) => !BENCH_MODELS.includes(m));
+  if (unknown.length > 0) throw new Error(`--models: unknown ${unknown.join(', ')}; choose from ${BENCH_MODELS.join(', ')}`);
   return {
-    models: (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[],
+    models,
     steps: number('--steps', 20),
     cnnSteps: number('--cnn-steps', 5),
+    convnetSteps: number('--convnet-steps', 3),
     warmup: number('--warmup', 2),
     batch: number('--batch', 128),
     backends: (argument(argv, '--backends')?.split(',') as BackendChoice[] | undefined) ?? ALL_BACKENDS,
@@ -67,7 +77,17 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
     inputShape: [28, 28, 1],
     title: 'small CNN 28x28x1: conv32-pool-conv64-pool-128-64 + L2',
   },
+  convnet: {
+    spec: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64 },
+    inputShape: [64, 64, 3],
+    title: 'convnet 64x64x3: 4 x (3x3 stride-2 conv + BN + ReLU) 32-64-128-256, GAP, 64 + L2',
+  },
 };
+
+/** Timed steps of `which`. */
+function stepsOf(which: BenchModel, args: Args): number {
+  return which === 'cnn' ? args.cnnSteps : which === 'convnet' ? args.convnetSteps : args.steps;
+}
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -103,7 +123,7 @@ async function child(backend: BackendChoice, which: BenchModel, args: Args): Pro
   const size = inputShape.reduce((a, b) => a * b, args.batch);
   const x = tf.tensor(Float32Array.from({ length: size }, () => rng.nextGaussian()), [args.batch, ...inputShape]);
   const variables = model.trainableWeights.map((w) => w.read() as tf.Variable);
-  const steps = which === 'cnn' ? args.cnnSteps : args.steps;
+  const steps = stepsOf(which, args);
   const times: number[] = [];
   const missing = missingKernels(modelKernels(model, true));
   if (missing.length > 0) {
@@ -135,6 +155,14 @@ torch.manual_seed(0); torch.set_num_threads(${os.availableParallelism()})
 B = ${args.batch}
 if "${which}" == "head":
     model = torch.nn.Linear(2048, 512); x = torch.randn(B, 2048)
+elif "${which}" == "convnet":
+    # padding=1 gives the output sizes of tfjs's stride-2 'same' (which pads only after on even sizes)
+    layers, c = [], 3
+    for w in (32, 64, 128, 256):
+        layers += [torch.nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(w), torch.nn.ReLU()]
+        c = w
+    model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
+    x = torch.randn(B, 3, 64, 64)
 else:
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
@@ -152,7 +180,7 @@ def step():
     sp = s.gather(1, pos[:, None]).squeeze(1); sn = s.gather(1, neg[:, None]).squeeze(1)
     loss = torch.nn.functional.softplus((sn - sp) / 0.1).mean()
     opt.zero_grad(); loss.backward(); opt.step(); return loss.item()
-steps = ${which === 'cnn' ? args.cnnSteps : args.steps}
+steps = ${stepsOf(which, args)}
 for _ in range(${args.warmup}): step()
 times = []
 for _ in range(steps):
@@ -170,7 +198,7 @@ async function main(): Promise<void> {
   if (args.child) return child(args.child.backend, args.child.model, args);
   const script = fileURLToPath(import.meta.url);
   for (const which of args.models) {
-    const steps = which === 'cnn' ? args.cnnSteps : args.steps;
+    const steps = stepsOf(which, args);
     console.log(`\nTraining steps, ${MODELS[which].title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
     console.log('| backend | median ms/step (min-max) | steps/s | images/s | x cpu |');
     console.log('|---|---|---|---|---|');

@@ -14,7 +14,10 @@
  * Method sets (`--methods`): `trainer` (default; the trainer issue's five losses, out dir
  * runs/fashion-mnist) and `seed-methods-ii` (issue 5: the direct-gradient presets dg-best, dg-circle,
  * dg-ms, dg-sct; LoOp triplet, HPHN and MS with the pairing sampler; EPS triplet, margin and MS; the
- * triplet-margin baseline of the `trainer` set for reference; out dir runs/fashion-mnist/seed-methods-ii).
+ * triplet-margin baseline of the `trainer` set for reference; out dir runs/fashion-mnist/seed-methods-ii)
+ * and `baseline-pairs` (issue 16: every seed method beside the baseline its paper compares against, on
+ * the same sampler, budget and seeds; out dir runs/fashion-mnist/baseline-pairs). With pairs, a second
+ * table gives per pair the mean difference (method - baseline) and on how many seeds the method won.
  * Every method gets the same budget: the base config's model, optimiser, 6,000 training images, 3
  * epochs of 75 batches of 80. LoOp's pairing sampler keeps batch 80 with groupSize 16 (5 classes x 16,
  * N even): groupSize 4 would need 20 distinct classes per batch, and there are 5 training classes.
@@ -51,8 +54,26 @@ const PAIRING_SAMPLER: TrainConfigInput['sampler'] = { kind: 'pairing', groupSiz
 /** The triplet baseline of both sets: all triplets, margin 0.05. */
 const TRIPLET_BASELINE: Method = { name: 'Triplet margin (all triplets, margin 0.05)', key: 'triplet-margin', loss: { name: 'triplet-margin' } };
 
+/** A method beside the baseline its paper compares against (keys of the set's methods). */
+interface Pair {
+  method: string;
+  baseline: string;
+}
+
+/** LoOp's four losses and their bases, all on the pairing sampler with LoOp's margin 0.1 where the base has one. */
+const LOOP_PAIRS: Method[] = [
+  { name: 'LoOp triplet (paper 001)', key: 'loop-triplet', loss: { name: 'loop-triplet' }, sampler: PAIRING_SAMPLER },
+  { name: 'triplet, all triplets, margin 0.1 (LoOp triplet\'s base)', key: 'triplet-0.1', loss: { name: 'triplet-margin', margin: 0.1 }, sampler: PAIRING_SAMPLER },
+  { name: 'LoOp HPHN-triplet (paper 001)', key: 'loop-hphn', loss: { name: 'loop-hphn' }, sampler: PAIRING_SAMPLER },
+  { name: 'HPHN triplet (batch-hard), margin 0.1 (its base)', key: 'batch-hard-0.1', loss: { name: 'triplet-margin', margin: 0.1, miner: 'hard' }, sampler: PAIRING_SAMPLER },
+  { name: 'LoOp lifted structure (paper 001)', key: 'loop-lifted', loss: { name: 'loop-lifted' }, sampler: PAIRING_SAMPLER },
+  { name: 'lifted structure (its base)', key: 'lifted', loss: { name: 'lifted-structure' }, sampler: PAIRING_SAMPLER },
+  { name: 'LoOp multi-similarity (paper 001)', key: 'loop-ms', loss: { name: 'loop-ms' }, sampler: PAIRING_SAMPLER },
+  { name: 'multi-similarity, pairing sampler (its base)', key: 'ms-pairing', loss: { name: 'multi-similarity' }, sampler: PAIRING_SAMPLER },
+];
+
 /** The method sets of `--methods`. */
-const METHOD_SETS: Record<string, { out: string; methods: Method[] }> = {
+const METHOD_SETS: Record<string, { out: string; methods: Method[]; pairs?: Pair[] }> = {
   trainer: {
     out: 'runs/fashion-mnist',
     methods: [
@@ -77,6 +98,37 @@ const METHOD_SETS: Record<string, { out: string; methods: Method[] }> = {
       { name: 'EPS + margin, DWS, beta per class (paper 004)', key: 'eps-margin', loss: { name: 'eps-margin', numClasses: 5 } },
       { name: 'EPS + multi-similarity (paper 004)', key: 'eps-ms', loss: { name: 'eps-ms' } },
       TRIPLET_BASELINE,
+    ],
+  },
+  'baseline-pairs': {
+    out: 'runs/fashion-mnist/baseline-pairs',
+    methods: [
+      ...LOOP_PAIRS,
+      { name: 'EPS + triplet, semi-hard (paper 004)', key: 'eps-triplet', loss: { name: 'eps-triplet' } },
+      { name: 'triplet, semi-hard, margin 0.2, squared distance (its base)', key: 'semihard-0.2', loss: { name: 'triplet-margin', margin: 0.2, distance: 'squared-euclidean', miner: 'semihard' } },
+      { name: 'EPS + margin, beta per class (paper 004)', key: 'eps-margin', loss: { name: 'eps-margin', numClasses: 5 } },
+      { name: 'margin, beta per class learnt (its base)', key: 'margin', loss: { name: 'margin', learnBeta: true, numClasses: 5 } },
+      { name: 'EPS + multi-similarity (paper 004)', key: 'eps-ms', loss: { name: 'eps-ms' } },
+      { name: 'multi-similarity (base of EPS-MS and DG-MS)', key: 'ms', loss: { name: 'multi-similarity' } },
+      { name: 'Direct gradient, best combination (paper 003)', key: 'dg-best', loss: { name: 'dg-best' } },
+      { name: 'Direct gradient, baseline combination cos/con/con (paper 003)', key: 'dg-baseline', loss: { name: 'direct-gradient' } },
+      { name: 'Direct gradient, cosine triplet preset (paper 003)', key: 'dg-triplet-cosine', loss: { name: 'dg-triplet-cosine' } },
+      { name: 'Direct gradient, MS preset (paper 003)', key: 'dg-ms', loss: { name: 'dg-ms' } },
+      { name: 'EPHN, 2nd order (paper 000)', key: 'ephn-2nd', loss: { name: 'ephn', order: 2 } },
+      { name: 'EPHN, 1st order (paper 000; closed form of the cosine-triplet preset)', key: 'ephn', loss: { name: 'ephn', order: 1 } },
+    ],
+    pairs: [
+      { method: 'loop-triplet', baseline: 'triplet-0.1' },
+      { method: 'loop-hphn', baseline: 'batch-hard-0.1' },
+      { method: 'loop-lifted', baseline: 'lifted' },
+      { method: 'loop-ms', baseline: 'ms-pairing' },
+      { method: 'eps-triplet', baseline: 'semihard-0.2' },
+      { method: 'eps-margin', baseline: 'margin' },
+      { method: 'eps-ms', baseline: 'ms' },
+      { method: 'dg-best', baseline: 'dg-baseline' },
+      { method: 'dg-triplet-cosine', baseline: 'ephn' },
+      { method: 'dg-ms', baseline: 'ms' },
+      { method: 'ephn-2nd', baseline: 'ephn' },
     ],
   },
 };
@@ -153,6 +205,26 @@ async function main(): Promise<void> {
       return `| ${method.name} | ${METRICS.map((m) => summary(mine.map((r) => r.trained[m]))).join(' | ')} |`;
     }),
   ];
+  if (set.pairs) {
+    const ran = new Set(methods.map((m) => m.key));
+    const pairs = set.pairs.filter((p) => ran.has(p.method) && ran.has(p.baseline));
+    const nameOf = (key: string): string => methods.find((m) => m.key === key)?.name ?? key;
+    /** Per metric: the mean over seeds of (method - baseline) and on how many seeds the method was higher. */
+    const difference = (pair: Pair, metric: Metric): string => {
+      const deltas = Array.from({ length: seeds }, (_, seed) => {
+        const of = (key: string): number => (rows.find((r) => r.key === key && r.seed === seed) as (typeof rows)[number]).trained[metric];
+        return of(pair.method) - of(pair.baseline);
+      });
+      const mean = deltas.reduce((a, b) => a + b, 0) / deltas.length;
+      return `${mean >= 0 ? '+' : ''}${mean.toFixed(2)} (${deltas.filter((d) => d > 0).length}/${seeds})`;
+    };
+    lines.push(
+      '',
+      `| method - its baseline (${seeds} seed${seeds === 1 ? '' : 's'}; mean difference, seeds won) | ${METRICS.join(' | ')} |`,
+      `|---|${METRICS.map(() => '---').join('|')}|`,
+      ...pairs.map((pair) => `| ${nameOf(pair.method)} - ${nameOf(pair.baseline)} | ${METRICS.map((m) => difference(pair, m)).join(' | ')} |`),
+    );
+  }
   const table = `${lines.join('\n')}\n`;
   process.stdout.write(table);
   await writeFileAtomic(path.join(out, 'table.md'), table);

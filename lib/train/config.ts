@@ -38,6 +38,17 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
     .strict(),
   z
     .object({
+      kind: z.literal('convnet'),
+      inputShape: z.tuple([positiveInt, positiveInt, positiveInt]),
+      embeddingDim: positiveInt,
+      widths: z.array(positiveInt).min(1).default([32, 64, 128, 256]),
+      depth: positiveInt.default(1),
+      hidden: z.array(positiveInt).default([]),
+      activation: activation.default('relu'),
+    })
+    .strict(),
+  z
+    .object({
       kind: z.literal('tfjs-backbone'),
       modelJson: z.string().min(1),
       embeddingDim: positiveInt,

@@ -159,6 +159,32 @@ describe('train/backend', () => {
     mlp.dispose();
   });
 
+  it('a convnet needs only the convolution kernels beyond the common ones: batch norm and global average pooling train on every backend', async function () {
+    this.timeout(20000);
+    const convnet = await buildModel({ kind: 'convnet', inputShape: [8, 8, 2], widths: [3, 4], depth: 2, hidden: [], embeddingDim: 3 }, 1);
+    expect(modelKernels(convnet, false)).to.deep.equal(['Conv2D']);
+    expect(modelKernels(convnet, true)).to.deep.equal(['Conv2D', 'Conv2DBackpropFilter', 'Conv2DBackpropInput']);
+    // Every kernel a training step really runs (batch-norm moments and gradient, the Mean of the pooling
+    // and its gradient included) exists on cpu and ort-cpu; wasm lacks only the filter gradient, which
+    // modelKernels already lists, so ensureBackendSupports moves the work to cpu.
+    await selectBackend('ort-cpu');
+    await selectBackend('wasm'); // both registered, for missingKernels below
+    await selectBackend('cpu');
+    const x = tf.randomNormal([4, 8, 8, 2], 0, 1, 'float32', 3);
+    const profile = await tf.profile(() => {
+      const { value, grads } = tf.variableGrads(() => tf.sum(convnet.apply(x, { training: true }) as tf.Tensor).asScalar() as tf.Scalar);
+      tf.dispose([value, grads]);
+    });
+    // kernelNames also lists op scopes (`fusedConv2d__op`), which are not kernels.
+    const ran = [...new Set(profile.kernelNames)].filter((name) => !name.endsWith('__op'));
+    expect(ran).to.include.members(['FusedBatchNorm', 'Mean', 'Conv2DBackpropFilter']);
+    expect(missingKernels(ran, 'cpu')).to.deep.equal([]);
+    expect(missingKernels(ran, 'ort-cpu')).to.deep.equal([]);
+    expect(missingKernels(ran, 'wasm')).to.deep.equal(['Conv2DBackpropFilter']);
+    tf.dispose(x);
+    convnet.dispose();
+  });
+
   it('extra kernels (e.g. a loss using tf.gather) are checked too', async () => {
     await selectBackend('wasm');
     const mlp = await buildModel({ kind: 'mlp', inputDim: 4, hidden: [], embeddingDim: 2 }, 1);

@@ -3,6 +3,8 @@
  * one-line E_ARG error naming the file and the first bad field, strictness, and the cluster counts
  * sharing dml eval's spec.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'chai';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
@@ -27,6 +29,26 @@ describe('train/config', () => {
     expect(config.optimizer).to.include({ kind: 'adam', weightDecay: 0 });
     expect(config.sampler).to.include({ kind: 'exact', repeat: 1, dropLast: false });
     expect(config.model).to.deep.include({ kind: 'mlp', hidden: [], activation: 'relu', batchNorm: false });
+  });
+
+  it('convnet: fills widths [32, 64, 128, 256], depth 1, hidden [], relu; rejects an empty widths and fields of other kinds', async () => {
+    const config = parseTrainConfig({ ...minimal, model: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8 } }, 'train.json');
+    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, hidden: [], activation: 'relu' });
+    const model = (extra: Record<string, unknown>): TrainConfigInput => ({ ...minimal, model: { kind: 'convnet', inputShape: [32, 32, 3], embeddingDim: 8, ...extra } as TrainConfigInput['model'] });
+    await expectDmlError(() => parseTrainConfig(model({ widths: [] }), 'a.json'), 'E_ARG', /^a\.json: model\.widths: /);
+    await expectDmlError(() => parseTrainConfig(model({ depth: 0 }), 'a.json'), 'E_ARG', /^a\.json: model\.depth: /);
+    await expectDmlError(() => parseTrainConfig(model({ filters: [8] }), 'a.json'), 'E_ARG', /^a\.json: model: .*filters/);
+    await expectDmlError(() => parseTrainConfig(model({ batchNorm: false }), 'a.json'), 'E_ARG', /^a\.json: model: .*batchNorm/);
+  });
+
+  it('the example configs in scripts/configs are valid; fashion-mnist-convnet.json is the 3-stage convnet with 2nd-order EPHN', () => {
+    const dir = 'scripts/configs';
+    const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+    expect(files).to.include.members(['fashion-mnist-cnn.json', 'fashion-mnist-convnet.json', 'fashion-mnist-mlp.json']);
+    for (const f of files) parseTrainConfig(JSON.parse(readFileSync(path.join(dir, f), 'utf8')), f);
+    const convnet = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet.json'), 'utf8')), 'fashion-mnist-convnet.json');
+    expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, hidden: [], embeddingDim: 16, activation: 'relu' });
+    expect(convnet.loss).to.deep.equal({ name: 'ephn', order: 2 });
   });
 
   it('keeps the loss options for the loss registry to check', () => {

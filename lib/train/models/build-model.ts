@@ -6,11 +6,12 @@ import type * as tf from '@tensorflow/tfjs';
 import { invalidParameterError } from '../../errors.js';
 import { Rng } from '../../util/rng.js';
 import { buildCnnModel } from './cnn.js';
+import { buildConvnetModel } from './convnet.js';
 import { buildMlpModel } from './mlp.js';
 import type { ModelSpec } from './model-spec.js';
 import { buildTfjsBackboneModel } from './tfjs-backbone.js';
 
-const KINDS = ['mlp', 'cnn', 'tfjs-backbone'] as const;
+const KINDS = ['mlp', 'cnn', 'convnet', 'tfjs-backbone'] as const;
 
 /** Builds the model `spec` describes. Errors: E_ARG for a bad spec field; E_NOT_FOUND / E_MODEL from loading a backbone. */
 export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.LayersModel> {
@@ -22,6 +23,8 @@ export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.Laye
       return buildMlpModel(spec, rng);
     case 'cnn':
       return buildCnnModel(spec, rng);
+    case 'convnet':
+      return buildConvnetModel(spec, rng);
     case 'tfjs-backbone':
       return buildTfjsBackboneModel(spec, rng);
     default:

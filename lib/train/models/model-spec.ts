@@ -5,6 +5,8 @@
  * - `mlp`: a linear (`hidden: []`) or MLP head on precomputed features (e.g. backbone features from
  *   backbone-features.ts), input [inputDim].
  * - `cnn`: a small convolutional network for small images, NHWC input [H, W, C].
+ * - `convnet`: a compact strided-convolution network (3x3 stride-2 conv + batch norm per stage, global
+ *   average pooling) for real image sets of 32-128 px, NHWC input [H, W, C].
  * - `tfjs-backbone`: a TensorFlow.js layers model (model.json + weight shards, e.g. a Keras ResNet50 or
  *   MobileNetV2 converted with tensorflowjs_converter) as a trainable backbone, with a new head.
  */
@@ -50,6 +52,27 @@ export interface CnnModelSpec {
   batchNorm?: boolean;
 }
 
+/**
+ * (b') Compact CNN for real image sets: per entry of `widths` one stage, whose first 3x3 convolution has
+ * stride 2 (halving height and width, 'same' padding, no bias) followed by BatchNormalization and the
+ * activation, then `depth - 1` further 3x3 stride-1 convolution + BatchNormalization + activation
+ * blocks; after the last stage GlobalAveragePooling2D and the head.
+ */
+export interface ConvnetModelSpec {
+  kind: 'convnet';
+  /** NHWC input without the batch axis: [height, width, channels]; height and width at least 2^stages. */
+  inputShape: [number, number, number];
+  embeddingDim: number;
+  /** Channels of each stage (one stage per entry). Default [32, 64, 128, 256]. */
+  widths?: number[];
+  /** 3x3 convolutions per stage, the first of them strided. Default 1. */
+  depth?: number;
+  /** Hidden Dense widths between the pooled features and the embedding. Default []. */
+  hidden?: number[];
+  /** Activation after every batch normalisation (stages and hidden head layers). Default `relu`. */
+  activation?: Activation;
+}
+
 /** (d) A tfjs layers model loaded from `modelJson` as backbone, with a new head. */
 export interface TfjsBackboneModelSpec {
   kind: 'tfjs-backbone';
@@ -68,8 +91,8 @@ export interface TfjsBackboneModelSpec {
   trainBackbone?: boolean;
 }
 
-/** Any trainable embedder: an MLP head, a small CNN, or a TensorFlow.js backbone with a head. */
-export type ModelSpec = MlpModelSpec | CnnModelSpec | TfjsBackboneModelSpec;
+/** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, or a TensorFlow.js backbone with a head. */
+export type ModelSpec = MlpModelSpec | CnnModelSpec | ConvnetModelSpec | TfjsBackboneModelSpec;
 
 /** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */
 export function positiveIntegers(name: string, value: unknown): number[] {

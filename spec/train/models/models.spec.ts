@@ -78,10 +78,67 @@ describe('train/models', () => {
     tiny.dispose();
   });
 
+  it('convnet: 4 stride-2 stages 32-64-128-256 + GAP by default (406,304 parameters on 64x64x3); depth 2, hidden layers, odd sizes', async () => {
+    const standard = await buildModel({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64 }, 1);
+    const stage = (i: number, h: number, c: number): string[] => [
+      `Conv2D:stage${i}_conv1:${h}x${h}x${c}`,
+      `BatchNormalization:stage${i}_bn1:${h}x${h}x${c}`,
+      `Activation:stage${i}_act1:${h}x${h}x${c}`,
+    ];
+    expect(standard.layers.map((l) => `${l.getClassName()}:${l.name}:${(l.outputShape as number[]).slice(1).join('x')}`)).to.deep.equal([
+      'InputLayer:image:64x64x3',
+      ...stage(1, 32, 32),
+      ...stage(2, 16, 64),
+      ...stage(3, 8, 128),
+      ...stage(4, 4, 256),
+      'GlobalAveragePooling2D:gap:256',
+      'Dense:head_embedding:64',
+      'L2Normalize:head_l2norm:64',
+    ]);
+    for (let i = 1; i <= 4; i++) {
+      expect(standard.getLayer(`stage${i}_conv1`).getConfig(), `stage${i}_conv1`).to.deep.include({ kernelSize: [3, 3], strides: [2, 2], padding: 'same', useBias: false });
+      expect(standard.getLayer(`stage${i}_act1`).getConfig()).to.deep.include({ activation: 'relu' });
+      // PyTorch's BatchNorm2d defaults (momentum 0.1 = Keras 0.9, epsilon 1e-5), not Keras's 0.99 / 1e-3.
+      expect(standard.getLayer(`stage${i}_bn1`).getConfig()).to.deep.include({ axis: -1, momentum: 0.9, epsilon: 1e-5, center: true, scale: true });
+    }
+    // Kernels 3*3*(3*32 + 32*64 + 64*128 + 128*256) = 387,936; batch norm 4 x (32+64+128+256) = 1,920
+    // (half of it the non-trainable moving statistics); embedding 256*64 + 64 = 16,448.
+    expect(standard.countParams()).to.equal(387936 + 1920 + 16448);
+    expect(standard.nonTrainableWeights.reduce((n, w) => n + (w.shape as number[]).reduce((a, b) => a * b, 1), 0)).to.equal(960);
+    standard.dispose();
+
+    // 28x28 (Fashion-MNIST) with three stages: 28 -> 14 -> 7 -> 4 ('same' rounds up); depth 2 adds a
+    // stride-1 block per stage; hidden head layers take the activation.
+    const deep = await buildModel({ kind: 'convnet', inputShape: [28, 28, 1], widths: [4, 6, 8], depth: 2, hidden: [5], embeddingDim: 3, activation: 'elu' }, 1);
+    expect(deep.layers.filter((l) => l.getClassName() === 'Conv2D').map((l) => `${l.name}:${(l.getConfig()['strides'] as number[]).join('')}:${(l.outputShape as number[]).slice(1).join('x')}`)).to.deep.equal([
+      'stage1_conv1:22:14x14x4',
+      'stage1_conv2:11:14x14x4',
+      'stage2_conv1:22:7x7x6',
+      'stage2_conv2:11:7x7x6',
+      'stage3_conv1:22:4x4x8',
+      'stage3_conv2:11:4x4x8',
+    ]);
+    expect(deep.layers.slice(-5).map((l) => l.name)).to.deep.equal(['gap', 'head_dense_1', 'head_act_1', 'head_embedding', 'head_l2norm']);
+    expect(deep.getLayer('stage3_act2').getConfig()).to.deep.include({ activation: 'elu' });
+    // 9*(1*4 + 4*4 + 4*6 + 6*6 + 6*8 + 8*8) = 1,728 kernel weights; 4 x 2 x (4+6+8) = 144 batch norm;
+    // head 8*5 + 5 = 45 and 5*3 + 3 = 18.
+    expect(deep.countParams()).to.equal(1728 + 144 + 45 + 18);
+    const y = deep.apply(tf.randomNormal([4, 28, 28, 1], 0, 1, 'float32', 4), { training: true }) as tf.Tensor;
+    expect(y.shape).to.deep.equal([4, 3]);
+    for (const n of rowNorms(y)) expect(n).to.be.closeTo(1, 1e-6);
+    deep.dispose();
+
+    // The smallest input for two stages is 4x4; a 5x7 input gives 3x4 then 2x2.
+    const small = await buildModel({ kind: 'convnet', inputShape: [5, 7, 2], widths: [3, 2], embeddingDim: 2 }, 1);
+    expect(small.getLayer('stage2_conv1').outputShape).to.deep.equal([null, 2, 2, 2]);
+    small.dispose();
+  });
+
   it('the same seed gives bit-identical initial weights; another seed does not', async () => {
     const specs: ModelSpec[] = [
       { kind: 'mlp', inputDim: 5, hidden: [4], embeddingDim: 3 },
       { kind: 'cnn', inputShape: [4, 4, 1], filters: [2], hidden: [3], embeddingDim: 2 },
+      { kind: 'convnet', inputShape: [8, 8, 1], widths: [2, 2], depth: 2, hidden: [3], embeddingDim: 2 },
     ];
     for (const spec of specs) {
       const [a, b, c] = await Promise.all([buildModel(spec, 9), buildModel(spec, 9), buildModel(spec, 10)]);
@@ -120,12 +177,23 @@ describe('train/models', () => {
 
   it('names bad spec fields', async () => {
     const cases: Array<[unknown, string]> = [
-      [{ kind: 'rnn' }, "Expected one of 'mlp', 'cnn', 'tfjs-backbone' for model.kind but received \"rnn\""],
+      [{ kind: 'rnn' }, "Expected one of 'mlp', 'cnn', 'convnet', 'tfjs-backbone' for model.kind but received \"rnn\""],
       [{ kind: 'mlp', inputDim: 0, hidden: [], embeddingDim: 2 }, 'Expected a positive integer for model.inputDim but received 0'],
       [{ kind: 'mlp', inputDim: 3, hidden: [4, 0], embeddingDim: 2 }, 'Expected a positive integer for model.hidden[1] but received 0'],
       [{ kind: 'mlp', inputDim: 3, hidden: [], embeddingDim: 2, activation: 'gelu' }, "Expected one of 'relu', 'elu', 'tanh', 'sigmoid' for model.activation but received \"gelu\""],
       [{ kind: 'cnn', inputShape: [4, 4], embeddingDim: 2 }, 'Expected an array [height, width, channels] for model.inputShape but received array of length 2'],
       [{ kind: 'cnn', inputShape: [3, 3, 1], embeddingDim: 2 }, 'Expected height and width of at least 4 for 2 2x2 poolings for model.inputShape but received "[3, 3, 1]"'],
+      [{ kind: 'convnet', inputShape: [64, 64], embeddingDim: 2 }, 'Expected an array [height, width, channels] for model.inputShape but received array of length 2'],
+      [{ kind: 'convnet', inputShape: [64, 0, 3], embeddingDim: 2 }, 'Expected a positive integer for model.inputShape[1] but received 0'],
+      [{ kind: 'convnet', inputShape: [15, 64, 3], embeddingDim: 2 }, 'Expected height and width of at least 16 for 4 stride-2 stages for model.inputShape but received "[15, 64, 3]"'],
+      [{ kind: 'convnet', inputShape: [28, 28, 1], widths: [8, 8, 8, 8, 8], embeddingDim: 2 }, 'Expected height and width of at least 32 for 5 stride-2 stages for model.inputShape but received "[28, 28, 1]"'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], widths: [], embeddingDim: 2 }, 'Expected a non-empty array of positive integers (channels per stage) for model.widths but received array of length 0'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], widths: [8, 2.5], embeddingDim: 2 }, 'Expected a positive integer for model.widths[1] but received 2.5'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], widths: 16, embeddingDim: 2 }, 'Expected an array of positive integers for model.widths but received 16'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], depth: 0, embeddingDim: 2 }, 'Expected a positive integer for model.depth but received 0'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], hidden: [-1], embeddingDim: 2 }, 'Expected a positive integer for model.hidden[0] but received -1'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], activation: 'gelu', embeddingDim: 2 }, "Expected one of 'relu', 'elu', 'tanh', 'sigmoid' for model.activation but received \"gelu\""],
+      [{ kind: 'convnet', inputShape: [32, 32, 3] }, 'Expected a positive integer for model.embeddingDim but received undefined'],
       [{ kind: 'tfjs-backbone', modelJson: '', embeddingDim: 2 }, 'Expected the path of a model.json for model.modelJson but received ""'],
     ];
     for (const [spec, message] of cases) await expectDmlError(() => buildModel(spec as ModelSpec, 0), 'E_ARG', message);

@@ -74,6 +74,7 @@ describe('ort-cpu backend: 20 training steps match the cpu backend', function ()
     ['(a) linear head, triplet margin, SGD with momentum', { kind: 'mlp', inputDim: 48, hidden: [], embeddingDim: 8 }, [48], 'triplet-margin', 'momentum'],
     ['(b) small CNN, EPHN, Adam', { kind: 'cnn', inputShape: [12, 12, 1], filters: [4, 8], hidden: [16], embeddingDim: 8 }, [12, 12, 1], 'ephn', 'adam'],
     ['(b) small CNN with batch norm, multi-similarity, SGD with momentum', { kind: 'cnn', inputShape: [12, 12, 2], filters: [4], hidden: [], embeddingDim: 8, batchNorm: true }, [12, 12, 2], 'multi-similarity', 'momentum'],
+    ["(b') convnet: stride-2 stages with batch norm, depth 2, GAP, EPHN, Adam", { kind: 'convnet', inputShape: [12, 12, 2], widths: [4, 8], depth: 2, hidden: [6], embeddingDim: 8 }, [12, 12, 2], 'ephn', 'adam'],
     ['(d) Keras model.json backbone, fine-tuned, EPHN, Adam', { kind: 'tfjs-backbone', modelJson: 'spec/fixtures/train/tiny-keras/model.json', embeddingDim: 6, hidden: [5] }, [5, 5, 2], 'ephn', 'adam'],
   ];
   for (const [name, spec, inputShape, lossName, kind] of cases) {
