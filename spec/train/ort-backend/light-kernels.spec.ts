@@ -105,6 +105,8 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
     ['the middle axes of NHWC (global average pooling)', [3, 5, 6, 4], [1, 2], false],
     ['the middle axes, keepDims', [3, 5, 6, 4], [1, 2], true],
     ['negative axes', [3, 5, 6, 4], [-3, -2], false],
+    ['leading axes of a map larger than one summation block (blocks of rows, a partial last block)', [37, 29, 31, 8], [0, 1, 2], false],
+    ['the middle axes of a map larger than one summation block', [3, 70, 90, 5], [1, 2], true],
     ['axes out of order (cpu fallback: the cpu kernel sums in the given order)', [3, 5, 6, 4], [2, 1], false],
     ['non-contiguous axes (cpu fallback)', [3, 5, 6, 4], [0, 2], false],
   ] as Array<[string, number[], number[], boolean]>) {
