@@ -80,9 +80,17 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const root = v.map((vc) => Math.sqrt(vc + epsilon));
   const xs = backend.data.get(x.dataId).values as Float32Array;
   const out = new Float32Array(xs.length);
-  for (let base = 0; base < xs.length; base += channels) {
+  // Per channel over cache-sized blocks of rows, the channel's parameters in locals.
+  const rows = xs.length / channels;
+  const blockRows = Math.max(1, Math.floor(16384 / channels));
+  for (let r0 = 0; r0 < rows; r0 += blockRows) {
+    const end = Math.min(rows, r0 + blockRows) * channels;
     for (let c = 0; c < channels; c++) {
-      out[base + c] = (off[c] as number) + (((xs[base + c] as number) - (m[c] as number)) * (s[c] as number)) / (root[c] as number);
+      const offC = off[c] as number;
+      const mC = m[c] as number;
+      const sC = s[c] as number;
+      const rootC = root[c] as number;
+      for (let k = r0 * channels + c; k < end; k += channels) out[k] = offC + (((xs[k] as number) - mC) * sC) / rootC;
     }
   }
   return backend.makeTensorInfo([...x.shape], 'float32', out);

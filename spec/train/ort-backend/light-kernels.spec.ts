@@ -147,6 +147,7 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
   for (const [name, xShape, paramShape, withScaleAndOffset, epsilon, gradients] of [
     ['NHWC with per-channel scale and offset', [3, 5, 4, 6], [6], true, 1e-3, true],
     ['2-D input (a Dense layer)', [8, 7], [7], true, 0.01, true],
+    ['a map larger than one block of rows', [8, 40, 40, 12], [12], true, 1e-3, true],
     ['rank-4 parameters [1, 1, 1, c]', [2, 4, 4, 5], [1, 1, 1, 5], true, 1e-5, false],
     ['no scale, no offset', [3, 5, 4, 6], [6], false, 1e-3, false],
     ['scalar-sized parameters', [3, 4, 5], [1], true, 1e-3, false],
