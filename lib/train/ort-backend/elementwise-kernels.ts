@@ -239,7 +239,8 @@ const NAN_BITS = float32Bits(Number.NaN);
  * Unary loops with tfjs's cpu semantics: Relu is Math.max(0, x); Step is NaN for NaN, 1 above 0,
  * else alpha. Both work on the float32 bit patterns with integer masks instead of comparisons, since
  * a comparison of activations (half of them negative, in no order) compiles to a branch that the CPU
- * mispredicts about half the time: 22 ms against 4 ms over 3.2 million values.
+ * mispredicts about half the time (over 3.2 million random-sign values, `Math.max(0, x)` took 25 ms,
+ * this loop 5-9 ms).
  * - Relu: x stays unless it is negative and not NaN (sign bit set, magnitude bits at most
  *   0x7f800000), when it becomes +0; -0 becomes +0 as Math.max(0, -0) does.
  * - Step: `gt` (x > 0: int32 bits > 0, which +Infinity is and -0 is not) picks 1 over alpha, then
