@@ -25,11 +25,10 @@ function argmaxPositions(x: Float32Array, info: tf.backend_util.Conv2DInfo, out:
   const { batchSize, inHeight, inWidth, inChannels: channels, outHeight, outWidth, strideHeight, strideWidth, effectiveFilterHeight, effectiveFilterWidth } = info;
   const { top, left } = info.padInfo;
   const positions = new Int32Array(batchSize * outHeight * outWidth * channels);
-  const best = new Float64Array(channels);
-  const where = new Int32Array(channels);
+  const rowStride = inWidth * channels;
   let o = 0;
   for (let b = 0; b < batchSize; b++) {
-    const batchOffset = b * inHeight * inWidth * channels;
+    const batchOffset = b * inHeight * rowStride;
     for (let yR = 0; yR < outHeight; yR++) {
       const rCorner = yR * strideHeight - top;
       const rMin = Math.max(0, rCorner);
@@ -38,23 +37,22 @@ function argmaxPositions(x: Float32Array, info: tf.backend_util.Conv2DInfo, out:
         const cCorner = yC * strideWidth - left;
         const cMin = Math.max(0, cCorner);
         const cMax = Math.min(inWidth, cCorner + effectiveFilterWidth);
-        best.fill(Number.NEGATIVE_INFINITY);
-        where.fill(-1);
-        for (let r = rMin; r < rMax; r++) {
-          for (let c = cMin; c < cMax; c++) {
-            const base = batchOffset + (r * inWidth + c) * channels;
-            for (let d = 0; d < channels; d++) {
-              const v = x[base + d] as number;
-              if (v > (best[d] as number)) {
-                best[d] = v;
-                where[d] = base + d;
+        const first = batchOffset + rMin * rowStride + cMin * channels;
+        // Channel by channel, the window in row-major order, the running maximum in locals.
+        for (let d = 0; d < channels; d++, o++) {
+          let best = Number.NEGATIVE_INFINITY;
+          let where = -1;
+          for (let r = rMin, rowStart = first + d; r < rMax; r++, rowStart += rowStride) {
+            for (let c = cMin, k = rowStart; c < cMax; c++, k += channels) {
+              const v = x[k] as number;
+              if (v > best) {
+                best = v;
+                where = k;
               }
             }
           }
-        }
-        for (let d = 0; d < channels; d++, o++) {
-          positions[o] = where[d] as number;
-          if (out) out[o] = best[d] as number;
+          positions[o] = where;
+          if (out) out[o] = best;
         }
       }
     }
