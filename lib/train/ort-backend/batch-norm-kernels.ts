@@ -14,6 +14,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { uninitialisedFloat32Array } from './output-arrays.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 
@@ -27,7 +28,7 @@ export function tileValues(values: Float32Array, shape: readonly number[], reps:
     if (rep === 1) continue;
     const outer = currentShape.slice(0, d).reduce((p, s) => p * s, 1);
     const block = currentShape.slice(d).reduce((p, s) => p * s, 1);
-    const next = new Float32Array(outer * block * rep);
+    const next = uninitialisedFloat32Array(outer * block * rep);
     for (let o = 0; o < outer; o++) {
       const source = current.subarray(o * block, (o + 1) * block);
       for (let k = 0; k < rep; k++) {
@@ -79,7 +80,7 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const v = read(variance, 0);
   const root = v.map((vc) => Math.sqrt(vc + epsilon));
   const xs = backend.data.get(x.dataId).values as Float32Array;
-  const out = new Float32Array(xs.length);
+  const out = uninitialisedFloat32Array(xs.length);
   // Per channel over cache-sized blocks of rows, the channel's parameters in locals.
   const rows = xs.length / channels;
   const blockRows = Math.max(1, Math.floor(16384 / channels));

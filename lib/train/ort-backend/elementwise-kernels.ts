@@ -17,6 +17,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { uninitialisedFloat32Array } from './output-arrays.js';
 import { binaryModel } from './op-models.js';
 import type { OrtSyncRuntime } from './ort-sync-runtime.js';
 
@@ -217,7 +218,7 @@ function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
       const bIsOut = tf.util.arraysEqual(b.shape, outShape);
       const pattern = aIsOut ? broadcastPattern(outShape, b.shape) : bIsOut ? broadcastPattern(outShape, a.shape) : null;
       if (pattern) {
-        const out = new Float32Array(size);
+        const out = uninitialisedFloat32Array(size);
         if (aIsOut) runLoop(loop, aValues, bValues, out, pattern, false);
         else runLoop(loop, bValues, aValues, out, pattern, true);
         return backend.makeTensorInfo(outShape, 'float32', out);
@@ -270,8 +271,8 @@ function unaryKernel(name: string, loop: (x: Int32Array, out: Int32Array, attrs:
     const { x } = args.inputs as { x: tf.TensorInfo };
     if (x.dtype !== 'float32') return cpuKernel(name, args);
     const values = backend.data.get(x.dataId).values as Float32Array;
-    const out = new Float32Array(values.length);
-    loop(new Int32Array(values.buffer, values.byteOffset, values.length), new Int32Array(out.buffer), args.attrs ?? {});
+    const out = uninitialisedFloat32Array(values.length);
+    loop(new Int32Array(values.buffer, values.byteOffset, values.length), new Int32Array(out.buffer, out.byteOffset, out.length), args.attrs ?? {});
     return backend.makeTensorInfo([...x.shape], 'float32', out);
   };
 }
@@ -292,7 +293,7 @@ function square(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
     const [y] = session.run({ a: { data: values, dims: x.shape }, b: { data: values, dims: x.shape } }, [x.shape]);
     return backend.makeTensorInfo([...x.shape], 'float32', (y as { data: Float32Array }).data);
   }
-  const out = new Float32Array(values.length);
+  const out = uninitialisedFloat32Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i] as number;
     out[i] = v * v;

@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import ort from '../../onnx/ort.js';
 import { DmlError } from '../../errors.js';
 import { encodeModel, node, tensorValueInfo } from '../../onnx/builder.js';
+import { uninitialisedFloat32Array } from './output-arrays.js';
 
 /** The onnxruntime-node version whose native binding this module was written and tested against. */
 export const PINNED_ORT_VERSION = '1.30.0';
@@ -75,7 +76,8 @@ export class OrtSyncSession {
     if (outputDims !== undefined && outputDims.length !== this.#outputNames.length) {
       throw new DmlError('E_MODEL', `the graph has ${this.#outputNames.length} outputs, ${outputDims.length} output shapes were given`);
     }
-    const allocated = outputDims?.map((dims) => ({ data: new Float32Array(dims.reduce((p, d) => p * d, 1)), dims }));
+    // onnxruntime writes every element of an output, so the arrays need no zero-fill.
+    const allocated = outputDims?.map((dims) => ({ data: uninitialisedFloat32Array(dims.reduce((p, d) => p * d, 1)), dims }));
     const fetches: Record<string, ort.Tensor | null> = {};
     this.#outputNames.forEach((name, i) => {
       const out = allocated?.[i];

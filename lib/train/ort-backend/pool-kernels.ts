@@ -13,6 +13,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { uninitialisedFloat32Array } from './output-arrays.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 type PoolAttrs = { filterSize: number | [number, number]; strides: number | [number, number]; pad: 'valid' | 'same' | number; dimRoundingMode?: 'floor' | 'round' | 'ceil' };
@@ -80,7 +81,7 @@ function maxPool(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const { x } = args.inputs as { x: tf.TensorInfo };
   if (x.dtype !== 'float32' || x.shape.length !== 4) return cpuKernel('MaxPool', args);
   const info = poolInfo(x, args.attrs as unknown as PoolAttrs);
-  const out = new Float32Array(tf.util.sizeFromShape(info.outShape));
+  const out = uninitialisedFloat32Array(tf.util.sizeFromShape(info.outShape));
   const positions = argmaxPositions(backend.data.get(x.dataId).values as Float32Array, info, out);
   const result = backend.makeTensorInfo(info.outShape, 'float32', out);
   positionsByOutput.set(result.dataId, { input: x.dataId, geometry: geometryKey(info), positions });

@@ -14,6 +14,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { uninitialisedFloat32Array } from './output-arrays.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 
@@ -43,7 +44,7 @@ const REDUCTION_BLOCK_ELEMENTS = 16384;
 /** Sums (or, with `divisor`, sums `fround(x / divisor)`) over the block; double accumulators. */
 function reduceBlock(values: Float32Array, block: ReductionBlock, divisor: number | null): Float32Array {
   const { outer, reduced, inner } = block;
-  const out = new Float32Array(outer * inner);
+  const out = uninitialisedFloat32Array(outer * inner);
   if (inner === 1) {
     for (let o = 0; o < outer; o++) {
       const offset = o * reduced;

@@ -85,7 +85,7 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
     const special = new Float32Array([Number.NaN, -0, 0, -1.5, 2.25, 1e-30, -1e-30, 1e-45, -1e-45, 3.4e38, -3.4e38, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0]);
     new Int32Array(special.buffer)[13] = 0xffc00000 | 0; // a negative NaN (sign bit set)
     const x = tf.tensor(special);
-    const mixed = random(new Rng(8), [64, 33]);
+    const mixed = random(new Rng(8), [64, 97]); // 4096+ elements: outputs allocated without zero-fill
     const { maxRel } = await compareBackends(() => [
       ...[x, mixed].flatMap((t) => [tf.relu(t), tf.step(t), tf.step(t, 0.3), tf.step(t, -2), tf.square(t), tf.grad((u: tf.Tensor) => tf.sum(tf.relu(u)))(t)]),
     ]);
@@ -187,6 +187,7 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
     ['3x3 stride 2 same (overlapping windows, padding)', [2, 9, 7, 2], 3, 2, 'same'],
     ['3x3 stride 1 same', [1, 5, 5, 4], 3, 1, 'same'],
     ['2x3 stride (1, 2) valid', [2, 6, 7, 2], [2, 3], [1, 2], 'valid'],
+    ['2x2 stride 2 on a larger map (4096+ outputs)', [4, 28, 28, 16], 2, 2, 'valid'],
   ] as Array<[string, number[], number | [number, number], number | [number, number], 'same' | 'valid']>) {
     it(`maxPool ${name} and its gradient, with ties and NaN`, async () => {
       const rng = new Rng(5);
