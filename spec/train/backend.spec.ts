@@ -5,6 +5,37 @@ import { buildModel } from '../../lib/train/models/build-model.js';
 import { loadNativeBinding } from '../../lib/train/ort-backend/ort-sync-runtime.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
+type NativeBinding = ReturnType<typeof loadNativeBinding>;
+type NativeSession = InstanceType<NativeBinding['binding']['InferenceSession']>;
+
+/** onnxruntime's real binding with `run` replaced by `run(inner, ...args)` (to simulate broken bindings). */
+function bindingWithRun(run: (inner: NativeSession, ...args: Parameters<NativeSession['run']>) => ReturnType<NativeSession['run']>): () => NativeBinding {
+  const real = loadNativeBinding();
+  return () => ({
+    initOrt: real.initOrt,
+    binding: {
+      InferenceSession: class {
+        readonly inner = new real.binding.InferenceSession();
+        loadModel(...args: Parameters<NativeSession['loadModel']>): void {
+          this.inner.loadModel(...args);
+        }
+        get inputMetadata() {
+          return this.inner.inputMetadata;
+        }
+        get outputMetadata() {
+          return this.inner.outputMetadata;
+        }
+        run(...args: Parameters<NativeSession['run']>) {
+          return run(this.inner, ...args);
+        }
+        dispose(): void {
+          this.inner.dispose();
+        }
+      },
+    },
+  });
+}
+
 describe('train/backend', () => {
   let before: string;
   beforeEach(async () => {
@@ -43,31 +74,10 @@ describe('train/backend', () => {
   });
 
   it('a binding whose MatMul gives wrong numbers fails the self-test the same way', async () => {
-    const real = loadNativeBinding();
-    const wrong = (): ReturnType<typeof loadNativeBinding> => ({
-      initOrt: real.initOrt,
-      binding: {
-        InferenceSession: class {
-          readonly inner = new real.binding.InferenceSession();
-          loadModel(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['loadModel']>): void {
-            this.inner.loadModel(...args);
-          }
-          get inputMetadata() {
-            return this.inner.inputMetadata;
-          }
-          get outputMetadata() {
-            return this.inner.outputMetadata;
-          }
-          run(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['run']>) {
-            const out = this.inner.run(...args);
-            for (const t of Object.values(out)) (t.data as Float32Array)[0] = 42;
-            return out;
-          }
-          dispose(): void {
-            this.inner.dispose();
-          }
-        },
-      },
+    const wrong = bindingWithRun((inner, feeds, fetches, options) => {
+      const out = inner.run(feeds, fetches, options);
+      for (const t of Object.values(out)) (t.data as Float32Array)[0] = 42;
+      return out;
     });
     const forced = await selectBackend('ort-cpu', { ortBindingLoader: wrong });
     expect(forced.name).to.equal('cpu');
@@ -75,31 +85,8 @@ describe('train/backend', () => {
   });
 
   it('a binding that does not write into pre-allocated outputs (how the kernels run) fails the self-test', async () => {
-    const real = loadNativeBinding();
-    const ignoring = (): ReturnType<typeof loadNativeBinding> => ({
-      initOrt: real.initOrt,
-      binding: {
-        InferenceSession: class {
-          readonly inner = new real.binding.InferenceSession();
-          loadModel(...args: Parameters<InstanceType<typeof real.binding.InferenceSession>['loadModel']>): void {
-            this.inner.loadModel(...args);
-          }
-          get inputMetadata() {
-            return this.inner.inputMetadata;
-          }
-          get outputMetadata() {
-            return this.inner.outputMetadata;
-          }
-          run(...[feeds, fetches, options]: Parameters<InstanceType<typeof real.binding.InferenceSession>['run']>) {
-            // Lets onnxruntime allocate every output instead of writing into the given arrays.
-            return this.inner.run(feeds, Object.fromEntries(Object.keys(fetches).map((k) => [k, null])), options);
-          }
-          dispose(): void {
-            this.inner.dispose();
-          }
-        },
-      },
-    });
+    // Lets onnxruntime allocate every output instead of writing into the given arrays.
+    const ignoring = bindingWithRun((inner, feeds, fetches, options) => inner.run(feeds, Object.fromEntries(Object.keys(fetches).map((k) => [k, null])), options));
     const forced = await selectBackend('ort-cpu', { ortBindingLoader: ignoring });
     expect(forced.name).to.equal('cpu');
     expect(forced.warning).to.match(/failed its self-test \(MatMul into a pre-allocated output gave \[0, 0, 0, 0\]/);

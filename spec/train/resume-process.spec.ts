@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -45,16 +46,7 @@ describe('train: resume in a fresh process', function () {
         const file = path.join(dir, `${path.basename(out)}.json`);
         writeFileSync(
           file,
-          JSON.stringify({
-            data: { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 28, width: 28, channels: 1 } },
-            model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4 },
-            loss: { name: 'ephn' },
-            sampler: { kind: 'filled', groupSize: 6, batchSize: 30 },
-            optimizer: { kind: 'adam', learningRate: 0.01, weightDecay: 0.01 },
-            epochs: 1,
-            backend,
-            out,
-          }),
+          JSON.stringify(tinyTrainConfig(out, { backend })),
         );
         return file;
       };

@@ -14,25 +14,11 @@ import { expect } from 'chai';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { train } from '../../lib/train/trainer.js';
 import { onCpuBackend } from '../helpers/tf-backend.js';
+import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const DML = ['--import', 'tsx', 'scripts/dml.ts', 'train'];
 const env = { ...process.env, CI: '1' };
-
-/** A tiny run: an MLP on 28x28 Fashion-MNIST crops of five classes, on the cpu backend. */
-function tinyConfig(out: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    data: { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 28, width: 28, channels: 1 } },
-    model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4 },
-    loss: { name: 'ephn' },
-    sampler: { kind: 'filled', groupSize: 6, batchSize: 30 },
-    optimizer: { kind: 'adam', learningRate: 0.01, weightDecay: 0.01 },
-    epochs: 1,
-    backend: 'cpu',
-    out,
-    ...overrides,
-  };
-}
 
 /** Runs `dml train` to completion; returns its exit code and stderr. */
 function dmlTrain(config: string, ...extra: string[]): { code: number; stderr: string } {
@@ -79,7 +65,7 @@ describe('train: the run folder', function () {
   const writeConfig = (name: string, overrides: Record<string, unknown> = {}): { file: string; out: string } => {
     const out = path.join(dir, name);
     const file = path.join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify(tinyConfig(out, overrides)));
+    writeFileSync(file, JSON.stringify(tinyTrainConfig(out, overrides)));
     return { file, out };
   };
 
@@ -110,7 +96,7 @@ describe('train: the run folder', function () {
     });
 
     it('a resume that fails at its first step (here: the onBatch hook throws) writes nothing, not even config.json', async () => {
-      const config = parseTrainConfig(tinyConfig(run.out, { epochs: 3 }), 'test');
+      const config = parseTrainConfig(tinyTrainConfig(run.out, { epochs: 3 }), 'test');
       let error: unknown;
       try {
         await train(config, {
@@ -186,7 +172,7 @@ describe('train: the run folder', function () {
   });
 
   it('a batch larger than the training images is a warning on stderr and in report.json', () => {
-    const run = writeConfig('big-batch', { data: { ...(tinyConfig('').data as object), maxTrainItems: 12 } });
+    const run = writeConfig('big-batch', { data: { ...(tinyTrainConfig('').data as object), maxTrainItems: 12 } });
     const res = dmlTrain(run.file);
     expect(res.code, res.stderr).to.equal(0);
     const warning = 'sampler.batchSize 30 is larger than the 11 training images sampled: each batch repeats every image about 2.2 times; lower batchSize to at most 11 or train on more images';
