@@ -5,6 +5,8 @@
  *   ResNet-50-sized features) at batch 128 (32 classes x 4);
  * - `cnn`: the trainer's default small CNN on 28 x 28 x 1 images (conv 32 - pool - conv 64 - pool -
  *   Dense 128 - embedding 64, models/cnn.ts) at batch 128;
+ * - `cnn-bn`: the same CNN with `batchNorm: true` (batch norm after each convolution and the hidden
+ *   Dense layer); not in the default `--models`;
  * - `convnet`: the compact strided CNN with its default widths and depth on 64 x 64 x 3 images (four
  *   stages of 3x3 stride-2 conv + batch norm + ReLU, 32 - 64 - 128 - 256 channels, global average
  *   pooling, embedding 64, models/convnet.ts) at batch 128; not in the default `--models`, since a
@@ -16,7 +18,7 @@
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
  * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--models head,cnn,convnet] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
+ *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -34,8 +36,8 @@ import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables
 import { Rng } from '../lib/util/rng.js';
 
 const ALL_BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
-type BenchModel = 'head' | 'cnn' | 'convnet';
-const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'convnet'];
+type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet';
+const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet'];
 
 interface Args {
   models: BenchModel[];
@@ -77,6 +79,11 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
     inputShape: [28, 28, 1],
     title: 'small CNN 28x28x1: conv32-pool-conv64-pool-128-64 + L2',
   },
+  'cnn-bn': {
+    spec: { kind: 'cnn', inputShape: [28, 28, 1], filters: [32, 64], hidden: [128], embeddingDim: 64, batchNorm: true },
+    inputShape: [28, 28, 1],
+    title: 'small CNN with batch norm 28x28x1: conv32-BN-pool-conv64-BN-pool-128-BN-64 + L2',
+  },
   convnet: {
     spec: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64 },
     inputShape: [64, 64, 3],
@@ -86,7 +93,7 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
 
 /** Timed steps of `which`. */
 function stepsOf(which: BenchModel, args: Args): number {
-  return which === 'cnn' ? args.cnnSteps : which === 'convnet' ? args.convnetSteps : args.steps;
+  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' ? args.convnetSteps : args.steps;
 }
 
 const median = (xs: number[]): number => {
@@ -163,6 +170,13 @@ elif "${which}" == "convnet":
         c = w
     model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
     x = torch.randn(B, 3, 64, 64)
+elif "${which}" == "cnn-bn":
+    # Keras's batch-norm defaults (momentum 0.99 = PyTorch 0.01, epsilon 1e-3), as models/cnn.ts builds it
+    bn2, bn1 = (lambda c: torch.nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)), (lambda c: torch.nn.BatchNorm1d(c, eps=1e-3, momentum=0.01))
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1, bias=False), bn2(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1, bias=False), bn2(64), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+        torch.nn.Linear(3136, 128, bias=False), bn1(128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
+    x = torch.randn(B, 1, 28, 28)
 else:
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
