@@ -6,17 +6,17 @@
  * examples are framed by correctness; a screenshot is left in runs/spec-artefacts/report.png.
  * Skipped, with a message saying why, only when /usr/bin/chromium is not installed.
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromiumOrSkip } from '../helpers/chromium.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { evaluate } from '../../lib/facade.js';
 import { reportHtml } from '../../lib/report/html.js';
 import { exampleThumbnails } from '../../lib/report/thumbnails.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTEFACTS = path.resolve('runs/spec-artefacts');
 
 describe('report.html in headless Chromium', function () {
@@ -25,13 +25,8 @@ describe('report.html in headless Chromium', function () {
   let tmp: string;
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log(`      (skipped: ${CHROMIUM} is not installed; apt-get install chromium to run the browser test)`);
-      this.skip();
-    }
+    browser = await launchChromiumOrSkip(this);
     tmp = makeTempDir('dml-report-page-');
-    // --no-sandbox: the tests run as root, where Chromium's sandbox refuses to start.
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   });
   after(async () => {
     await browser?.close();

@@ -3,16 +3,16 @@
  * uploads an image on the page and reads the neighbour grid. Skipped, with a message saying why, only
  * when /usr/bin/chromium is not installed.
  */
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromiumOrSkip } from '../helpers/chromium.js';
 import { createSearchApp } from '../../lib/serve/app.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { buildFixtureIndex, type FixtureIndex } from './fixtures.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 
 describe('serve/page in headless Chromium', function () {
   this.timeout(60_000);
@@ -23,16 +23,11 @@ describe('serve/page in headless Chromium', function () {
   let url: string;
 
   before(async function () {
-    if (!existsSync(CHROMIUM)) {
-      console.log(`      (skipped: ${CHROMIUM} is not installed; apt-get install chromium to run the browser test)`);
-      this.skip();
-    }
+    browser = await launchChromiumOrSkip(this);
     tmp = makeTempDir('dml-page-');
     fixture = await buildFixtureIndex(tmp);
     app = await createSearchApp({ dir: fixture.dir, device: 'cpu' });
     url = await app.listen({ port: 0, host: '127.0.0.1' });
-    // --no-sandbox: the tests run as root, where Chromium's sandbox refuses to start.
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
   });
   after(async () => {
     await browser?.close();
