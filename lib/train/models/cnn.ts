@@ -13,6 +13,7 @@ import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
 import { activationOf, booleanOf, positiveIntegers, type CnnModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+import { batchNormalization } from './training-batch-norm.js';
 import { checkPositiveInteger } from '../../util/check.js';
 
 /** Builds the model of `spec`; initialiser seeds come from `rng`. */
@@ -41,7 +42,7 @@ export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
     x = tf.layers
       .conv2d({ name: `conv_${i + 1}`, filters: f, kernelSize, padding: 'same', useBias: !batchNorm, kernelInitializer: kernelInitializer(rng, activation) })
       .apply(x) as tf.SymbolicTensor;
-    if (batchNorm) x = tf.layers.batchNormalization({ name: `conv_bn_${i + 1}` }).apply(x) as tf.SymbolicTensor;
+    if (batchNorm) x = batchNormalization({ name: `conv_bn_${i + 1}` }).apply(x) as tf.SymbolicTensor;
     x = tf.layers.activation({ name: `conv_act_${i + 1}`, activation }).apply(x) as tf.SymbolicTensor;
     x = tf.layers.maxPooling2d({ name: `pool_${i + 1}`, poolSize: 2, strides: 2 }).apply(x) as tf.SymbolicTensor;
   });

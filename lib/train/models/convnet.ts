@@ -18,6 +18,7 @@ import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
 import { activationOf, positiveIntegers, type ConvnetModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+import { batchNormalization } from './training-batch-norm.js';
 
 /**
  * Batch normalisation as PyTorch's BatchNorm2d defaults it (momentum 0.1 there, i.e. 0.9 of the old
@@ -67,7 +68,7 @@ export function buildConvnetModel(spec: ConvnetModelSpec, rng: Rng): tf.LayersMo
           kernelInitializer: kernelInitializer(rng, activation),
         })
         .apply(x) as tf.SymbolicTensor;
-      x = tf.layers.batchNormalization({ name: name('bn'), momentum: BN_MOMENTUM, epsilon: BN_EPSILON }).apply(x) as tf.SymbolicTensor;
+      x = batchNormalization({ name: name('bn'), momentum: BN_MOMENTUM, epsilon: BN_EPSILON }).apply(x) as tf.SymbolicTensor;
       x = tf.layers.activation({ name: name('act'), activation }).apply(x) as tf.SymbolicTensor;
     }
   });

@@ -8,6 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../util/rng.js';
 import { L2Normalize } from './l2-normalize.js';
 import { kernelInitializer } from './seeded-init.js';
+import { batchNormalization } from './training-batch-norm.js';
 import type { Activation } from './model-spec.js';
 
 /** A head with its defaults resolved. */
@@ -37,7 +38,7 @@ export function appendHead(x: tf.SymbolicTensor, head: ResolvedHead, rng: Rng): 
     y = tf.layers
       .dense({ name: `head_dense_${i + 1}`, units, useBias: !head.batchNorm, kernelInitializer: kernelInitializer(rng, head.activation) })
       .apply(y) as tf.SymbolicTensor;
-    if (head.batchNorm) y = tf.layers.batchNormalization({ name: `head_bn_${i + 1}` }).apply(y) as tf.SymbolicTensor;
+    if (head.batchNorm) y = batchNormalization({ name: `head_bn_${i + 1}` }).apply(y) as tf.SymbolicTensor;
     y = tf.layers.activation({ name: `head_act_${i + 1}`, activation: head.activation }).apply(y) as tf.SymbolicTensor;
   });
   y = tf.layers

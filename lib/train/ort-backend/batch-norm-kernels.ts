@@ -1,11 +1,16 @@
 /**
- * @file Batch normalisation for the ort-cpu backend in plain loops over float32 arrays: FusedBatchNorm
- * (the forward pass of tfjs-layers' BatchNormalization) and Tile, which tfjs's FusedBatchNorm
- * gradient uses to spread the per-channel 1/sqrt(variance + epsilon) over the input's shape. tfjs's
- * cpu Tile computes a multi-dimensional index per output element through `TensorBuffer` (250 ms for
- * [1, 1, 1, 32] to [128, 28, 28, 32]); its cpu FusedBatchNorm keeps four wrapping counters per element.
+ * @file Batch normalisation for the ort-cpu backend in plain loops over float32 arrays:
+ * - FusedBatchNorm (tfjs's kernel: inference, and the normalisation step of tfjs-layers'
+ *   BatchNormalization where the fused training kernels are not used) and Tile, which tfjs's
+ *   FusedBatchNorm gradient uses to spread the per-channel 1/sqrt(variance + epsilon) over the input's
+ *   shape. tfjs's cpu Tile computes a multi-dimensional index per output element through
+ *   `TensorBuffer` (250 ms for [1, 1, 1, 32] to [128, 28, 28, 32]); its cpu FusedBatchNorm keeps four
+ *   wrapping counters per element.
+ * - The fused training kernels of ops/batch-norm-training.ts (statistics, normalisation and the
+ *   closed-form gradient in two passes over the map each; see there for the formulas). Sums
+ *   are accumulated in double precision per channel; results are float32.
  *
- * Both are bit-identical to the cpu kernels. Tile copies values. FusedBatchNorm evaluates the cpu
+ * Tile and FusedBatchNorm are bit-identical to the cpu kernels. Tile copies values. FusedBatchNorm evaluates the cpu
  * kernel's expression `offset + (x - mean) * scale / Math.sqrt(variance + epsilon)` in double
  * precision per element (the square root per channel is the same double); it handles parameters of
  * the channel count (x's last axis) or of one element, which is how the cpu kernel's wrapping
@@ -13,6 +18,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL } from '../ops/batch-norm-training.js';
 import { cpuKernel } from './cpu-fallback.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 
@@ -97,5 +103,112 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   return backend.makeTensorInfo([...x.shape], 'float32', out);
 }
 
+/** The float32 values of `t`, after checking that `t` is float32 of `size` elements (a kernel precondition). */
+function float32Values(backend: MathBackendCPU, kernel: string, name: string, t: tf.TensorInfo | undefined, size: number): Float32Array {
+  if (t === undefined || t.dtype !== 'float32' || tf.util.sizeFromShape(t.shape) !== size) {
+    const got = t === undefined ? 'none' : `${t.dtype} [${t.shape.join(', ')}]`;
+    throw new Error(`${kernel}: input ${name} must be float32 with ${size} elements, got ${got}`);
+  }
+  return backend.data.get(t.dataId).values as Float32Array;
+}
+
+/** Channels (the last axis) and rows (the product of the others) of `x`. */
+function channelsAndRows(x: tf.TensorInfo): { channels: number; rows: number } {
+  const channels = x.shape.length > 0 ? (x.shape[x.shape.length - 1] as number) : 1;
+  return { channels, rows: channels === 0 ? 0 : tf.util.sizeFromShape(x.shape) / channels };
+}
+
+/** Forward pass in training mode: statistics of the batch, then y = x · a + b per channel. */
+function batchNormTraining(args: KernelArgs): tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { x, scale, offset } = args.inputs as Record<string, tf.TensorInfo | undefined>;
+  if (x === undefined) throw new Error(`${BATCH_NORM_TRAINING_KERNEL}: input x is missing`);
+  const { channels, rows } = channelsAndRows(x);
+  const xs = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'x', x, rows * channels);
+  const gamma = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'scale', scale, channels);
+  const beta = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'offset', offset, channels);
+  const epsilon = args.attrs?.['epsilon'] as number;
+  if (!(rows > 0)) throw new Error(`${BATCH_NORM_TRAINING_KERNEL}: x of shape [${x.shape.join(', ')}] has no values per channel`);
+
+  // One pass for both moments, each channel shifted by its first value so that the double sums of
+  // (x - shift) and (x - shift)² do not cancel: mean = shift + E[d], variance = E[d²] - E[d]².
+  const shift = Float64Array.from(xs.subarray(0, channels));
+  const sum = new Float64Array(channels);
+  const squares = new Float64Array(channels);
+  for (let k = 0; k < xs.length; ) {
+    for (let c = 0; c < channels; c++) {
+      const d = (xs[k++] as number) - (shift[c] as number);
+      sum[c] = (sum[c] as number) + d;
+      squares[c] = (squares[c] as number) + d * d;
+    }
+  }
+  const meanShift = Float64Array.from(sum, (v) => v / rows);
+  const mean = Float32Array.from(meanShift, (v, c) => (shift[c] as number) + v);
+  const variance = Float32Array.from(squares, (v, c) => Math.max(0, v / rows - (meanShift[c] as number) ** 2));
+  const inverseStd = Float64Array.from(variance, (v) => 1 / Math.sqrt(v + epsilon));
+  // y = gamma · (x - mean) · s + beta = x · a + b.
+  const a = Float64Array.from(inverseStd, (s, c) => (gamma[c] as number) * s);
+  const b = Float64Array.from(a, (ac, c) => (beta[c] as number) - (mean[c] as number) * ac);
+  const y = uninitialisedFloat32Array(xs.length);
+  for (let k = 0; k < xs.length; ) {
+    for (let c = 0; c < channels; c++, k++) y[k] = (xs[k] as number) * (a[c] as number) + (b[c] as number);
+  }
+  return [
+    backend.makeTensorInfo([...x.shape], 'float32', y),
+    backend.makeTensorInfo([channels], 'float32', mean),
+    backend.makeTensorInfo([channels], 'float32', variance),
+    backend.makeTensorInfo([channels], 'float32', Float32Array.from(inverseStd)),
+  ];
+}
+
+/** The closed-form gradient: per-channel sums of dy and dy · (x - mean), then dx in one pass. */
+function batchNormTrainingGrad(args: KernelArgs): tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { dy, x, mean, inverseStd, scale } = args.inputs as Record<string, tf.TensorInfo | undefined>;
+  if (x === undefined) throw new Error(`${BATCH_NORM_TRAINING_GRAD_KERNEL}: input x is missing`);
+  const { channels, rows } = channelsAndRows(x);
+  const name = BATCH_NORM_TRAINING_GRAD_KERNEL;
+  const xs = float32Values(backend, name, 'x', x, rows * channels);
+  const dys = float32Values(backend, name, 'dy', dy, rows * channels);
+  const mu = float32Values(backend, name, 'mean', mean, channels);
+  const s = float32Values(backend, name, 'inverseStd', inverseStd, channels);
+  const gamma = float32Values(backend, name, 'scale', scale, channels);
+
+  const sumDy = new Float64Array(channels);
+  const sumDyCentred = new Float64Array(channels);
+  for (let k = 0; k < xs.length; ) {
+    for (let c = 0; c < channels; c++, k++) {
+      const g = dys[k] as number;
+      sumDy[c] = (sumDy[c] as number) + g;
+      sumDyCentred[c] = (sumDyCentred[c] as number) + g * ((xs[k] as number) - (mu[c] as number));
+    }
+  }
+  // dx = dyScale · dy + centredScale · (x - mean) + shift, per channel.
+  const dyScale = new Float64Array(channels);
+  const centredScale = new Float64Array(channels);
+  const shift = new Float64Array(channels);
+  for (let c = 0; c < channels; c++) {
+    const sc = s[c] as number;
+    const k1 = (gamma[c] as number) * sc;
+    dyScale[c] = k1;
+    centredScale[c] = (-k1 * sc * sc * (sumDyCentred[c] as number)) / rows;
+    shift[c] = (-k1 * (sumDy[c] as number)) / rows - (centredScale[c] as number) * (mu[c] as number);
+  }
+  const dx = uninitialisedFloat32Array(xs.length);
+  for (let k = 0; k < xs.length; ) {
+    for (let c = 0; c < channels; c++, k++) dx[k] = (dys[k] as number) * (dyScale[c] as number) + (xs[k] as number) * (centredScale[c] as number) + (shift[c] as number);
+  }
+  return [
+    backend.makeTensorInfo([...x.shape], 'float32', dx),
+    backend.makeTensorInfo([channels], 'float32', Float32Array.from(sumDyCentred, (v, c) => v * (s[c] as number))),
+    backend.makeTensorInfo([channels], 'float32', Float32Array.from(sumDy)),
+  ];
+}
+
 /** The batch-normalisation kernels by tfjs kernel name. */
-export const BATCH_NORM_KERNELS: Readonly<Record<string, tf.KernelFunc>> = { FusedBatchNorm: batchNorm, Tile: tile };
+export const BATCH_NORM_KERNELS: Readonly<Record<string, tf.KernelFunc>> = {
+  FusedBatchNorm: batchNorm,
+  Tile: tile,
+  [BATCH_NORM_TRAINING_KERNEL]: batchNormTraining,
+  [BATCH_NORM_TRAINING_GRAD_KERNEL]: batchNormTrainingGrad,
+};
