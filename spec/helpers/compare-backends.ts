@@ -12,7 +12,7 @@ export function random(rng: Rng, shape: number[]): tf.Tensor {
 /**
  * Runs `f` on the cpu and ort-cpu backends and returns the largest difference over all outputs,
  * relative to each output's largest finite magnitude (NaN matching NaN and equal infinities count as
- * equal; any other mismatch involving them is Infinity). 0 means bit-identical values.
+ * equal; any other mismatch involving them, and +0 against -0, is Infinity). 0 means bit-identical values.
  */
 export async function compareBackends(f: () => tf.Tensor[]): Promise<{ maxRel: number; shapes: string }> {
   const run = async (backend: string): Promise<{ values: Float32Array[]; shapes: string }> => {
@@ -35,6 +35,10 @@ export async function compareBackends(f: () => tf.Tensor[]): Promise<{ maxRel: n
       const a = c[i] as number;
       const b = o[i] as number;
       if (Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b))) continue;
+      if (a === 0 && b === 0) {
+        maxRel = Number.POSITIVE_INFINITY; // +0 against -0: not the same bits
+        continue;
+      }
       const diff = Math.abs(a - b) / Math.max(scale, 1e-12);
       maxRel = Math.max(maxRel, Number.isFinite(diff) ? diff : Number.POSITIVE_INFINITY);
     }

@@ -99,6 +99,17 @@ function maxPoolGrad(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
       ? cached.positions
       : argmaxPositions(backend.data.get(input.dataId).values as Float32Array, info, null);
   const dyValues = backend.data.get(dy.dataId).values as Float32Array;
+  if (info.strideHeight >= info.effectiveFilterHeight && info.strideWidth >= info.effectiveFilterWidth) {
+    // Windows that do not overlap (the usual 2x2 stride-2 pooling): an input position is the maximum
+    // of at most one window, so its sum has one term; 0 + dy is that sum exactly (-0 becomes +0 as
+    // in the double sum below), and the zero-filled float32 array needs no conversion pass.
+    const grad = new Float32Array(tf.util.sizeFromShape(input.shape));
+    for (let o = 0; o < positions.length; o++) {
+      const p = positions[o] as number;
+      if (p >= 0) grad[p] = 0 + (dyValues[o] as number);
+    }
+    return backend.makeTensorInfo([...input.shape], 'float32', grad);
+  }
   const sums = new Float64Array(tf.util.sizeFromShape(input.shape));
   for (let o = 0; o < positions.length; o++) {
     const p = positions[o] as number;
