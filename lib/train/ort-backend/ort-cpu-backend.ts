@@ -1,16 +1,20 @@
 /**
  * @file The `ort-cpu` TensorFlow.js backend: tfjs's pure-JavaScript `cpu` backend with its heavy
  * kernels (matrix products, convolutions and their gradients) run by onnxruntime's multithreaded CPU
- * kernels, and its hot element-wise, reduction, max-pooling and batch-normalisation kernels replaced by tight typed-array
- * loops that compute exactly what the cpu kernels compute. tfjs's autodiff,
+ * kernels, and its hot element-wise, reduction, max-pooling and batch-normalisation kernels replaced
+ * by tight typed-array loops that compute exactly what the cpu kernels compute. tfjs's autodiff,
  * layers and optimisers work unchanged, since gradients are registered per kernel name, not per
  * backend.
  *
  * The backend object is a `MathBackendCPU` (tensor storage in JavaScript typed arrays) that also holds
  * the {@link OrtSyncRuntime}; every kernel of the `cpu` backend is registered for `ort-cpu` too, and
  * those of {@link HEAVY_KERNELS}, {@link ELEMENTWISE_KERNELS}, {@link REDUCTION_KERNELS},
- * {@link POOL_KERNELS} and {@link BATCH_NORM_KERNELS} are replaced. Results equal the `cpu`
- * backend's up to float32 summation order (the trainer's parity spec checks 20 training steps).
+ * {@link POOL_KERNELS} and {@link BATCH_NORM_KERNELS} are replaced. Two fused training kernels are
+ * added, each used through ../ops/: batch normalisation in training with its closed-form gradient
+ * (models/training-batch-norm.ts uses it) and ReLU's gradient in one pass (registering the backend
+ * replaces tfjs's gradient of `Relu` by one that uses the kernel on ort-cpu and tfjs's own expression
+ * on every other backend). Results equal the `cpu` backend's up to float32 summation order (the
+ * trainer's parity spec checks 20 training steps).
  */
 import os from 'node:os';
 import * as tf from '@tensorflow/tfjs';
@@ -20,6 +24,7 @@ import { ELEMENTWISE_KERNELS } from './elementwise-kernels.js';
 import { HEAVY_KERNELS, type OrtKernelBackend } from './heavy-kernels.js';
 import { POOL_KERNELS } from './pool-kernels.js';
 import { REDUCTION_KERNELS } from './reduction-kernels.js';
+import { useFusedReluGradient } from '../ops/relu-gradient.js';
 import { loadOrtSyncRuntime, type NativeBindingLoader, type OrtSyncRuntime } from './ort-sync-runtime.js';
 
 /** The name the backend is registered under (what `tf.getBackend()` returns). */
@@ -84,4 +89,5 @@ export function registerOrtCpuBackend(options: OrtCpuBackendOptions = {}): void 
   for (const [kernelName, kernelFunc] of Object.entries(replaced)) {
     if (tf.getKernel(kernelName, ORT_CPU_BACKEND_NAME) === undefined) tf.registerKernel({ kernelName, backendName: ORT_CPU_BACKEND_NAME, kernelFunc });
   }
+  useFusedReluGradient();
 }

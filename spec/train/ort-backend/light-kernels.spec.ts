@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { broadcastPattern, ORT_ELEMENTWISE_MIN_SIZE } from '../../../lib/train/ort-backend/elementwise-kernels.js';
+import { RELU_GRAD_KERNEL } from '../../../lib/train/ops/relu-gradient.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
 /**
- * The ort-cpu backend's JavaScript fast paths (element-wise, Sum, Mean, Tile, FusedBatchNorm, max
- * pooling) must compute exactly
+ * The ort-cpu backend's JavaScript fast paths (element-wise, the fused ReLU gradient, Sum, Mean, Tile,
+ * FusedBatchNorm, max pooling) must compute exactly
  * what tfjs's cpu kernels compute: every case here is compared bit for bit (difference 0), gradients
  * included, with NaN, ties and padding in the inputs.
  */
@@ -94,6 +95,25 @@ describe('ort-cpu element-wise, reduction, batch-norm and pooling fast paths (bi
     await tf.setBackend('ort-cpu');
     const relu = tf.relu(x).dataSync();
     expect(Array.from(relu).map((v) => (Object.is(v, -0) ? '-0' : String(v)))).to.deep.equal(['NaN', '0', '0', '0', '2.25', String(Math.fround(1e-30)), '0', String(Math.fround(1e-45)), '0', String(Math.fround(3.4e38)), '0', 'Infinity', '0', 'NaN']);
+  });
+
+  it('the fused ReLU gradient (DmlReluGrad) gives what Step then Multiply give for every pairing of special x and dy', async () => {
+    const special = [Number.NaN, -0, 0, -1.5, 2.25, 1e-30, -1e-30, 1e-45, -1e-45, 3.4e38, -3.4e38, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY];
+    const n = special.length;
+    const x = tf.tensor(Float32Array.from({ length: n * n }, (_, i) => special[Math.floor(i / n)] as number));
+    const dy = tf.tensor(Float32Array.from({ length: n * n }, (_, i) => special[i % n] as number));
+    const mixed = random(new Rng(21), [64, 97]);
+    const mixedDy = random(new Rng(22), [64, 97]);
+    const reluGrad = (t: tf.Tensor, upstream: tf.Tensor): tf.Tensor => tf.grad((u: tf.Tensor) => tf.relu(u))(t, upstream);
+    const { maxRel } = await compareBackends(() => [reluGrad(x, dy), reluGrad(mixed, mixedDy)]);
+    expect(maxRel).to.equal(0);
+    const kernelsOn = async (backend: string): Promise<string[]> => {
+      await tf.setBackend(backend);
+      return (await tf.profile(() => reluGrad(mixed, mixedDy))).kernels.map((k) => k.name);
+    };
+    expect(await kernelsOn('ort-cpu')).to.include(RELU_GRAD_KERNEL).and.not.include('Step');
+    expect(await kernelsOn('cpu')).to.include.members(['Step', 'Multiply']).and.not.include(RELU_GRAD_KERNEL);
+    await tf.setBackend('ort-cpu');
   });
 
   for (const [name, shape, axes, keepDims] of [
