@@ -118,6 +118,18 @@ function channelsAndRows(x: tf.TensorInfo): { channels: number; rows: number } {
   return { channels, rows: channels === 0 ? 0 : tf.util.sizeFromShape(x.shape) / channels };
 }
 
+/**
+ * Calls `visit(start, end)` for consecutive blocks of whole rows (flat element offsets, end exclusive)
+ * of about 8,192 elements. The loops above walk one channel at a time through a block (a strided
+ * walk that stays in the L1 cache), which lets the engine keep the channel's sums and coefficients
+ * in registers: 1.5-2x faster than one pass with an inner loop over channels indexing per-channel
+ * arrays for every element.
+ */
+function forEachRowBlock(rows: number, channels: number, visit: (start: number, end: number) => void): void {
+  const blockRows = Math.max(1, Math.floor(8192 / channels));
+  for (let r = 0; r < rows; r += blockRows) visit(r * channels, Math.min(rows, r + blockRows) * channels);
+}
+
 /** Forward pass in training mode: statistics of the batch, then y = x · a + b per channel. */
 function batchNormTraining(args: KernelArgs): tf.TensorInfo[] {
   const backend = args.backend as MathBackendCPU;
@@ -135,13 +147,20 @@ function batchNormTraining(args: KernelArgs): tf.TensorInfo[] {
   const shift = Float64Array.from(xs.subarray(0, channels));
   const sum = new Float64Array(channels);
   const squares = new Float64Array(channels);
-  for (let k = 0; k < xs.length; ) {
+  forEachRowBlock(rows, channels, (start, end) => {
     for (let c = 0; c < channels; c++) {
-      const d = (xs[k++] as number) - (shift[c] as number);
-      sum[c] = (sum[c] as number) + d;
-      squares[c] = (squares[c] as number) + d * d;
+      const shiftC = shift[c] as number;
+      let s1 = 0;
+      let s2 = 0;
+      for (let k = start + c; k < end; k += channels) {
+        const d = (xs[k] as number) - shiftC;
+        s1 += d;
+        s2 += d * d;
+      }
+      sum[c] = (sum[c] as number) + s1;
+      squares[c] = (squares[c] as number) + s2;
     }
-  }
+  });
   const meanShift = Float64Array.from(sum, (v) => v / rows);
   const mean = Float32Array.from(meanShift, (v, c) => (shift[c] as number) + v);
   const variance = Float32Array.from(squares, (v, c) => Math.max(0, v / rows - (meanShift[c] as number) ** 2));
@@ -150,9 +169,13 @@ function batchNormTraining(args: KernelArgs): tf.TensorInfo[] {
   const a = Float64Array.from(inverseStd, (s, c) => (gamma[c] as number) * s);
   const b = Float64Array.from(a, (ac, c) => (beta[c] as number) - (mean[c] as number) * ac);
   const y = uninitialisedFloat32Array(xs.length);
-  for (let k = 0; k < xs.length; ) {
-    for (let c = 0; c < channels; c++, k++) y[k] = (xs[k] as number) * (a[c] as number) + (b[c] as number);
-  }
+  forEachRowBlock(rows, channels, (start, end) => {
+    for (let c = 0; c < channels; c++) {
+      const aC = a[c] as number;
+      const bC = b[c] as number;
+      for (let k = start + c; k < end; k += channels) y[k] = (xs[k] as number) * aC + bC;
+    }
+  });
   return [
     backend.makeTensorInfo([...x.shape], 'float32', y),
     backend.makeTensorInfo([channels], 'float32', mean),
@@ -176,13 +199,20 @@ function batchNormTrainingGrad(args: KernelArgs): tf.TensorInfo[] {
 
   const sumDy = new Float64Array(channels);
   const sumDyCentred = new Float64Array(channels);
-  for (let k = 0; k < xs.length; ) {
-    for (let c = 0; c < channels; c++, k++) {
-      const g = dys[k] as number;
-      sumDy[c] = (sumDy[c] as number) + g;
-      sumDyCentred[c] = (sumDyCentred[c] as number) + g * ((xs[k] as number) - (mu[c] as number));
+  forEachRowBlock(rows, channels, (start, end) => {
+    for (let c = 0; c < channels; c++) {
+      const muC = mu[c] as number;
+      let s1 = 0;
+      let s2 = 0;
+      for (let k = start + c; k < end; k += channels) {
+        const g = dys[k] as number;
+        s1 += g;
+        s2 += g * ((xs[k] as number) - muC);
+      }
+      sumDy[c] = (sumDy[c] as number) + s1;
+      sumDyCentred[c] = (sumDyCentred[c] as number) + s2;
     }
-  }
+  });
   // dx = dyScale · dy + centredScale · (x - mean) + shift, per channel.
   const dyScale = new Float64Array(channels);
   const centredScale = new Float64Array(channels);
@@ -195,9 +225,14 @@ function batchNormTrainingGrad(args: KernelArgs): tf.TensorInfo[] {
     shift[c] = (-k1 * (sumDy[c] as number)) / rows - (centredScale[c] as number) * (mu[c] as number);
   }
   const dx = uninitialisedFloat32Array(xs.length);
-  for (let k = 0; k < xs.length; ) {
-    for (let c = 0; c < channels; c++, k++) dx[k] = (dys[k] as number) * (dyScale[c] as number) + (xs[k] as number) * (centredScale[c] as number) + (shift[c] as number);
-  }
+  forEachRowBlock(rows, channels, (start, end) => {
+    for (let c = 0; c < channels; c++) {
+      const k1 = dyScale[c] as number;
+      const k2 = centredScale[c] as number;
+      const k3 = shift[c] as number;
+      for (let k = start + c; k < end; k += channels) dx[k] = (dys[k] as number) * k1 + (xs[k] as number) * k2 + k3;
+    }
+  });
   return [
     backend.makeTensorInfo([...x.shape], 'float32', dx),
     backend.makeTensorInfo([channels], 'float32', Float32Array.from(sumDyCentred, (v, c) => v * (s[c] as number))),
