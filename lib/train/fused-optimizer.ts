@@ -19,8 +19,14 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { AdamKernel, type AdamScalars } from './wasm/adam-kernel.js';
 
 const f32 = Math.fround;
+
+/** x <- x * factor per element, rounded to float32 (the decoupled weight decay of SGD and momentum). */
+function scaleInPlace(x: Float32Array, factor: number): void {
+  for (let j = 0; j < x.length; j++) x[j] = f32((x[j] as number) * factor);
+}
 
 /** A tensor with the name it is saved under (tfjs's optimizer weight format). */
 type NamedTensor = { name: string; tensor: tf.Tensor };
@@ -90,8 +96,11 @@ abstract class FusedOptimizer extends tf.Optimizer {
   /** Suffixes of the slot names, in tfjs's order (e.g. `m`, `v`). */
   protected abstract readonly slotSuffixes: readonly string[];
 
-  /** Updates `w` (in place) and the slots from gradient `g`. */
-  protected abstract step(w: Float32Array, g: Float32Array, slots: Float32Array[]): void;
+  /**
+   * Updates `w` (in place) and the slots from gradient `g`, then applies the weight decay
+   * `w <- w * decayFactor` (float32) when `decayFactor` is given.
+   */
+  protected abstract step(w: Float32Array, g: Float32Array, slots: Float32Array[], decayFactor: number | undefined): void;
 
   /** Called once per applyGradients, after all variables (e.g. Adam's beta powers). */
   protected afterStep(): void {}
@@ -109,8 +118,7 @@ abstract class FusedOptimizer extends tf.Optimizer {
       if (gradient == null) return;
       const g = gradient.dataSync() as Float32Array;
       const { values, inPlace } = writableValues(variable);
-      this.step(values, g, slot.arrays);
-      if (this.decay?.appliesTo(name)) for (let j = 0; j < values.length; j++) values[j] = f32((values[j] as number) * factor);
+      this.step(values, g, slot.arrays, this.decay?.appliesTo(name) ? factor : undefined);
       commit(variable, values, inPlace);
     });
     this.afterStep();
@@ -166,9 +174,10 @@ export class FusedSgdOptimizer extends FusedOptimizer {
     this.#negLr = f32(-learningRate);
   }
 
-  protected step(w: Float32Array, g: Float32Array): void {
+  protected step(w: Float32Array, g: Float32Array, _slots: Float32Array[], decayFactor: number | undefined): void {
     const c = this.#negLr;
     for (let j = 0; j < w.length; j++) w[j] = f32(f32(c * (g[j] as number)) + (w[j] as number));
+    if (decayFactor !== undefined) scaleInPlace(w, decayFactor);
   }
 
   getConfig(): tf.serialization.ConfigDict {
@@ -191,7 +200,7 @@ export class FusedMomentumOptimizer extends FusedOptimizer {
     this.#momentum = f32(momentum);
   }
 
-  protected step(w: Float32Array, g: Float32Array, [a]: Float32Array[]): void {
+  protected step(w: Float32Array, g: Float32Array, [a]: Float32Array[], decayFactor: number | undefined): void {
     const c = this.#negLr;
     const m = this.#momentum;
     const acc = a as Float32Array;
@@ -200,6 +209,7 @@ export class FusedMomentumOptimizer extends FusedOptimizer {
       acc[j] = next;
       w[j] = f32(f32(c * next) + (w[j] as number));
     }
+    if (decayFactor !== undefined) scaleInPlace(w, decayFactor);
   }
 
   getConfig(): tf.serialization.ConfigDict {
@@ -225,6 +235,7 @@ export class FusedAdamOptimizer extends FusedOptimizer {
   readonly #epsilon: number;
   #accBeta1: number;
   #accBeta2: number;
+  readonly #kernel = new AdamKernel();
 
   constructor(learningRate: number, decay?: FusedWeightDecay, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-7) {
     super(learningRate, decay);
@@ -237,28 +248,18 @@ export class FusedAdamOptimizer extends FusedOptimizer {
     this.#accBeta2 = this.#beta2;
   }
 
-  protected step(w: Float32Array, g: Float32Array, [m, v]: Float32Array[]): void {
-    const b1 = this.#beta1;
-    const b2 = this.#beta2;
-    const c1 = this.#oneMinusBeta1;
-    const c2 = this.#oneMinusBeta2;
-    const bias1 = f32(1 - this.#accBeta1);
-    const bias2 = f32(1 - this.#accBeta2);
-    const eps = this.#epsilon;
-    const negLr = f32(-this.learningRate);
-    const mm = m as Float32Array;
-    const vv = v as Float32Array;
-    for (let j = 0; j < w.length; j++) {
-      const gj = g[j] as number;
-      const mj = f32(f32((mm[j] as number) * b1) + f32(gj * c1));
-      const vj = f32(f32((vv[j] as number) * b2) + f32(f32(gj * gj) * c2));
-      mm[j] = mj;
-      vv[j] = vj;
-      const mHat = f32(mj / bias1);
-      const vHat = f32(vj / bias2);
-      const update = f32(f32(mHat / f32(f32(Math.sqrt(vHat)) + eps)) * negLr);
-      w[j] = f32(update + (w[j] as number));
-    }
+  protected step(w: Float32Array, g: Float32Array, [m, v]: Float32Array[], decayFactor: number | undefined): void {
+    const scalars: AdamScalars = {
+      beta1: this.#beta1,
+      beta2: this.#beta2,
+      oneMinusBeta1: this.#oneMinusBeta1,
+      oneMinusBeta2: this.#oneMinusBeta2,
+      bias1: f32(1 - this.#accBeta1),
+      bias2: f32(1 - this.#accBeta2),
+      epsilon: this.#epsilon,
+      negLearningRate: f32(-this.learningRate),
+    };
+    this.#kernel.step(w, g, m as Float32Array, v as Float32Array, scalars, decayFactor);
   }
 
   protected override afterStep(): void {
