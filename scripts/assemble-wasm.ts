@@ -1,21 +1,23 @@
 /**
- * @file Assembles the WebAssembly kernels' text (lib/train/wasm/adam-kernel.ts `ADAM_WAT`) with wabt
- * (a devDependency; dmlkit itself ships only the bytes) and writes the base64 of the binary into the
- * `ADAM_WASM_BASE64` constant of the same file. Run after editing the text:
+ * @file Assembles the WebAssembly kernels' text with wabt (a devDependency; dmlkit itself ships only
+ * the bytes) and writes the base64 of each binary into its constant, in the file that holds the text:
+ * `ADAM_WAT` -> `ADAM_WASM_BASE64` (lib/train/wasm/adam-kernel.ts), `RELU_POOL_WAT` ->
+ * `RELU_POOL_WASM_BASE64` (lib/train/wasm/relu-pool-kernels.ts). Run after editing a text:
  *
  *   npx tsx scripts/assemble-wasm.ts
  *
- * spec/train/adam-kernel.spec.ts fails while the constant and the text disagree.
+ * spec/train/wasm-kernels.spec.ts fails while a constant and its text disagree.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { assembleWat } from './wasm-assembler.js';
-import { ADAM_WAT } from '../lib/train/wasm/adam-kernel.js';
+import { assembleWat, WASM_KERNELS } from './wasm-assembler.js';
 
-const file = fileURLToPath(new URL('../lib/train/wasm/adam-kernel.ts', import.meta.url));
-const base64 = Buffer.from(await assembleWat(ADAM_WAT)).toString('base64');
-const source = readFileSync(file, 'utf8');
-const line = /^export const ADAM_WASM_BASE64 = '[A-Za-z0-9+/=]*';$/m;
-if (!line.test(source)) throw new Error(`${file}: no line "export const ADAM_WASM_BASE64 = '...';" to replace`);
-writeFileSync(file, source.replace(line, `export const ADAM_WASM_BASE64 = '${base64}';`));
-console.log(`${file}: ADAM_WASM_BASE64 = ${base64.length} base64 characters`);
+for (const kernel of WASM_KERNELS) {
+  const file = fileURLToPath(new URL(`../${kernel.file}`, import.meta.url));
+  const base64 = Buffer.from(await assembleWat(kernel.wat)).toString('base64');
+  const source = readFileSync(file, 'utf8');
+  const line = new RegExp(`^export const ${kernel.constant} = '[A-Za-z0-9+/=]*';$`, 'm');
+  if (!line.test(source)) throw new Error(`${file}: no line "export const ${kernel.constant} = '...';" to replace`);
+  writeFileSync(file, source.replace(line, `export const ${kernel.constant} = '${base64}';`));
+  console.log(`${kernel.file}: ${kernel.constant} = ${base64.length} base64 characters`);
+}

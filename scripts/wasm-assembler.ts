@@ -1,8 +1,25 @@
 /**
- * @file WebAssembly text to binary with wabt (devDependency), SIMD enabled: shared by
+ * @file WebAssembly text to binary with wabt (devDependency), SIMD enabled, and the list of dmlkit's
+ * kernel modules (text, the constant holding the assembled bytes, its file): shared by
  * scripts/assemble-wasm.ts and the spec that checks the committed bytes.
  */
 import wabtFactory from 'wabt';
+import { ADAM_WASM_BASE64, ADAM_WAT } from '../lib/train/wasm/adam-kernel.js';
+import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../lib/train/wasm/relu-pool-kernels.js';
+
+/** One kernel module: its text, the name and current value of the constant with its bytes, and that constant's file. */
+export interface WasmKernelSource {
+  wat: string;
+  constant: string;
+  base64: string;
+  file: string;
+}
+
+/** dmlkit's WebAssembly kernel modules. */
+export const WASM_KERNELS: readonly WasmKernelSource[] = [
+  { wat: ADAM_WAT, constant: 'ADAM_WASM_BASE64', base64: ADAM_WASM_BASE64, file: 'lib/train/wasm/adam-kernel.ts' },
+  { wat: RELU_POOL_WAT, constant: 'RELU_POOL_WASM_BASE64', base64: RELU_POOL_WASM_BASE64, file: 'lib/train/wasm/relu-pool-kernels.ts' },
+];
 
 /** The .wasm bytes of `wat` (throws wabt's message on a syntax or validation error). */
 export async function assembleWat(wat: string): Promise<Uint8Array> {

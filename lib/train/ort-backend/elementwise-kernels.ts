@@ -2,7 +2,8 @@
  * @file Fast paths for the element-wise kernels that profiling (`tf.profile` of a training step on
  * the `cpu` backend) shows time in: the binary Add, Sub, Multiply, RealDiv and SquaredDifference, and
  * the unary Relu, Step (ReLU's gradient) and Square, on float32 tensors; and the fused ReLU gradient
- * of ops/relu-gradient.ts (dy · step(x) in one pass).
+ * of ops/relu-gradient.ts (dy · step(x) in one pass). Relu and the fused gradient run as WebAssembly
+ * SIMD kernels (wasm/relu-pool-kernels.ts).
  *
  * tfjs's cpu kernels compute every element through a generic closure, and broadcast through index
  * arithmetic per element (`[128, 512] / [128, 1]` took 10-20 ms). Large outputs of Add, Sub,
@@ -18,6 +19,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { RELU_GRAD_KERNEL } from '../ops/relu-gradient.js';
+import { reluGradInto, reluInto } from '../wasm/relu-pool-kernels.js';
 import { cpuKernel } from './cpu-fallback.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 import { binaryModel } from './op-models.js';
@@ -239,23 +241,14 @@ const ONE_BITS = float32Bits(1);
 const NAN_BITS = float32Bits(Number.NaN);
 
 /**
- * Unary loops with tfjs's cpu semantics: Relu is Math.max(0, x); Step is NaN for NaN, 1 above 0,
- * else alpha. Both work on the float32 bit patterns with integer masks instead of comparisons, since
- * a comparison of activations (half of them negative, in no order) compiles to a branch that the CPU
- * mispredicts about half the time (over 3.2 million random-sign values, `Math.max(0, x)` took 25 ms,
- * this loop 5-9 ms).
- * - Relu: x stays unless it is negative and not NaN (sign bit set, magnitude bits at most
- *   0x7f800000), when it becomes +0; -0 becomes +0 as Math.max(0, -0) does.
- * - Step: `gt` (x > 0: int32 bits > 0, which +Infinity is and -0 is not) picks 1 over alpha, then
- *   `nan` (magnitude bits above 0x7f800000) picks NaN over both.
+ * Step (tfjs's cpu semantics: NaN for NaN, 1 above 0, else alpha) on the float32 bit patterns with
+ * integer masks instead of comparisons, since a comparison of activations (half of them negative, in
+ * no order) compiles to a branch that the CPU mispredicts about half the time (over 3.2 million
+ * random-sign values, `Math.max(0, x)` took 25 ms, a masked loop 5-9 ms): `gt` (x > 0: int32 bits > 0,
+ * which +Infinity is and -0 is not) picks 1 over alpha, then `nan` (magnitude bits above 0x7f800000)
+ * picks NaN over both. Relu and its gradient run as WebAssembly SIMD kernels (wasm/relu-pool-kernels.ts).
  */
 const UNARY_LOOPS: Readonly<Record<string, (x: Int32Array, out: Int32Array, attrs: tf.NamedAttrMap) => void>> = {
-  Relu: (x, out) => {
-    for (let i = 0; i < x.length; i++) {
-      const b = x[i] as number;
-      out[i] = b & ~((b >> 31) & (((b & 0x7fffffff) - 0x7f800001) >> 31));
-    }
-  },
   Step: (x, out, attrs) => {
     const alpha = float32Bits(attrs['alpha'] as number);
     for (let i = 0; i < x.length; i++) {
@@ -303,12 +296,18 @@ function square(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   return backend.makeTensorInfo([...x.shape], 'float32', out);
 }
 
-/**
- * The fused ReLU gradient dy · step(x) on bit patterns, branch-free like Step (see UNARY_LOOPS):
- * x > 0 passes dy's bits unchanged (dy · 1); NaN x gives NaN; otherwise dy · 0, which is a zero with
- * dy's sign for finite dy and NaN for infinite or NaN dy. The same values as tfjs's Step then
- * Multiply (NaN payloads aside).
- */
+/** Relu: Math.max(0, x) per element (the WebAssembly kernel's exact semantics: wasm/relu-pool-kernels.ts). */
+function relu(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
+  const backend = args.backend as MathBackendCPU;
+  const { x } = args.inputs as { x: tf.TensorInfo };
+  if (x.dtype !== 'float32') return cpuKernel('Relu', args);
+  const values = backend.data.get(x.dataId).values as Float32Array;
+  const out = uninitialisedFloat32Array(values.length);
+  reluInto(values, out);
+  return backend.makeTensorInfo([...x.shape], 'float32', out);
+}
+
+/** The fused ReLU gradient dy · step(x) (ops/relu-gradient.ts), by the WebAssembly kernel. */
 function reluGrad(args: KernelArgs): tf.TensorInfo {
   const backend = args.backend as MathBackendCPU;
   const { dy, x } = args.inputs as { dy?: tf.TensorInfo; x?: tf.TensorInfo };
@@ -317,20 +316,8 @@ function reluGrad(args: KernelArgs): tf.TensorInfo {
     throw new Error(`${RELU_GRAD_KERNEL}: expected float32 dy and x of one shape, got dy ${describe(dy)} and x ${describe(x)}`);
   }
   const xs = backend.data.get(x.dataId).values as Float32Array;
-  const dys = backend.data.get(dy.dataId).values as Float32Array;
   const out = uninitialisedFloat32Array(xs.length);
-  const xBits = new Int32Array(xs.buffer, xs.byteOffset, xs.length);
-  const dyBits = new Int32Array(dys.buffer, dys.byteOffset, dys.length);
-  const outBits = new Int32Array(out.buffer, out.byteOffset, out.length);
-  for (let i = 0; i < xBits.length; i++) {
-    const b = xBits[i] as number;
-    const g = dyBits[i] as number;
-    const gt = ~(b >> 31) & ((0 - b) >> 31);
-    const nanX = ~(((b & 0x7fffffff) - 0x7f800001) >> 31);
-    const finiteDy = ((g & 0x7fffffff) - 0x7f800000) >> 31;
-    const timesZero = (finiteDy & (g & 0x80000000)) | (~finiteDy & NAN_BITS);
-    outBits[i] = (nanX & NAN_BITS) | (~nanX & ((gt & g) | (~gt & timesZero)));
-  }
+  reluGradInto(backend.data.get(dy.dataId).values as Float32Array, xs, out);
   return backend.makeTensorInfo([...x.shape], 'float32', out);
 }
 
@@ -339,5 +326,6 @@ export const ELEMENTWISE_KERNELS: Readonly<Record<string, tf.KernelFunc>> = Obje
   ...Object.entries(LOOPS).map(([name, loop]) => [name, binaryKernel(name, loop)] as const),
   ...Object.entries(UNARY_LOOPS).map(([name, loop]) => [name, unaryKernel(name, loop)] as const),
   ['Square', square] as const,
+  ['Relu', relu] as const,
   [RELU_GRAD_KERNEL, reluGrad] as const,
 ]);

@@ -1,64 +1,49 @@
 /**
- * @file Max pooling for the ort-cpu backend in plain loops over NHWC float32 arrays: MaxPool and its
- * gradient MaxPoolGrad. tfjs's cpu MaxPoolGrad indexes through `TensorBuffer.get` per element and
- * took over 800 ms per call on the small CNN's first pooling layer (batch 128, 28 x 28 x 32); these
- * take a few milliseconds.
+ * @file Max pooling for the ort-cpu backend over NHWC float32 arrays: MaxPool and its gradient
+ * MaxPoolGrad. The window search (maxima and their positions) is a WebAssembly SIMD kernel
+ * (wasm/relu-pool-kernels.ts: four channels per instruction, comparisons as lane masks); the gradient
+ * a plain loop that routes each dy to its window's maximum. tfjs's cpu MaxPoolGrad indexes through
+ * `TensorBuffer.get` per element and took over 800 ms per call on the small CNN's first pooling layer
+ * (batch 128, 28 x 28 x 32); these take a few milliseconds.
  *
  * They reproduce tfjs's cpu semantics exactly: the window is clipped to the input (padding never
  * wins), the maximum is the first strictly greater value in row-major window order (NaN never wins;
  * an all-padding or all-NaN window gives -Infinity and routes no gradient), and each input position
  * of the gradient sums, in double precision and in output order, the dy of every window whose maximum
- * it is. Other dtypes and dilated pooling go to the cpu kernels.
+ * it is. Other dtypes and ranks go to the cpu kernels.
  */
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
+import { maxPoolPositions } from '../wasm/relu-pool-kernels.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
 type PoolAttrs = { filterSize: number | [number, number]; strides: number | [number, number]; pad: 'valid' | 'same' | number; dimRoundingMode?: 'floor' | 'round' | 'ceil' };
 
 /**
  * For each output element (NHWC order) the flat input index of its window's maximum, or -1; also
- * writes the maxima into `out` when given.
+ * writes the maxima into `out` when given. Runs the WebAssembly SIMD kernel.
  */
 function argmaxPositions(x: Float32Array, info: tf.backend_util.Conv2DInfo, out: Float32Array | null): Int32Array {
-  const { batchSize, inHeight, inWidth, inChannels: channels, outHeight, outWidth, strideHeight, strideWidth, effectiveFilterHeight, effectiveFilterWidth } = info;
-  const { top, left } = info.padInfo;
-  const positions = new Int32Array(batchSize * outHeight * outWidth * channels);
-  const rowStride = inWidth * channels;
-  let o = 0;
-  for (let b = 0; b < batchSize; b++) {
-    const batchOffset = b * inHeight * rowStride;
-    for (let yR = 0; yR < outHeight; yR++) {
-      const rCorner = yR * strideHeight - top;
-      const rMin = Math.max(0, rCorner);
-      const rMax = Math.min(inHeight, rCorner + effectiveFilterHeight);
-      for (let yC = 0; yC < outWidth; yC++) {
-        const cCorner = yC * strideWidth - left;
-        const cMin = Math.max(0, cCorner);
-        const cMax = Math.min(inWidth, cCorner + effectiveFilterWidth);
-        const first = batchOffset + rMin * rowStride + cMin * channels;
-        // Channel by channel, the window in row-major order, the running maximum in locals.
-        for (let d = 0; d < channels; d++, o++) {
-          let best = Number.NEGATIVE_INFINITY;
-          let where = -1;
-          for (let r = rMin, rowStart = first + d; r < rMax; r++, rowStart += rowStride) {
-            for (let c = cMin, k = rowStart; c < cMax; c++, k += channels) {
-              const v = x[k] as number;
-              if (v > best) {
-                best = v;
-                where = k;
-              }
-            }
-          }
-          positions[o] = where;
-          if (out) out[o] = best;
-        }
-      }
-    }
-  }
-  return positions;
+  return maxPoolPositions(
+    x,
+    {
+      batchSize: info.batchSize,
+      inHeight: info.inHeight,
+      inWidth: info.inWidth,
+      channels: info.inChannels,
+      outHeight: info.outHeight,
+      outWidth: info.outWidth,
+      strideHeight: info.strideHeight,
+      strideWidth: info.strideWidth,
+      filterHeight: info.effectiveFilterHeight,
+      filterWidth: info.effectiveFilterWidth,
+      padTop: info.padInfo.top,
+      padLeft: info.padInfo.left,
+    },
+    out,
+  );
 }
 
 function poolInfo(x: tf.TensorInfo, attrs: PoolAttrs): tf.backend_util.Conv2DInfo {

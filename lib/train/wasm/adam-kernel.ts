@@ -12,6 +12,7 @@
  * Memory layout per call (byte offsets chosen by {@link AdamKernel}): the weights w, gradient g and
  * moments m, v, each `n` float32 values with `n` a multiple of 4 (the caller pads).
  */
+import { WasmInstance } from './wasm-instance.js';
 
 /** WebAssembly text of the kernel (see the file comment). */
 export const ADAM_WAT = `(module
@@ -89,32 +90,14 @@ export interface AdamScalars {
   negLearningRate: number;
 }
 
-/** The part of the WebAssembly JS API used here (TypeScript's ES libraries do not declare it; the DOM library does). */
-declare const WebAssembly: {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { exports: object };
-};
-
-/** A WebAssembly memory: its current buffer, grown in 64 KiB pages. */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-
 interface AdamExports {
-  memory: WasmMemory;
   adam(w: number, g: number, m: number, v: number, n: number, b1: number, b2: number, c1: number, c2: number, bias1: number, bias2: number, eps: number, negLr: number): void;
   scale(x: number, n: number, factor: number): void;
 }
 
 /** One instance of the kernel with its own memory, grown as variables need. */
 export class AdamKernel {
-  readonly #exports: AdamExports;
-
-  constructor() {
-    const module = new WebAssembly.Module(Buffer.from(ADAM_WASM_BASE64, 'base64'));
-    this.#exports = new WebAssembly.Instance(module).exports as unknown as AdamExports;
-  }
+  readonly #wasm = new WasmInstance<AdamExports>(ADAM_WASM_BASE64);
 
   /**
    * One Adam step on `w` with gradient `g` and moments `m`, `v` (all of one length; `w`, `m` and `v`
@@ -124,19 +107,15 @@ export class AdamKernel {
     const n = w.length;
     if (g.length !== n || m.length !== n || v.length !== n) throw new Error(`Adam kernel: arrays of ${n}, ${g.length}, ${m.length} and ${v.length} elements; expected equal lengths`);
     const padded = Math.ceil(n / 4) * 4;
-    const bytes = padded * 4;
-    const memory = this.#exports.memory;
-    const needed = 4 * bytes;
-    if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / 65536));
-    const heap = new Float32Array(memory.buffer, 0, 4 * padded);
+    const heap = new Float32Array(this.#wasm.reserve(16 * padded), 0, 4 * padded);
     const [wAt, gAt, mAt, vAt] = [0, padded, 2 * padded, 3 * padded];
     heap.set(w, wAt);
     heap.set(g, gAt);
     heap.set(m, mAt);
     heap.set(v, vAt);
     // Padding lanes (at most 3 per array) compute on stale values and are never read back.
-    this.#exports.adam(wAt * 4, gAt * 4, mAt * 4, vAt * 4, padded, s.beta1, s.beta2, s.oneMinusBeta1, s.oneMinusBeta2, s.bias1, s.bias2, s.epsilon, s.negLearningRate);
-    if (decayFactor !== undefined) this.#exports.scale(wAt * 4, padded, decayFactor);
+    this.#wasm.exports.adam(wAt * 4, gAt * 4, mAt * 4, vAt * 4, padded, s.beta1, s.beta2, s.oneMinusBeta1, s.oneMinusBeta2, s.bias1, s.bias2, s.epsilon, s.negLearningRate);
+    if (decayFactor !== undefined) this.#wasm.exports.scale(wAt * 4, padded, decayFactor);
     w.set(heap.subarray(wAt, wAt + n));
     m.set(heap.subarray(mAt, mAt + n));
     v.set(heap.subarray(vAt, vAt + n));

@@ -1,13 +1,15 @@
 import { expect } from 'chai';
-import { ADAM_WASM_BASE64, ADAM_WAT, AdamKernel, type AdamScalars } from '../../lib/train/wasm/adam-kernel.js';
+import { AdamKernel, type AdamScalars } from '../../lib/train/wasm/adam-kernel.js';
 import { Rng } from '../../lib/util/rng.js';
-import { assembleWat } from '../../scripts/wasm-assembler.js';
+import { assembleWat, WASM_KERNELS } from '../../scripts/wasm-assembler.js';
 
 /**
- * The WebAssembly SIMD Adam kernel (lib/train/wasm/adam-kernel.ts): its committed bytes are the
- * assembly of its text, and it computes what tfjs's kernels compute, i.e. every operation rounded to
+ * The WebAssembly SIMD kernels (lib/train/wasm/): each module's committed bytes are the assembly of its
+ * text. The Adam kernel computes what tfjs's kernels compute, i.e. every operation rounded to
  * float32, bit for bit, for any length (padding lanes), special values and a growing memory. (The
- * fused optimiser's spec compares the whole optimiser with tfjs's AdamOptimizer.)
+ * fused optimiser's spec compares the whole optimiser with tfjs's AdamOptimizer.) The ReLU and
+ * max-pooling kernels are compared with tfjs's cpu kernels through the ort-cpu backend in
+ * spec/train/ort-backend/light-kernels.spec.ts.
  */
 const f32 = Math.fround;
 
@@ -51,10 +53,12 @@ function bits(a: Float32Array): number[] {
   return Array.from(new Int32Array(a.buffer, a.byteOffset, a.length));
 }
 
-describe('train/wasm: the Adam kernel', () => {
-  it('holds the assembly of its own WebAssembly text (run scripts/assemble-wasm.ts after editing the text)', async () => {
-    expect(Buffer.from(await assembleWat(ADAM_WAT)).toString('base64')).to.equal(ADAM_WASM_BASE64);
-  });
+describe('train/wasm: WebAssembly kernels', () => {
+  for (const kernel of WASM_KERNELS) {
+    it(`${kernel.constant} (${kernel.file}) holds the assembly of its text (run scripts/assemble-wasm.ts after editing a text)`, async () => {
+      expect(Buffer.from(await assembleWat(kernel.wat)).toString('base64')).to.equal(kernel.base64);
+    });
+  }
 
   for (const [length, decay] of [
     [1, undefined],
@@ -63,7 +67,7 @@ describe('train/wasm: the Adam kernel', () => {
     [1027, f32(0.5)],
     [300_001, f32(1 - 1e-3 * 1e-2)],
   ] as Array<[number, number | undefined]>) {
-    it(`equals float32 arithmetic bit for bit: ${length} element(s), ${decay === undefined ? 'no weight decay' : `decay factor ${decay}`}`, () => {
+    it(`Adam equals float32 arithmetic bit for bit: ${length} element(s), ${decay === undefined ? 'no weight decay' : `decay factor ${decay}`}`, () => {
       const kernel = new AdamKernel();
       const [w, g, m, v] = arrays(length, length);
       const expected = [w.slice(), g, m.slice(), v.slice()] as const;
@@ -79,7 +83,7 @@ describe('train/wasm: the Adam kernel', () => {
     });
   }
 
-  it('grows its memory for a larger variable and keeps working for smaller ones after', () => {
+  it('Adam grows its memory for a larger variable and keeps working for smaller ones after', () => {
     const kernel = new AdamKernel();
     for (const length of [10, 2_000_000, 10]) {
       const [w, g, m, v] = arrays(length, 3);
@@ -91,7 +95,7 @@ describe('train/wasm: the Adam kernel', () => {
     }
   });
 
-  it('rejects arrays of different lengths, naming them', () => {
+  it('Adam rejects arrays of different lengths, naming them', () => {
     const kernel = new AdamKernel();
     const a = new Float32Array(4);
     expect(() => kernel.step(a, new Float32Array(3), a.slice(), a.slice(), SCALARS)).to.throw('Adam kernel: arrays of 4, 3, 4 and 4 elements; expected equal lengths');

@@ -1,0 +1,39 @@
+/**
+ * @file A WebAssembly kernel module instantiated from its bytes, with a scratch memory that grows on
+ * demand: the kernels of this folder copy their operands into the memory, run, and copy the results
+ * out (tensor data lives in JavaScript arrays, outside any WebAssembly memory).
+ */
+
+/** The part of the WebAssembly JS API used here (TypeScript's ES libraries do not declare it; the DOM library does). */
+declare const WebAssembly: {
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object) => { exports: Record<string, unknown> };
+};
+
+/** A WebAssembly memory: its current buffer, grown in 64 KiB pages. */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+const PAGE_BYTES = 65536;
+
+/** One instance of a kernel module that exports its memory as `memory`. */
+export class WasmInstance<Exports extends object> {
+  readonly exports: Exports;
+  readonly #memory: WasmMemory;
+
+  /** Instantiates the module whose .wasm bytes are `base64`. */
+  constructor(base64: string) {
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(Buffer.from(base64, 'base64')));
+    this.exports = instance.exports as Exports;
+    this.#memory = instance.exports['memory'] as WasmMemory;
+  }
+
+  /** Grows the memory to at least `bytes` and returns its buffer (views of an older buffer are stale after growth). */
+  reserve(bytes: number): ArrayBuffer {
+    const have = this.#memory.buffer.byteLength;
+    if (have < bytes) this.#memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
+    return this.#memory.buffer;
+  }
+}
