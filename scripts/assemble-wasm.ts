@@ -1,8 +1,8 @@
 /**
  * @file Assembles the WebAssembly kernels' text with wabt (a devDependency; dmlkit itself ships only
  * the bytes) and writes the base64 of each binary into its constant, in the file that holds the text:
- * `ADAM_WAT` -> `ADAM_WASM_BASE64` (lib/train/wasm/adam-kernel.ts), `RELU_POOL_WAT` ->
- * `RELU_POOL_WASM_BASE64` (lib/train/wasm/relu-pool-kernels.ts). Run after editing a text:
+ * every module of `WASM_KERNELS` (scripts/wasm-assembler.ts), e.g. `ADAM_WAT` -> `ADAM_WASM_BASE64`
+ * in lib/train/wasm/adam-kernel.ts. Run after editing a text:
  *
  *   npx tsx scripts/assemble-wasm.ts
  *

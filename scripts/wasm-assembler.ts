@@ -5,6 +5,7 @@
  */
 import wabtFactory from 'wabt';
 import { ADAM_WASM_BASE64, ADAM_WAT } from '../lib/train/wasm/adam-kernel.js';
+import { BATCH_NORM_WASM_BASE64, BATCH_NORM_WAT } from '../lib/train/wasm/batch-norm-simd.js';
 import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../lib/train/wasm/relu-pool-kernels.js';
 
 /** One kernel module: its text, the name and current value of the constant with its bytes, and that constant's file. */
@@ -19,6 +20,7 @@ export interface WasmKernelSource {
 export const WASM_KERNELS: readonly WasmKernelSource[] = [
   { wat: ADAM_WAT, constant: 'ADAM_WASM_BASE64', base64: ADAM_WASM_BASE64, file: 'lib/train/wasm/adam-kernel.ts' },
   { wat: RELU_POOL_WAT, constant: 'RELU_POOL_WASM_BASE64', base64: RELU_POOL_WASM_BASE64, file: 'lib/train/wasm/relu-pool-kernels.ts' },
+  { wat: BATCH_NORM_WAT, constant: 'BATCH_NORM_WASM_BASE64', base64: BATCH_NORM_WASM_BASE64, file: 'lib/train/wasm/batch-norm-simd.ts' },
 ];
 
 /** The .wasm bytes of `wat` (throws wabt's message on a syntax or validation error). */
