@@ -46,6 +46,16 @@ export async function compareBackends(f: () => tf.Tensor[]): Promise<{ maxRel: n
   return { maxRel, shapes: cpu.shapes };
 }
 
+/** The largest absolute difference between `a` and `b`, relative to the largest magnitude in `a`. */
+export function relativeDifference(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) {
+    diff = Math.max(diff, Math.abs((a[i] as number) - (b[i] as number)));
+    scale = Math.max(scale, Math.abs(a[i] as number));
+  }
+  return diff / Math.max(scale, 1e-12);
+}
 
 /** Mocha hooks for a suite that runs on ort-cpu: select it before, restore the previous backend after. */
 export function useOrtCpuBackend(): void {

@@ -4,6 +4,7 @@ import { selectBackend } from '../../../lib/train/backend.js';
 import { batchNormalization } from '../../../lib/train/models/training-batch-norm.js';
 import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL, batchNormInTraining } from '../../../lib/train/ops/batch-norm-training.js';
 import { Rng } from '../../../lib/util/rng.js';
+import { relativeDifference } from '../../helpers/compare-backends.js';
 
 /**
  * The batch-normalisation layer of the model builders (models/training-batch-norm.ts) and its fused
@@ -69,16 +70,6 @@ async function runLayer(backend: 'cpu' | 'ort-cpu', stock: boolean, c: Case): Pr
   return { outputs, kernels };
 }
 
-function maxRelativeDifference(a: Float32Array, b: Float32Array): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < a.length; i++) {
-    diff = Math.max(diff, Math.abs((a[i] as number) - (b[i] as number)));
-    scale = Math.max(scale, Math.abs(a[i] as number));
-  }
-  return diff / Math.max(scale, 1e-12);
-}
-
 describe('train/models: batch normalisation with the fused training pass', function () {
   this.timeout(60_000);
   let previous: string | undefined;
@@ -96,7 +87,7 @@ describe('train/models: batch normalisation with the fused training pass', funct
       const names = ['first training output', 'second training output', 'inference output', 'moving mean', 'moving variance', 'dgamma', 'dbeta', 'dx'];
       reference.outputs.forEach((ref, k) => {
         expect(fused.outputs[k], names[k]).to.have.length(ref.length);
-        expect(maxRelativeDifference(ref, fused.outputs[k] as Float32Array), names[k]).to.be.at.most(2e-5);
+        expect(relativeDifference(ref, fused.outputs[k] as Float32Array), names[k]).to.be.at.most(2e-5);
       });
       // The moving statistics really moved (momentum applied twice from 0 and 1).
       expect(Math.abs((reference.outputs[3] as Float32Array)[0] as number)).to.be.greaterThan(0);

@@ -6,6 +6,7 @@ import { buildModel } from '../../../lib/train/models/build-model.js';
 import type { ModelSpec } from '../../../lib/train/models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../../../lib/train/optimizer.js';
 import { Rng } from '../../../lib/util/rng.js';
+import { relativeDifference } from '../../helpers/compare-backends.js';
 
 /**
  * Issue acceptance: for each model type of the trainer, 20 training steps on ort-cpu (onnxruntime
@@ -47,16 +48,6 @@ async function trainSteps(backend: 'cpu' | 'ort-cpu', spec: ModelSpec, inputShap
   optimizer.dispose();
   model.dispose();
   return { losses, weights };
-}
-
-function relativeDifference(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < a.length; i++) {
-    diff = Math.max(diff, Math.abs((a[i] as number) - (b[i] as number)));
-    scale = Math.max(scale, Math.abs(a[i] as number));
-  }
-  return diff / Math.max(scale, 1e-12);
 }
 
 describe('ort-cpu backend: 20 training steps match the cpu backend', function () {
