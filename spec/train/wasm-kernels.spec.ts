@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { AdamKernel, type AdamScalars } from '../../lib/train/wasm/adam-kernel.js';
+import { batchNormTrainingBackward, batchNormTrainingForward } from '../../lib/train/wasm/batch-norm-simd.js';
+import { maxPoolPositions, reluGradInto, reluInto } from '../../lib/train/wasm/relu-pool-kernels.js';
 import { Rng } from '../../lib/util/rng.js';
 import { assembleWat, WASM_KERNELS } from '../../scripts/wasm-assembler.js';
 
@@ -93,6 +95,65 @@ describe('train/wasm: WebAssembly kernels', () => {
       expect(bits(w.subarray(0, 1000))).to.deep.equal(bits(expected.subarray(0, 1000)));
       expect(bits(w.subarray(length - 5))).to.deep.equal(bits(expected.subarray(length - 5)));
     }
+  });
+
+  describe('operands larger than a chunk go through the memory in pieces, with the results of one call', () => {
+    const rng = new Rng(17);
+    const gaussian = (n: number): Float32Array => Float32Array.from({ length: n }, () => rng.nextGaussian());
+
+    it('relu and its gradient (chunks of 37 values: not whole SIMD vectors)', () => {
+      const x = gaussian(1001);
+      const dy = gaussian(1001);
+      const [whole, pieces] = [new Float32Array(1001), new Float32Array(1001)];
+      reluInto(x, whole);
+      reluInto(x, pieces, 37);
+      expect(bits(pieces)).to.deep.equal(bits(whole));
+      reluGradInto(dy, x, whole);
+      reluGradInto(dy, x, pieces, 37);
+      expect(bits(pieces)).to.deep.equal(bits(whole));
+    });
+
+    it('max pooling (one or two images per call; positions stay indices into the whole input)', () => {
+      const geometry = { batchSize: 5, inHeight: 7, inWidth: 6, channels: 6, outHeight: 4, outWidth: 3, strideHeight: 2, strideWidth: 2, filterHeight: 3, filterWidth: 2, padTop: 1, padLeft: 0 };
+      const x = gaussian(5 * 7 * 6 * 6);
+      const whole = new Float32Array(5 * 4 * 3 * 6);
+      const positions = maxPoolPositions(x, geometry, whole);
+      for (const chunk of [1, 7 * 6 * 6 * 2]) {
+        const pieces = new Float32Array(whole.length);
+        expect(Array.from(maxPoolPositions(x, geometry, pieces, chunk))).to.deep.equal(Array.from(positions));
+        expect(bits(pieces)).to.deep.equal(bits(whole));
+      }
+      expect(Math.max(...positions)).to.be.greaterThan(4 * 7 * 6 * 6); // the last image's positions
+      positions.forEach((p, o) => expect(x[p]).to.equal(whole[o]));
+    });
+
+    it('Adam (chunks of 1,000 weights)', () => {
+      const [w, g, m, v] = arrays(4099, 8);
+      const whole = [w.slice(), m.slice(), v.slice()] as const;
+      new AdamKernel().step(whole[0], g, whole[1], whole[2], SCALARS, f32(0.99));
+      new AdamKernel().step(w, g, m, v, SCALARS, f32(0.99), 1000);
+      expect(bits(w)).to.deep.equal(bits(whole[0]));
+      expect(bits(m)).to.deep.equal(bits(whole[1]));
+      expect(bits(v)).to.deep.equal(bits(whole[2]));
+    });
+
+    it('batch normalisation forward and backward (chunks of 3 rows of 10 channels)', () => {
+      const [rows, channels] = [23, 10];
+      const x = gaussian(rows * channels).map((v) => 3 + v);
+      const dy = gaussian(rows * channels);
+      const gamma = gaussian(channels);
+      const beta = gaussian(channels);
+      const run = (chunk: number | undefined): Float32Array[] => {
+        const y = new Float32Array(x.length);
+        const dx = new Float32Array(x.length);
+        const stats = batchNormTrainingForward(x, rows, channels, gamma, beta, 1e-3, y, chunk);
+        const grads = batchNormTrainingBackward(dy, x, rows, channels, stats.mean, stats.inverseStd, gamma, dx, chunk);
+        return [y, stats.mean, stats.variance, stats.inverseStd, dx, grads.dScale, grads.dOffset];
+      };
+      const whole = run(undefined);
+      // The per-channel sums add the chunks' partial sums (double precision): equal to float32 rounding.
+      run(30).forEach((values, k) => values.forEach((v, i) => expect(v, `output ${k}, element ${i}`).to.be.closeTo((whole[k] as Float32Array)[i] as number, 1e-5 * Math.max(1, Math.abs(v)))));
+    });
   });
 
   it('Adam rejects arrays of different lengths, naming them', () => {

@@ -10,9 +10,10 @@
  * against the source.
  *
  * Memory layout per call (byte offsets chosen by {@link AdamKernel}): the weights w, gradient g and
- * moments m, v, each `n` float32 values with `n` a multiple of 4 (the caller pads).
+ * moments m, v, each `n` float32 values with `n` a multiple of 4 (the caller pads), a chunk of each
+ * variable at a time.
  */
-import { WasmInstance } from './wasm-instance.js';
+import { CHUNK_ELEMENTS, forEachChunk, roundUpToLanes, WasmInstance } from './wasm-instance.js';
 
 /** WebAssembly text of the kernel (see the file comment). */
 export const ADAM_WAT = `(module
@@ -101,23 +102,27 @@ export class AdamKernel {
 
   /**
    * One Adam step on `w` with gradient `g` and moments `m`, `v` (all of one length; `w`, `m` and `v`
-   * are updated in place), then `w <- w * decayFactor` when a factor is given.
+   * are updated in place), then `w <- w * decayFactor` when a factor is given; `chunkElements` values
+   * of each array per kernel call.
    */
-  step(w: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, s: AdamScalars, decayFactor?: number): void {
+  step(w: Float32Array, g: Float32Array, m: Float32Array, v: Float32Array, s: AdamScalars, decayFactor?: number, chunkElements = CHUNK_ELEMENTS): void {
     const n = w.length;
     if (g.length !== n || m.length !== n || v.length !== n) throw new Error(`Adam kernel: arrays of ${n}, ${g.length}, ${m.length} and ${v.length} elements; expected equal lengths`);
-    const padded = Math.ceil(n / 4) * 4;
-    const heap = new Float32Array(this.#wasm.reserve(16 * padded), 0, 4 * padded);
-    const [wAt, gAt, mAt, vAt] = [0, padded, 2 * padded, 3 * padded];
-    heap.set(w, wAt);
-    heap.set(g, gAt);
-    heap.set(m, mAt);
-    heap.set(v, vAt);
-    // Padding lanes (at most 3 per array) compute on stale values and are never read back.
-    this.#wasm.exports.adam(wAt * 4, gAt * 4, mAt * 4, vAt * 4, padded, s.beta1, s.beta2, s.oneMinusBeta1, s.oneMinusBeta2, s.bias1, s.bias2, s.epsilon, s.negLearningRate);
-    if (decayFactor !== undefined) this.#wasm.exports.scale(wAt * 4, padded, decayFactor);
-    w.set(heap.subarray(wAt, wAt + n));
-    m.set(heap.subarray(mAt, mAt + n));
-    v.set(heap.subarray(vAt, vAt + n));
+    forEachChunk(n, chunkElements, (start, end) => {
+      const count = end - start;
+      const padded = roundUpToLanes(count);
+      const heap = new Float32Array(this.#wasm.reserve(16 * padded), 0, 4 * padded);
+      const [wAt, gAt, mAt, vAt] = [0, padded, 2 * padded, 3 * padded];
+      heap.set(w.subarray(start, end), wAt);
+      heap.set(g.subarray(start, end), gAt);
+      heap.set(m.subarray(start, end), mAt);
+      heap.set(v.subarray(start, end), vAt);
+      const e = this.#wasm.exports;
+      e.adam(wAt * 4, gAt * 4, mAt * 4, vAt * 4, padded, s.beta1, s.beta2, s.oneMinusBeta1, s.oneMinusBeta2, s.bias1, s.bias2, s.epsilon, s.negLearningRate);
+      if (decayFactor !== undefined) e.scale(wAt * 4, padded, decayFactor);
+      w.set(heap.subarray(wAt, wAt + count), start);
+      m.set(heap.subarray(mAt, mAt + count), start);
+      v.set(heap.subarray(vAt, vAt + count), start);
+    });
   }
 }

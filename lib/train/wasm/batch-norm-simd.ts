@@ -15,7 +15,7 @@
  * {@link BATCH_NORM_WAT} is the source, {@link BATCH_NORM_WASM_BASE64} its assembly
  * (`npx tsx scripts/assemble-wasm.ts`; spec/train/wasm-kernels.spec.ts checks that they agree).
  */
-import { WasmInstance } from './wasm-instance.js';
+import { CHUNK_ELEMENTS, forEachChunk, WasmInstance } from './wasm-instance.js';
 
 /** WebAssembly text of the passes (see the file comment). Offsets are in bytes. */
 export const BATCH_NORM_WAT = `(module
@@ -266,10 +266,22 @@ export interface BatchNormStatistics {
   inverseStd: Float32Array;
 }
 
+/** Rows per kernel call: whole rows of at most `chunkElements` values, at least one row. */
+function rowsPerCall(channels: number, chunkElements: number): number {
+  return Math.max(1, Math.floor(chunkElements / channels));
+}
+
+/** Copies rows `r0` to `r1` of each [rows, channels] array of `sources` into the memory at the matching byte offsets. */
+function copyRows(buffer: ArrayBuffer, channels: number, r0: number, r1: number, sources: ReadonlyArray<readonly [Float32Array, number]>): void {
+  for (const [source, at] of sources) new Float32Array(buffer, at, (r1 - r0) * channels).set(source.subarray(r0 * channels, r1 * channels));
+}
+
 /**
  * Forward pass in training mode over `x` ([rows, channels]): the per-channel statistics (moments in
  * double precision about each channel's first value, so that they do not cancel: mean = shift + E[d],
- * variance = E[d²] - E[d]²), then y = (x - mean) · (gamma · inverseStd) + beta into `y`.
+ * variance = E[d²] - E[d]²), then y = (x - mean) · (gamma · inverseStd) + beta into `y`. Rows go
+ * through the memory in chunks of at most `chunkElements` values; a tensor that fits in one is copied
+ * in once.
  */
 export function batchNormTrainingForward(
   x: Float32Array,
@@ -279,11 +291,18 @@ export function batchNormTrainingForward(
   beta: Float32Array,
   epsilon: number,
   y: Float32Array,
+  chunkElements = CHUNK_ELEMENTS,
 ): BatchNormStatistics {
+  const chunkRows = rowsPerCall(channels, chunkElements);
+  const chunkBytes = 4 * Math.min(rows, chunkRows) * channels;
   const shift = Float64Array.from(x.subarray(0, channels));
-  const { buffer, at } = layout([x, shift, new Float64Array(channels), new Float64Array(channels), 4 * channels, 4 * channels, beta, 4 * x.length]);
+  const { buffer, at } = layout([chunkBytes, shift, new Float64Array(channels), new Float64Array(channels), 4 * channels, 4 * channels, beta, chunkBytes]);
   const [xAt, shiftAt, sumAt, sqAt, centerAt, scaleAt, offsetAt, yAt] = at as [number, number, number, number, number, number, number, number];
-  kernels().exports.moments(xAt, rows, channels, blockRowsOf(channels), shiftAt, sumAt, sqAt);
+  const e = kernels().exports;
+  forEachChunk(rows, chunkRows, (r0, r1) => {
+    copyRows(buffer, channels, r0, r1, [[x, xAt]]);
+    e.moments(xAt, r1 - r0, channels, blockRowsOf(channels), shiftAt, sumAt, sqAt);
+  });
   const sum = new Float64Array(buffer, sumAt, channels);
   const squares = new Float64Array(buffer, sqAt, channels);
   const meanShift = Float64Array.from(sum, (v) => v / rows);
@@ -292,8 +311,11 @@ export function batchNormTrainingForward(
   const inverseStd = Float32Array.from(variance, (v) => 1 / Math.sqrt(v + epsilon));
   new Float32Array(buffer, centerAt, channels).set(mean);
   new Float32Array(buffer, scaleAt, channels).set(Float64Array.from(variance, (v, c) => (gamma[c] as number) / Math.sqrt(v + epsilon)));
-  kernels().exports.affine(xAt, yAt, rows, channels, centerAt, scaleAt, offsetAt);
-  y.set(new Float32Array(buffer, yAt, x.length));
+  forEachChunk(rows, chunkRows, (r0, r1) => {
+    if (rows > chunkRows) copyRows(buffer, channels, r0, r1, [[x, xAt]]);
+    e.affine(xAt, yAt, r1 - r0, channels, centerAt, scaleAt, offsetAt);
+    y.set(new Float32Array(buffer, yAt, (r1 - r0) * channels), r0 * channels);
+  });
   return { mean, variance, inverseStd };
 }
 
@@ -301,7 +323,8 @@ export function batchNormTrainingForward(
  * The closed-form gradient (ops/batch-norm-training.ts) over `dy` and `x` ([rows, channels]): the
  * per-channel sums of dy and dy · (x - mean) in double precision, then dx = dy · k1 + (x - mean) · k2 +
  * k3 into `dx` with k1 = gamma · s, k2 = -k1 · s² · Σdy(x - mean) / M, k3 = -k1 · Σdy / M (s the inverse
- * standard deviation, M the rows). Returns the gradients of scale (Σ dy · (x - mean) · s) and offset (Σ dy).
+ * standard deviation, M the rows). Returns the gradients of scale (Σ dy · (x - mean) · s) and offset
+ * (Σ dy). Chunked like the forward pass.
  */
 export function batchNormTrainingBackward(
   dy: Float32Array,
@@ -312,17 +335,27 @@ export function batchNormTrainingBackward(
   inverseStd: Float32Array,
   gamma: Float32Array,
   dx: Float32Array,
+  chunkElements = CHUNK_ELEMENTS,
 ): { dScale: Float32Array; dOffset: Float32Array } {
-  const { buffer, at } = layout([dy, x, Float64Array.from(mean), new Float64Array(channels), new Float64Array(channels), mean, 4 * channels, 4 * channels, 4 * channels, 4 * x.length]);
+  const chunkRows = rowsPerCall(channels, chunkElements);
+  const chunkBytes = 4 * Math.min(rows, chunkRows) * channels;
+  const { buffer, at } = layout([chunkBytes, chunkBytes, Float64Array.from(mean), new Float64Array(channels), new Float64Array(channels), mean, 4 * channels, 4 * channels, 4 * channels, chunkBytes]);
   const [dyAt, xAt, mean64At, sumDyAt, sumDyCAt, centerAt, k1At, k2At, k3At, dxAt] = at as [number, number, number, number, number, number, number, number, number, number];
-  kernels().exports.gradSums(dyAt, xAt, rows, channels, blockRowsOf(channels), mean64At, sumDyAt, sumDyCAt);
+  const e = kernels().exports;
+  forEachChunk(rows, chunkRows, (r0, r1) => {
+    copyRows(buffer, channels, r0, r1, [[dy, dyAt], [x, xAt]]);
+    e.gradSums(dyAt, xAt, r1 - r0, channels, blockRowsOf(channels), mean64At, sumDyAt, sumDyCAt);
+  });
   const sumDy = Float64Array.from(new Float64Array(buffer, sumDyAt, channels));
   const sumDyCentred = Float64Array.from(new Float64Array(buffer, sumDyCAt, channels));
   const k1 = Float64Array.from(gamma, (g, c) => g * (inverseStd[c] as number));
   new Float32Array(buffer, k1At, channels).set(k1);
   new Float32Array(buffer, k2At, channels).set(Float64Array.from(k1, (k, c) => (-k * (inverseStd[c] as number) ** 2 * (sumDyCentred[c] as number)) / rows));
   new Float32Array(buffer, k3At, channels).set(Float64Array.from(k1, (k, c) => (-k * (sumDy[c] as number)) / rows));
-  kernels().exports.gradDx(dyAt, xAt, dxAt, rows, channels, centerAt, k1At, k2At, k3At);
-  dx.set(new Float32Array(buffer, dxAt, x.length));
+  forEachChunk(rows, chunkRows, (r0, r1) => {
+    if (rows > chunkRows) copyRows(buffer, channels, r0, r1, [[dy, dyAt], [x, xAt]]);
+    e.gradDx(dyAt, xAt, dxAt, r1 - r0, channels, centerAt, k1At, k2At, k3At);
+    dx.set(new Float32Array(buffer, dxAt, (r1 - r0) * channels), r0 * channels);
+  });
   return { dScale: Float32Array.from(sumDyCentred, (v, c) => v * (inverseStd[c] as number)), dOffset: Float32Array.from(sumDy) };
 }

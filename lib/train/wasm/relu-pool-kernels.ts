@@ -17,7 +17,7 @@
  * {@link RELU_POOL_WAT} is the source, {@link RELU_POOL_WASM_BASE64} its assembly
  * (`npx tsx scripts/assemble-wasm.ts`; spec/train/wasm-kernels.spec.ts checks that they agree).
  */
-import { WasmInstance } from './wasm-instance.js';
+import { CHUNK_ELEMENTS, forEachChunk, roundUpToLanes, WasmInstance } from './wasm-instance.js';
 
 /** WebAssembly text of the kernels (see the file comment). */
 export const RELU_POOL_WAT = `(module
@@ -76,9 +76,9 @@ export const RELU_POOL_WAT = `(module
         (local.set $off (i32.add (local.get $off) (i32.const 16)))
         (br $next))))
   ;; Max pooling, NHWC. x: byte offset of the input; out, pos: byte offsets of the outputs (float32
-  ;; maxima, int32 flat input indices). Window of fH x fW at strides sH, sW, padding top/left.
+  ;; maxima, int32 flat input indices plus base). Window of fH x fW at strides sH, sW, padding top/left.
   (func (export "maxPool")
-    (param $x i32) (param $out i32) (param $pos i32)
+    (param $x i32) (param $out i32) (param $pos i32) (param $base i32)
     (param $batch i32) (param $inH i32) (param $inW i32) (param $C i32)
     (param $outH i32) (param $outW i32) (param $sH i32) (param $sW i32)
     (param $fH i32) (param $fW i32) (param $top i32) (param $left i32)
@@ -126,7 +126,7 @@ export const RELU_POOL_WAT = `(module
                 (local.set $v (v128.load (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2)))))
                 (local.set $gt (f32x4.gt (local.get $v) (local.get $best)))
                 (local.set $best (v128.bitselect (local.get $v) (local.get $best) (local.get $gt)))
-                (local.set $where (v128.bitselect (i32x4.add (i32x4.splat (local.get $k)) (v128.const i32x4 0 1 2 3))
+                (local.set $where (v128.bitselect (i32x4.add (i32x4.splat (i32.add (local.get $k) (local.get $base))) (v128.const i32x4 0 1 2 3))
                                                   (local.get $where) (local.get $gt)))
                 (local.set $c (i32.add (local.get $c) (i32.const 1)))
                 (br $cLoop)))
@@ -156,7 +156,7 @@ export const RELU_POOL_WAT = `(module
                 (local.set $sV (f32.load (i32.add (local.get $x) (i32.shl (local.get $k) (i32.const 2)))))
                 (local.set $sGt (f32.gt (local.get $sV) (local.get $sBest)))
                 (local.set $sBest (select (local.get $sV) (local.get $sBest) (local.get $sGt)))
-                (local.set $sWhere (select (local.get $k) (local.get $sWhere) (local.get $sGt)))
+                (local.set $sWhere (select (i32.add (local.get $k) (local.get $base)) (local.get $sWhere) (local.get $sGt)))
                 (local.set $c (i32.add (local.get $c) (i32.const 1)))
                 (br $scLoop)))
               (local.set $r (i32.add (local.get $r) (i32.const 1)))
@@ -176,7 +176,7 @@ export const RELU_POOL_WAT = `(module
 `;
 
 /** {@link RELU_POOL_WAT} assembled (base64 of the .wasm bytes). */
-export const RELU_POOL_WASM_BASE64 = 'AGFzbQEAAAABIANgA39/fwBgBH9/f38AYA9/f39/f39/f39/f39/f38AAwQDAAECBQMBAAEHJgQGbWVtb3J5AgAEcmVsdQAACHJlbHVHcmFkAAEHbWF4UG9vbAACCrwHA3QCAn8BeyACQQJ0IQQCQANAIAMgBE8NASAAIANq/QAEACEFIAEgA2ogBSAFQR/9rAEgBf0M////f////3////9/////f/1O/QwBAIB/AQCAfwEAgH8BAIB//bEBQR/9rAH9Tv1P/QsEACADQRBqIQMMAAsLC+8BAgJ/B3v9DP///3////9/////f////38hC/0MAADAfwAAwH8AAMB/AADAfyEMIANBAnQhBQJAA0AgBCAFTw0BIAEgBGr9AAQAIQYgACAEav0ABAAhB/0MAAAAAAAAAAAAAAAAAAAAACAG/bEBQR/9rAEgBkEf/awB/U8hCCAGIAv9Tv0MAQCAfwEAgH8BAIB/AQCAf/2xAUEf/awB/U0hCSAHIAv9Tv0MAACAfwAAgH8AAIB/AACAf/2xAUEf/awBIQogAiAEaiAMIAcgByAL/U8gDCAK/VIgCP1SIAn9Uv0LBAAgBEEQaiEEDAALCwvTBAYOfwR7AX0BfwF9AX8gBkF8cSEcAkADQCAPIANPDQFBACEQAkADQCAQIAdPDQEgECAJbCANayEbIBtBACAbQQBKGyEVIBsgC2ohFiAWIAQgFiAESBshFkEAIRECQANAIBEgCE8NASARIApsIA5rIRsgG0EAIBtBAEobIRcgGyAMaiEYIBggBSAYIAVIGyEYQQAhEgJAA0AgEiAcTw0B/QwAAID/AACA/wAAgP8AAID/IR39DP////////////////////8hHiAVIRMCQANAIBMgFk4NASAXIRQCQANAIBQgGE4NASAPIARsIBNqIAVsIBRqIAZsIBJqIRogACAaQQJ0av0ABAAhHyAfIB39RCEgIB8gHSAg/VIhHSAa/RH9DAAAAAABAAAAAgAAAAMAAAD9rgEgHiAg/VIhHiAUQQFqIRQMAAsLIBNBAWohEwwACwsgASAZQQJ0aiAd/QsEACACIBlBAnRqIB79CwQAIBlBBGohGSASQQRqIRIMAAsLAkADQCASIAZPDQFDAACA/yEhQX8hIiAVIRMCQANAIBMgFk4NASAXIRQCQANAIBQgGE4NASAPIARsIBNqIAVsIBRqIAZsIBJqIRogACAaQQJ0aioCACEjICMgIV4hJCAjICEgJBshISAaICIgJBshIiAUQQFqIRQMAAsLIBNBAWohEwwACwsgASAZQQJ0aiAhOAIAIAIgGUECdGogIjYCACAZQQFqIRkgEkEBaiESDAALCyARQQFqIREMAAsLIBBBAWohEAwACwsgD0EBaiEPDAALCws=';
+export const RELU_POOL_WASM_BASE64 = 'AGFzbQEAAAABIQNgA39/fwBgBH9/f38AYBB/f39/f39/f39/f39/f39/AAMEAwABAgUDAQABByYEBm1lbW9yeQIABHJlbHUAAAhyZWx1R3JhZAABB21heFBvb2wAAgrCBwN0AgJ/AXsgAkECdCEEAkADQCADIARPDQEgACADav0ABAAhBSABIANqIAUgBUEf/awBIAX9DP///3////9/////f////3/9Tv0MAQCAfwEAgH8BAIB/AQCAf/2xAUEf/awB/U79T/0LBAAgA0EQaiEDDAALCwvvAQICfwd7/Qz///9/////f////3////9/IQv9DAAAwH8AAMB/AADAfwAAwH8hDCADQQJ0IQUCQANAIAQgBU8NASABIARq/QAEACEGIAAgBGr9AAQAIQf9DAAAAAAAAAAAAAAAAAAAAAAgBv2xAUEf/awBIAZBH/2sAf1PIQggBiAL/U79DAEAgH8BAIB/AQCAfwEAgH/9sQFBH/2sAf1NIQkgByAL/U79DAAAgH8AAIB/AACAfwAAgH/9sQFBH/2sASEKIAIgBGogDCAHIAcgC/1PIAwgCv1SIAj9UiAJ/VL9CwQAIARBEGohBAwACwsL2QQGDn8EewF9AX8BfQF/IAdBfHEhHQJAA0AgECAETw0BQQAhEQJAA0AgESAITw0BIBEgCmwgDmshHCAcQQAgHEEAShshFiAcIAxqIRcgFyAFIBcgBUgbIRdBACESAkADQCASIAlPDQEgEiALbCAPayEcIBxBACAcQQBKGyEYIBwgDWohGSAZIAYgGSAGSBshGUEAIRMCQANAIBMgHU8NAf0MAACA/wAAgP8AAID/AACA/yEe/Qz/////////////////////IR8gFiEUAkADQCAUIBdODQEgGCEVAkADQCAVIBlODQEgECAFbCAUaiAGbCAVaiAHbCATaiEbIAAgG0ECdGr9AAQAISAgICAe/UQhISAgIB4gIf1SIR4gGyADav0R/QwAAAAAAQAAAAIAAAADAAAA/a4BIB8gIf1SIR8gFUEBaiEVDAALCyAUQQFqIRQMAAsLIAEgGkECdGogHv0LBAAgAiAaQQJ0aiAf/QsEACAaQQRqIRogE0EEaiETDAALCwJAA0AgEyAHTw0BQwAAgP8hIkF/ISMgFiEUAkADQCAUIBdODQEgGCEVAkADQCAVIBlODQEgECAFbCAUaiAGbCAVaiAHbCATaiEbIAAgG0ECdGoqAgAhJCAkICJeISUgJCAiICUbISIgGyADaiAjICUbISMgFUEBaiEVDAALCyAUQQFqIRQMAAsLIAEgGkECdGogIjgCACACIBpBAnRqICM2AgAgGkEBaiEaIBNBAWohEwwACwsgEkEBaiESDAALCyARQQFqIREMAAsLIBBBAWohEAwACwsL';
 
 interface ReluPoolExports {
   relu(x: number, out: number, n: number): void;
@@ -185,6 +185,7 @@ interface ReluPoolExports {
     x: number,
     out: number,
     pos: number,
+    base: number,
     batch: number,
     inH: number,
     inW: number,
@@ -207,26 +208,27 @@ function kernels(): WasmInstance<ReluPoolExports> {
   return instance;
 }
 
-/** Rounds `n` up to a multiple of 4 (whole SIMD lanes; padding lanes are computed and not read back). */
-const lanes = (n: number): number => Math.ceil(n / 4) * 4;
-
-/** out[i] = relu(x[i]) (tfjs's Math.max(0, x), see the file comment). */
-export function reluInto(x: Float32Array, out: Float32Array): void {
-  const n = lanes(x.length);
-  const heap = new Float32Array(kernels().reserve(8 * n), 0, 2 * n);
-  heap.set(x, 0);
-  kernels().exports.relu(0, 4 * n, n);
-  out.set(heap.subarray(n, n + x.length));
+/** out[i] = relu(x[i]) (tfjs's Math.max(0, x), see the file comment); `chunkElements` values per kernel call. */
+export function reluInto(x: Float32Array, out: Float32Array, chunkElements = CHUNK_ELEMENTS): void {
+  forEachChunk(x.length, chunkElements, (start, end) => {
+    const n = roundUpToLanes(end - start);
+    const heap = new Float32Array(kernels().reserve(8 * n), 0, 2 * n);
+    heap.set(x.subarray(start, end), 0);
+    kernels().exports.relu(0, 4 * n, n);
+    out.set(heap.subarray(n, n + end - start), start);
+  });
 }
 
-/** out[i] = dy[i] · step(x[i]) (see the file comment). */
-export function reluGradInto(dy: Float32Array, x: Float32Array, out: Float32Array): void {
-  const n = lanes(x.length);
-  const heap = new Float32Array(kernels().reserve(12 * n), 0, 3 * n);
-  heap.set(dy, 0);
-  heap.set(x, n);
-  kernels().exports.reluGrad(0, 4 * n, 8 * n, n);
-  out.set(heap.subarray(2 * n, 2 * n + x.length));
+/** out[i] = dy[i] · step(x[i]) (see the file comment); `chunkElements` values per kernel call. */
+export function reluGradInto(dy: Float32Array, x: Float32Array, out: Float32Array, chunkElements = CHUNK_ELEMENTS): void {
+  forEachChunk(x.length, chunkElements, (start, end) => {
+    const n = roundUpToLanes(end - start);
+    const heap = new Float32Array(kernels().reserve(12 * n), 0, 3 * n);
+    heap.set(dy.subarray(start, end), 0);
+    heap.set(x.subarray(start, end), n);
+    kernels().exports.reluGrad(0, 4 * n, 8 * n, n);
+    out.set(heap.subarray(2 * n, 2 * n + end - start), start);
+  });
 }
 
 /** Geometry of one max pooling (tfjs's Conv2DInfo fields it needs; filter sizes are the effective ones). */
@@ -247,16 +249,25 @@ export interface MaxPoolGeometry {
 
 /**
  * Max pooling of NHWC `x`: writes the maxima into `out` (when given) and returns each output
- * element's flat input index of its maximum, or -1 (see the file comment).
+ * element's flat input index of its maximum, or -1 (see the file comment). Whole images of at most
+ * `chunkElements` input values (at least one image) per kernel call.
  */
-export function maxPoolPositions(x: Float32Array, g: MaxPoolGeometry, out: Float32Array | null): Int32Array {
-  const outputs = g.batchSize * g.outHeight * g.outWidth * g.channels;
-  const inputs = x.length;
-  const heapBuffer = kernels().reserve(4 * (inputs + 2 * outputs));
-  new Float32Array(heapBuffer, 0, inputs).set(x);
-  const outAt = 4 * inputs;
-  const posAt = outAt + 4 * outputs;
-  kernels().exports.maxPool(0, outAt, posAt, g.batchSize, g.inHeight, g.inWidth, g.channels, g.outHeight, g.outWidth, g.strideHeight, g.strideWidth, g.filterHeight, g.filterWidth, g.padTop, g.padLeft);
-  if (out) out.set(new Float32Array(heapBuffer, outAt, outputs));
-  return new Int32Array(heapBuffer, posAt, outputs).slice();
+export function maxPoolPositions(x: Float32Array, g: MaxPoolGeometry, out: Float32Array | null, chunkElements = CHUNK_ELEMENTS): Int32Array {
+  const imageInputs = g.inHeight * g.inWidth * g.channels;
+  const imageOutputs = g.outHeight * g.outWidth * g.channels;
+  const positions = new Int32Array(g.batchSize * imageOutputs);
+  // Whole images per call, so that windows never cross a chunk.
+  forEachChunk(g.batchSize, Math.max(1, Math.floor(chunkElements / Math.max(1, imageInputs))), (first, end) => {
+    const images = end - first;
+    const inputs = images * imageInputs;
+    const outputs = images * imageOutputs;
+    const buffer = kernels().reserve(4 * (inputs + 2 * outputs));
+    new Float32Array(buffer, 0, inputs).set(x.subarray(first * imageInputs, end * imageInputs));
+    const outAt = 4 * inputs;
+    const posAt = outAt + 4 * outputs;
+    kernels().exports.maxPool(0, outAt, posAt, first * imageInputs, images, g.inHeight, g.inWidth, g.channels, g.outHeight, g.outWidth, g.strideHeight, g.strideWidth, g.filterHeight, g.filterWidth, g.padTop, g.padLeft);
+    if (out) out.set(new Float32Array(buffer, outAt, outputs), first * imageOutputs);
+    positions.set(new Int32Array(buffer, posAt, outputs), first * imageOutputs);
+  });
+  return positions;
 }
