@@ -45,6 +45,7 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       depth: positiveInt.default(1),
       hidden: z.array(positiveInt).default([]),
       activation: activation.default('relu'),
+      poolBatchNorm: z.boolean().default(false),
     })
     .strict(),
   z

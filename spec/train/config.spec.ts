@@ -33,7 +33,7 @@ describe('train/config', () => {
 
   it('convnet: fills widths [32, 64, 128, 256], depth 1, hidden [], relu; rejects an empty widths and fields of other kinds', async () => {
     const config = parseTrainConfig({ ...minimal, model: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8 } }, 'train.json');
-    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, hidden: [], activation: 'relu' });
+    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, hidden: [], activation: 'relu', poolBatchNorm: false });
     const model = (extra: Record<string, unknown>): TrainConfigInput => ({ ...minimal, model: { kind: 'convnet', inputShape: [32, 32, 3], embeddingDim: 8, ...extra } as TrainConfigInput['model'] });
     await expectDmlError(() => parseTrainConfig(model({ widths: [] }), 'a.json'), 'E_ARG', /^a\.json: model\.widths: /);
     await expectDmlError(() => parseTrainConfig(model({ depth: 0 }), 'a.json'), 'E_ARG', /^a\.json: model\.depth: /);
@@ -41,14 +41,17 @@ describe('train/config', () => {
     await expectDmlError(() => parseTrainConfig(model({ batchNorm: false }), 'a.json'), 'E_ARG', /^a\.json: model: .*batchNorm/);
   });
 
-  it('the example configs in scripts/configs are valid; fashion-mnist-convnet.json is the 3-stage convnet with 2nd-order EPHN', () => {
+  it('the example configs in scripts/configs are valid; fashion-mnist-convnet.json is the 3-stage convnet with 2nd-order EPHN, -pool-bn.json the same with poolBatchNorm', () => {
     const dir = 'scripts/configs';
     const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
     expect(files).to.include.members(['fashion-mnist-cnn.json', 'fashion-mnist-convnet.json', 'fashion-mnist-mlp.json']);
     for (const f of files) parseTrainConfig(JSON.parse(readFileSync(path.join(dir, f), 'utf8')), f);
     const convnet = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet.json'), 'utf8')), 'fashion-mnist-convnet.json');
-    expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, hidden: [], embeddingDim: 16, activation: 'relu' });
+    expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, hidden: [], embeddingDim: 16, activation: 'relu', poolBatchNorm: false });
     expect(convnet.loss).to.deep.equal({ name: 'ephn', order: 2 });
+    const pooled = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet-pool-bn.json'), 'utf8')), 'fashion-mnist-convnet-pool-bn.json');
+    expect(pooled.model).to.deep.equal({ ...convnet.model, poolBatchNorm: true });
+    expect({ ...pooled, model: convnet.model, out: convnet.out }).to.deep.equal(convnet);
   });
 
   it('keeps the loss options for the loss registry to check', () => {

@@ -56,7 +56,8 @@ export interface CnnModelSpec {
  * (b') Compact CNN for real image sets: per entry of `widths` one stage, whose first 3x3 convolution has
  * stride 2 (halving height and width, 'same' padding, no bias) followed by BatchNormalization and the
  * activation, then `depth - 1` further 3x3 stride-1 convolution + BatchNormalization + activation
- * blocks; after the last stage GlobalAveragePooling2D and the head.
+ * blocks; after the last stage GlobalAveragePooling2D, optionally BatchNormalization of the pooled
+ * features (`poolBatchNorm`), and the head.
  */
 export interface ConvnetModelSpec {
   kind: 'convnet';
@@ -71,6 +72,8 @@ export interface ConvnetModelSpec {
   hidden?: number[];
   /** Activation after every batch normalisation (stages and hidden head layers). Default `relu`. */
   activation?: Activation;
+  /** Batch normalisation of the pooled features before the head (centres them). Default false. */
+  poolBatchNorm?: boolean;
 }
 
 /** (d) A tfjs layers model loaded from `modelJson` as backbone, with a new head. */

@@ -128,6 +128,24 @@ describe('train/models', () => {
     for (const n of rowNorms(y)) expect(n).to.be.closeTo(1, 1e-6);
     deep.dispose();
 
+    // poolBatchNorm: batch norm of the pooled features (2 x 8 trainable + 2 x 8 moving statistics),
+    // which centres them: an untrained embedding's similarities start near 0 instead of near 1.
+    const centred = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], poolBatchNorm: true, embeddingDim: 6 }, 2);
+    const plain = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], embeddingDim: 6 }, 2);
+    expect(centred.layers.slice(-4).map((l) => `${l.getClassName()}:${l.name}`)).to.deep.equal(['GlobalAveragePooling2D:gap', 'BatchNormalization:gap_bn', 'Dense:head_embedding', 'L2Normalize:head_l2norm']);
+    expect(centred.getLayer('gap_bn').getConfig()).to.deep.include({ momentum: 0.9, epsilon: 1e-5 });
+    expect(centred.countParams() - plain.countParams()).to.equal(4 * 8);
+    const images = tf.randomUniform([64, 16, 16, 1], 0, 1, 'float32', 3);
+    const meanCosine = (model: tf.LayersModel): number => {
+      const e = model.apply(images, { training: true }) as tf.Tensor2D;
+      const s = tf.matMul(e, e, false, true);
+      return (tf.sum(s).dataSync()[0] as number - 64) / (64 * 63);
+    };
+    expect(meanCosine(plain)).to.be.greaterThan(0.5);
+    expect(Math.abs(meanCosine(centred))).to.be.below(0.1);
+    centred.dispose();
+    plain.dispose();
+
     // The smallest input for two stages is 4x4; a 5x7 input gives 3x4 then 2x2.
     const small = await buildModel({ kind: 'convnet', inputShape: [5, 7, 2], widths: [3, 2], embeddingDim: 2 }, 1);
     expect(small.getLayer('stage2_conv1').outputShape).to.deep.equal([null, 2, 2, 2]);
