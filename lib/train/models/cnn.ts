@@ -13,6 +13,7 @@ import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
 import { activationOf, booleanOf, positiveIntegers, type CnnModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+import { inputConv2d } from './input-conv2d.js';
 import { batchNormalization } from './training-batch-norm.js';
 import { checkPositiveInteger } from '../../util/check.js';
 
@@ -39,9 +40,9 @@ export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
   const input = tf.input({ name: 'image', shape: [height, width, channels] });
   let x: tf.SymbolicTensor = input;
   filters.forEach((f, i) => {
-    x = tf.layers
-      .conv2d({ name: `conv_${i + 1}`, filters: f, kernelSize, padding: 'same', useBias: !batchNorm, kernelInitializer: kernelInitializer(rng, activation) })
-      .apply(x) as tf.SymbolicTensor;
+    // The first convolution reads the images, whose gradient nothing needs (input-conv2d.ts).
+    const conv = i === 0 ? inputConv2d : tf.layers.conv2d;
+    x = conv({ name: `conv_${i + 1}`, filters: f, kernelSize, padding: 'same', useBias: !batchNorm, kernelInitializer: kernelInitializer(rng, activation) }).apply(x) as tf.SymbolicTensor;
     if (batchNorm) x = batchNormalization({ name: `conv_bn_${i + 1}` }).apply(x) as tf.SymbolicTensor;
     x = tf.layers.activation({ name: `conv_act_${i + 1}`, activation }).apply(x) as tf.SymbolicTensor;
     x = tf.layers.maxPooling2d({ name: `pool_${i + 1}`, poolSize: 2, strides: 2 }).apply(x) as tf.SymbolicTensor;

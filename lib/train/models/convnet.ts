@@ -25,6 +25,7 @@ import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
 import { activationOf, booleanOf, positiveIntegers, type ConvnetModelSpec } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
+import { inputConv2d } from './input-conv2d.js';
 import { batchNormalization } from './training-batch-norm.js';
 
 /**
@@ -65,17 +66,17 @@ export function buildConvnetModel(spec: ConvnetModelSpec, rng: Rng): tf.LayersMo
   widths.forEach((filters, s) => {
     for (let j = 0; j < depth; j++) {
       const name = (what: string): string => `stage${s + 1}_${what}${j + 1}`;
-      x = tf.layers
-        .conv2d({
-          name: name('conv'),
-          filters,
-          kernelSize: 3,
-          strides: j === 0 ? 2 : 1,
-          padding: 'same',
-          useBias: false,
-          kernelInitializer: kernelInitializer(rng, activation),
-        })
-        .apply(x) as tf.SymbolicTensor;
+      // The first convolution reads the images, whose gradient nothing needs (input-conv2d.ts).
+      const conv = s === 0 && j === 0 ? inputConv2d : tf.layers.conv2d;
+      x = conv({
+        name: name('conv'),
+        filters,
+        kernelSize: 3,
+        strides: j === 0 ? 2 : 1,
+        padding: 'same',
+        useBias: false,
+        kernelInitializer: kernelInitializer(rng, activation),
+      }).apply(x) as tf.SymbolicTensor;
       x = batchNormalization({ name: name('bn'), momentum: BN_MOMENTUM, epsilon: BN_EPSILON }).apply(x) as tf.SymbolicTensor;
       x = tf.layers.activation({ name: name('act'), activation }).apply(x) as tf.SymbolicTensor;
     }
