@@ -40,7 +40,8 @@ export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
   const input = tf.input({ name: 'image', shape: [height, width, channels] });
   let x: tf.SymbolicTensor = input;
   filters.forEach((f, i) => {
-    // The first convolution reads the images, whose gradient nothing needs (input-conv2d.ts).
+    // The first convolution reads the images, whose gradient nothing needs (input-conv2d.ts; it
+    // matters without bias, i.e. with batchNorm).
     const conv = i === 0 ? inputConv2d : tf.layers.conv2d;
     x = conv({ name: `conv_${i + 1}`, filters: f, kernelSize, padding: 'same', useBias: !batchNorm, kernelInitializer: kernelInitializer(rng, activation) }).apply(x) as tf.SymbolicTensor;
     if (batchNorm) x = batchNormalization({ name: `conv_bn_${i + 1}` }).apply(x) as tf.SymbolicTensor;

@@ -4,11 +4,14 @@
  *
  * tfjs-layers runs every Conv2D as `tf.fused.conv2d`, whose gradient is a custom gradient that
  * computes the input gradient (Conv2DBackpropInput) and the filter gradient together, needed or not;
- * for the layer that reads the images the input gradient is thrown away (6 ms of the small CNN's
- * training step, 15 ms of the convnet's on ort-cpu). In training this layer runs `tf.conv2d` and adds
- * the bias as a separate op: the same arithmetic, and tfjs's tape then computes only the gradients on
- * the path to the weights. In inference, and for any configuration other than channels-last with a
- * linear activation (how the model builders use it), it is the stock layer's code.
+ * for the layer that reads the images the input gradient is thrown away (15 ms of the convnet's
+ * training step on ort-cpu). In training, a layer without bias (followed by batch norm, as in
+ * `convnet` and `cnn` with `batchNorm`) runs `tf.conv2d`: the same arithmetic, and tfjs's tape then
+ * computes only the filter gradient. A layer with bias keeps the fused op, whose bias addition inside
+ * the convolution costs less than the input gradient saved (a separate Add over the small CNN's
+ * first activation map made its step slower, not faster). In inference, and for any configuration
+ * other than channels-last with a linear activation (how the model builders use it), it is the stock
+ * layer's code.
  *
  * The class reports tfjs's class name `Conv2D` and is not registered for deserialisation, like
  * training-batch-norm.ts: saved models and the ONNX exporter see the stock layer.
@@ -48,16 +51,14 @@ export class InputConv2D extends StockConv2D {
       input.rank === 4 &&
       fields.dataFormat === 'channelsLast' &&
       (fields.padding === 'same' || fields.padding === 'valid') &&
-      fields.activation.getClassName() === 'linear';
+      fields.activation.getClassName() === 'linear' &&
+      fields.bias === null;
     if (!plain) return super.call(inputs, kwargs);
-    return tf.tidy(() => {
-      const y = tf.conv2d(input as tf.Tensor4D, fields.kernel.read() as tf.Tensor4D, fields.strides, fields.padding as 'same' | 'valid', 'NHWC', fields.dilationRate);
-      return fields.bias === null ? y : tf.add(y, fields.bias.read());
-    });
+    return tf.conv2d(input as tf.Tensor4D, fields.kernel.read() as tf.Tensor4D, fields.strides, fields.padding as 'same' | 'valid', 'NHWC', fields.dilationRate);
   }
 }
 
-/** An {@link InputConv2D} layer (what `tf.layers.conv2d(args)` builds, minus the unused input gradient in training). */
+/** An {@link InputConv2D} layer (what `tf.layers.conv2d(args)` builds, minus the unused input gradient in training without bias). */
 export function inputConv2d(args: Conv2DArgs): InputConv2D {
   return new InputConv2D(args);
 }

@@ -6,9 +6,10 @@ import { Rng } from '../../../lib/util/rng.js';
 import { random, relativeDifference } from '../../helpers/compare-backends.js';
 
 /**
- * The first convolution of the model builders (models/input-conv2d.ts): in training it computes what
- * the stock Conv2D computes, outputs and weight gradients, without the input gradient (one
- * Conv2DBackpropInput fewer per step), and it stays a `Conv2D` for serialisation.
+ * The first convolution of the model builders (models/input-conv2d.ts): in training without bias it
+ * computes what the stock Conv2D computes, outputs and weight gradients, without the input gradient
+ * (one Conv2DBackpropInput fewer per step); with bias it is the stock layer; it stays a `Conv2D` for
+ * serialisation.
  */
 describe('train/models: the input convolution', function () {
   this.timeout(60_000);
@@ -20,17 +21,23 @@ describe('train/models: the input convolution', function () {
     await tf.setBackend(previous ?? 'cpu');
   });
 
-  /** image -> conv (input layer, `first`) -> relu -> conv -> GAP; both convs with bias. */
-  function model(first: typeof tf.layers.conv2d | typeof inputConv2d): tf.LayersModel {
+  /** image -> conv (input layer, `first`, bias as given) -> relu -> conv with bias -> GAP. */
+  function model(first: typeof tf.layers.conv2d | typeof inputConv2d, useBias = false): tf.LayersModel {
     const input = tf.input({ shape: [9, 8, 2] });
-    let x = first({ name: 'c1', filters: 4, kernelSize: 3, strides: 2, padding: 'same', kernelInitializer: tf.initializers.glorotUniform({ seed: 1 }), biasInitializer: tf.initializers.constant({ value: 0.1 }) }).apply(input) as tf.SymbolicTensor;
+    const c1 = { name: 'c1', filters: 4, kernelSize: 3, strides: 2, padding: 'same' as const, useBias, kernelInitializer: tf.initializers.glorotUniform({ seed: 1 }), biasInitializer: tf.initializers.constant({ value: 0.1 }) };
+    let x = first(c1).apply(input) as tf.SymbolicTensor;
     x = tf.layers.activation({ activation: 'relu' }).apply(x) as tf.SymbolicTensor;
     x = tf.layers.conv2d({ name: 'c2', filters: 3, kernelSize: 3, padding: 'valid', kernelInitializer: tf.initializers.glorotUniform({ seed: 2 }) }).apply(x) as tf.SymbolicTensor;
     return tf.model({ inputs: input, outputs: tf.layers.globalAveragePooling2d({}).apply(x) as tf.SymbolicTensor });
   }
 
-  for (const backend of ['cpu', 'ort-cpu'] as const) {
-    it(`on ${backend}: training outputs and weight gradients equal the stock Conv2D's, with one Conv2DBackpropInput fewer`, async () => {
+  for (const [backend, useBias] of [
+    ['cpu', false],
+    ['ort-cpu', false],
+    ['ort-cpu', true],
+  ] as const) {
+    const expected = useBias ? 'the stock layer (bias: the fused op)' : 'one Conv2DBackpropInput fewer';
+    it(`on ${backend}, ${useBias ? 'with' : 'without'} bias: training outputs and weight gradients equal the stock Conv2D's, with ${expected}`, async () => {
       await selectBackend(backend);
       const images = random(new Rng(4), [3, 9, 8, 2]);
       const run = async (m: tf.LayersModel): Promise<{ values: Float32Array[]; kernels: string[] }> => {
@@ -41,12 +48,12 @@ describe('train/models: the input convolution', function () {
         const values = [value, ...weights.map((w) => grads[w.name] as tf.Tensor), m.apply(images, { training: false }) as tf.Tensor].map((t) => Float32Array.from(t.dataSync()));
         return { values, kernels: profile.kernels.map((k) => k.name) };
       };
-      const stock = await run(model(tf.layers.conv2d));
-      const ours = await run(model(inputConv2d));
+      const stock = await run(model(tf.layers.conv2d, useBias));
+      const ours = await run(model(inputConv2d, useBias));
       stock.values.forEach((v, k) => expect(relativeDifference(v, ours.values[k] as Float32Array), `output ${k}`).to.be.at.most(1e-6));
       const count = (kernels: string[]): number => kernels.filter((k) => k === 'Conv2DBackpropInput').length;
       expect(count(stock.kernels)).to.equal(2);
-      expect(count(ours.kernels)).to.equal(1);
+      expect(count(ours.kernels)).to.equal(useBias ? 2 : 1);
     });
   }
 
