@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { selectBackend } from '../../lib/train/backend.js';
 import type { Rng } from '../../lib/util/rng.js';
+import { restoreBackendAfter } from './tf-backend.js';
 
 /** A tensor of `shape` filled with seeded standard normal values. */
 export function random(rng: Rng, shape: number[]): tf.Tensor {
@@ -59,12 +60,8 @@ export function relativeDifference(a: ArrayLike<number>, b: ArrayLike<number>): 
 
 /** Mocha hooks for a suite that runs on ort-cpu: select it before, restore the previous backend after. */
 export function useOrtCpuBackend(): void {
-  let previous: string | undefined;
+  restoreBackendAfter();
   before(async () => {
-    previous = tf.getBackend() as string | undefined;
     await selectBackend('ort-cpu');
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
   });
 }

@@ -4,6 +4,7 @@ import { selectBackend } from '../../../lib/train/backend.js';
 import { inputConv2d } from '../../../lib/train/models/input-conv2d.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { random, relativeDifference } from '../../helpers/compare-backends.js';
+import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
  * The first convolution of the model builders (models/input-conv2d.ts): in training without bias it
@@ -13,13 +14,7 @@ import { random, relativeDifference } from '../../helpers/compare-backends.js';
  */
 describe('train/models: the input convolution', function () {
   this.timeout(60_000);
-  let previous: string | undefined;
-  before(() => {
-    previous = tf.getBackend() as string | undefined;
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
-  });
+  restoreBackendAfter();
 
   /** image -> conv (input layer, `first`, bias as given) -> relu -> conv with bias -> GAP. */
   function model(first: typeof tf.layers.conv2d | typeof inputConv2d, useBias = false): tf.LayersModel {

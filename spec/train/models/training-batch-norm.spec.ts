@@ -5,6 +5,7 @@ import { batchNormalization } from '../../../lib/train/models/training-batch-nor
 import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL, batchNormInTraining } from '../../../lib/train/ops/batch-norm-training.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { relativeDifference } from '../../helpers/compare-backends.js';
+import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
  * The batch-normalisation layer of the model builders (models/training-batch-norm.ts) and its fused
@@ -72,13 +73,7 @@ async function runLayer(backend: 'cpu' | 'ort-cpu', stock: boolean, c: Case): Pr
 
 describe('train/models: batch normalisation with the fused training pass', function () {
   this.timeout(60_000);
-  let previous: string | undefined;
-  before(() => {
-    previous = tf.getBackend() as string | undefined;
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
-  });
+  restoreBackendAfter();
 
   for (const c of CASES) {
     it(`${c.name}: on ort-cpu equals the stock layer on cpu (outputs, moving statistics, gradients for x, gamma, beta)`, async () => {

@@ -7,6 +7,7 @@ import type { ModelSpec } from '../../../lib/train/models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../../../lib/train/optimizer.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { relativeDifference } from '../../helpers/compare-backends.js';
+import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
  * Issue acceptance: for each model type of the trainer, 20 training steps on ort-cpu (onnxruntime
@@ -52,13 +53,7 @@ async function trainSteps(backend: 'cpu' | 'ort-cpu', spec: ModelSpec, inputShap
 
 describe('ort-cpu backend: 20 training steps match the cpu backend', function () {
   this.timeout(120_000);
-  let previous: string | undefined;
-  before(() => {
-    previous = tf.getBackend() as string | undefined;
-  });
-  after(async () => {
-    await tf.setBackend(previous ?? 'cpu');
-  });
+  restoreBackendAfter();
 
   const cases: Array<[string, ModelSpec, number[], string, 'adam' | 'momentum']> = [
     ['(a) MLP head (batch norm, relu), EPHN, Adam', { kind: 'mlp', inputDim: 48, hidden: [32], embeddingDim: 8, batchNorm: true }, [48], 'ephn', 'adam'],
