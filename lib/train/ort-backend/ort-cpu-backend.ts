@@ -2,9 +2,9 @@
  * @file The `ort-cpu` TensorFlow.js backend: tfjs's pure-JavaScript `cpu` backend with its heavy
  * kernels (matrix products, convolutions and their gradients) run by onnxruntime's multithreaded CPU
  * kernels, and its hot element-wise, reduction, max-pooling and batch-normalisation kernels replaced
- * by tight typed-array loops that compute exactly what the cpu kernels compute. tfjs's autodiff,
- * layers and optimisers work unchanged, since gradients are registered per kernel name, not per
- * backend.
+ * by tight typed-array loops or WebAssembly SIMD kernels (../wasm/) that compute exactly what the cpu
+ * kernels compute. tfjs's autodiff, layers and optimisers work unchanged, since gradients are
+ * registered per kernel name, not per backend.
  *
  * The backend object is a `MathBackendCPU` (tensor storage in JavaScript typed arrays) that also holds
  * the {@link OrtSyncRuntime}; every kernel of the `cpu` backend is registered for `ort-cpu` too, and
