@@ -15,7 +15,7 @@
  * {@link BATCH_NORM_WAT} is the source, {@link BATCH_NORM_WASM_BASE64} its assembly
  * (`npx tsx scripts/assemble-wasm.ts`; spec/train/wasm-kernels.spec.ts checks that they agree).
  */
-import { CHUNK_ELEMENTS, forEachChunk, WasmInstance } from './wasm-instance.js';
+import { CHUNK_ELEMENTS, forEachChunk, lazyWasmInstance } from './wasm-instance.js';
 
 /** WebAssembly text of the passes (see the file comment). Offsets are in bytes. */
 export const BATCH_NORM_WAT = `(module
@@ -223,12 +223,8 @@ interface BatchNormExports {
   gradDx(dy: number, x: number, dx: number, rows: number, channels: number, center: number, k1: number, k2: number, k3: number): void;
 }
 
-let instance: WasmInstance<BatchNormExports> | undefined;
-
-function kernels(): WasmInstance<BatchNormExports> {
-  instance ??= new WasmInstance<BatchNormExports>(BATCH_NORM_WASM_BASE64);
-  return instance;
-}
+/** The module's one instance, created on first use. */
+const kernels = lazyWasmInstance<BatchNormExports>(BATCH_NORM_WASM_BASE64);
 
 /** Rows per block of the sums: about 8,192 values (32 KiB of float32), at least one row. */
 function blockRowsOf(channels: number): number {

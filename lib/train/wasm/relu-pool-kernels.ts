@@ -17,7 +17,7 @@
  * {@link RELU_POOL_WAT} is the source, {@link RELU_POOL_WASM_BASE64} its assembly
  * (`npx tsx scripts/assemble-wasm.ts`; spec/train/wasm-kernels.spec.ts checks that they agree).
  */
-import { CHUNK_ELEMENTS, forEachChunk, roundUpToLanes, WasmInstance } from './wasm-instance.js';
+import { CHUNK_ELEMENTS, forEachChunk, lazyWasmInstance, roundUpToLanes } from './wasm-instance.js';
 
 /** WebAssembly text of the kernels (see the file comment). */
 export const RELU_POOL_WAT = `(module
@@ -201,12 +201,8 @@ interface ReluPoolExports {
   ): void;
 }
 
-let instance: WasmInstance<ReluPoolExports> | undefined;
-
-function kernels(): WasmInstance<ReluPoolExports> {
-  instance ??= new WasmInstance<ReluPoolExports>(RELU_POOL_WASM_BASE64);
-  return instance;
-}
+/** The module's one instance, created on first use. */
+const kernels = lazyWasmInstance<ReluPoolExports>(RELU_POOL_WASM_BASE64);
 
 /** out[i] = relu(x[i]) (tfjs's Math.max(0, x), see the file comment); `chunkElements` values per kernel call. */
 export function reluInto(x: Float32Array, out: Float32Array, chunkElements = CHUNK_ELEMENTS): void {

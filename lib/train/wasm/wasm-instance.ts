@@ -52,3 +52,9 @@ export class WasmInstance<Exports extends object> {
     return this.#memory.buffer;
   }
 }
+
+/** A getter that instantiates the module of `base64` on first use and returns that one instance after. */
+export function lazyWasmInstance<Exports extends object>(base64: string): () => WasmInstance<Exports> {
+  let instance: WasmInstance<Exports> | undefined;
+  return () => (instance ??= new WasmInstance<Exports>(base64));
+}
