@@ -48,7 +48,8 @@ const NCHW_TO_NHWC = [0, 2, 3, 1];
 /** tfjs filter [kh, kw, in, out] to ONNX weight [out, in, kh, kw]. */
 const HWIO_TO_OIHW = [3, 2, 0, 1];
 
-function epilogueNodes(input: string, epilogue: Epilogue, initializers: TensorProto[]): { nodes: NodeProto[]; output: string } {
+/** Nodes applying `epilogue` to `input`; returns them and the name of their result. */
+export function epilogueNodes(input: string, epilogue: Epilogue, initializers: TensorProto[]): { nodes: NodeProto[]; output: string } {
   const nodes: NodeProto[] = [];
   let current = input;
   if (epilogue.biasShape) {
@@ -85,7 +86,8 @@ function epilogueNodes(input: string, epilogue: Epilogue, initializers: TensorPr
   return { nodes, output: current };
 }
 
-function epilogueInputs(epilogue: Epilogue): ReturnType<typeof tensorValueInfo>[] {
+/** Graph inputs the epilogue reads (`bias`, `prelu`). */
+export function epilogueInputs(epilogue: Epilogue): ReturnType<typeof tensorValueInfo>[] {
   return [
     ...(epilogue.biasShape ? [tensorValueInfo('bias', 'float32', epilogue.biasShape)] : []),
     ...(epilogue.activation === 'prelu' && epilogue.preluShape ? [tensorValueInfo('prelu', 'float32', epilogue.preluShape)] : []),
@@ -93,7 +95,7 @@ function epilogueInputs(epilogue: Epilogue): ReturnType<typeof tensorValueInfo>[
 }
 
 /** Renames the last node's output to `y` (the graph output). */
-function finish(nodes: NodeProto[], last: string): NodeProto[] {
+export function finish(nodes: NodeProto[], last: string): NodeProto[] {
   for (const n of nodes) n.output = (n.output ?? []).map((o) => (o === last ? 'y' : o));
   for (const n of nodes) n.input = (n.input ?? []).map((i) => (i === last ? 'y' : i));
   return nodes;

@@ -161,6 +161,11 @@ export class OrtSyncRuntime {
     return this.#sessions.size;
   }
 
+  /** Signatures of the cached sessions, least recently used first (which graph served which op). */
+  get cachedSignatures(): string[] {
+    return [...this.#sessions.keys()];
+  }
+
   /** Disposes every cached session. */
   dispose(): void {
     for (const s of this.#sessions.values()) s.dispose();

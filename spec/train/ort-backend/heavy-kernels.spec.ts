@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
+import type { OrtKernelBackend } from '../../../lib/train/ort-backend/heavy-kernels.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
@@ -73,6 +74,21 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
       expect(maxRel).to.be.below(1e-5);
     });
   }
+
+  it('conv2d gradients on the blocked kernels: the input gradient in phases, a filter gradient whose im2col patches exceed 4M elements', async () => {
+    const rng = new Rng(8);
+    const x = random(rng, [16, 32, 32, 32]);
+    const w = random(rng, [3, 3, 32, 2]);
+    const conv = (a: tf.Tensor, b: tf.Tensor): tf.Tensor => tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, 1, 'same');
+    const { maxRel } = await compareBackends(() => [conv(x, w), ...tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(conv(a, b))))([x, w])]);
+    expect(maxRel).to.be.below(1e-5);
+    const signatures = (tf.backend() as unknown as OrtKernelBackend).runtime.cachedSignatures;
+    if (process.arch === 'x64') {
+      for (const op of ['Conv2D', 'Conv2DBackpropInput', 'Conv2DBackpropFilter']) {
+        expect(signatures.some((s) => s.startsWith(`${op}|blocked`) && s.includes('16x32x32'))).to.equal(true, `${op} on the blocked kernels`);
+      }
+    }
+  });
 
   it('batched matMul with a broadcast batch dimension and transposeB (forward; tfjs has no gradient for it)', async () => {
     const rng = new Rng(7);
