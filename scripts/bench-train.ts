@@ -12,7 +12,8 @@
  *   pooling, embedding 64, models/convnet.ts) at batch 128; not in the default `--models`, since a
  *   step takes seconds on ort-cpu and minutes on cpu.
  * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu).
- * Each backend runs in its own child process (a process holds one tfjs backend); each step is timed
+ * Each backend runs in its own child process (a process holds one tfjs backend), started with the
+ * Node flags the `dml` command runs with ({@link DML_NODE_FLAGS}); each step is timed
  * (forward, loss, backward and the optimiser update, synchronised by reading the loss) after warm-up
  * steps, and the median is reported with the spread. Where Debian's python3 has torch, the same
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
@@ -34,6 +35,9 @@ import { buildModel } from '../lib/train/models/build-model.js';
 import type { ModelSpec } from '../lib/train/models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../lib/train/optimizer.js';
 import { Rng } from '../lib/util/rng.js';
+
+/** The flags of the `dml` command's shebang (scripts/dml.ts), so that steps are timed as `dml train` runs them. */
+const DML_NODE_FLAGS = ['--single-threaded-gc'];
 
 const ALL_BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
 type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet';
@@ -218,7 +222,7 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|---|');
     const rows: Array<{ name: string; timing: Timing | null; error?: string }> = [];
     for (const backend of args.backends) {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', script, ...process.argv.slice(2), '--child', `${backend}:${which}`], {
+      const out = execFileSync(process.execPath, [...DML_NODE_FLAGS, '--import', 'tsx', script, ...process.argv.slice(2), '--child', `${backend}:${which}`], {
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'ignore'],
       });

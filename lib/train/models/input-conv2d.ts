@@ -5,18 +5,20 @@
  * tfjs-layers runs every Conv2D as `tf.fused.conv2d`, whose gradient is a custom gradient that
  * computes the input gradient (Conv2DBackpropInput) and the filter gradient together, needed or not;
  * for the layer that reads the images the input gradient is thrown away (15 ms of the convnet's
- * training step on ort-cpu). In training, a layer without bias (followed by batch norm, as in
- * `convnet` and `cnn` with `batchNorm`) runs `tf.conv2d`: the same arithmetic, and tfjs's tape then
- * computes only the filter gradient. A layer with bias keeps the fused op, whose bias addition inside
- * the convolution costs less than the input gradient saved (a separate Add over the small CNN's
- * first activation map made its step slower, not faster). In inference, and for any configuration
- * other than channels-last with a linear activation (how the model builders use it), it is the stock
- * layer's code.
+ * training step on ort-cpu, 8 ms of the small CNN's). In training this layer runs, without bias
+ * (followed by batch norm, as in `convnet` and `cnn` with `batchNorm`), `tf.conv2d`: the same
+ * arithmetic, and tfjs's tape then computes only the filter gradient; with bias (the plain `cnn`),
+ * the same `FusedConv2D` kernel as the stock layer through ../ops/biased-conv2d.ts, whose registered
+ * gradient likewise computes only the filter and bias gradients (a separate bias Add instead measured
+ * slower: it adds a pass over the first activation map). In inference, and for any configuration other
+ * than channels-last, 'same' or 'valid' padding, dilation 1 and a linear activation (how the model
+ * builders use it), it is the stock layer's code.
  *
  * The class reports tfjs's class name `Conv2D` and is not registered for deserialisation, like
  * training-batch-norm.ts: saved models and the ONNX exporter see the stock layer.
  */
 import * as tf from '@tensorflow/tfjs';
+import { biasedConv2d } from '../ops/biased-conv2d.js';
 
 /** Arguments of tfjs-layers' Conv2D. */
 export type Conv2DArgs = Parameters<typeof tf.layers.conv2d>[0];
@@ -52,13 +54,16 @@ export class InputConv2D extends StockConv2D {
       fields.dataFormat === 'channelsLast' &&
       (fields.padding === 'same' || fields.padding === 'valid') &&
       fields.activation.getClassName() === 'linear' &&
-      fields.bias === null;
+      fields.dilationRate.every((d) => d === 1);
     if (!plain) return super.call(inputs, kwargs);
-    return tf.conv2d(input as tf.Tensor4D, fields.kernel.read() as tf.Tensor4D, fields.strides, fields.padding as 'same' | 'valid', 'NHWC', fields.dilationRate);
+    const padding = fields.padding as 'same' | 'valid';
+    const kernel = fields.kernel.read() as tf.Tensor4D;
+    if (fields.bias === null) return tf.conv2d(input as tf.Tensor4D, kernel, fields.strides, padding, 'NHWC');
+    return biasedConv2d(input as tf.Tensor4D, kernel, fields.bias.read() as tf.Tensor1D, { strides: fields.strides, pad: padding });
   }
 }
 
-/** An {@link InputConv2D} layer (what `tf.layers.conv2d(args)` builds, minus the unused input gradient in training without bias). */
+/** An {@link InputConv2D} layer (what `tf.layers.conv2d(args)` builds, minus the unused input gradient in training). */
 export function inputConv2d(args: Conv2DArgs): InputConv2D {
   return new InputConv2D(args);
 }

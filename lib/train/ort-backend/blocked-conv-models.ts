@@ -126,7 +126,8 @@ function kernelInputNodes(input: string, output: string, channels: number, block
 
 /**
  * Forward convolution (group 1), NHWC in and out, on the blocked kernels: x [b, h, w, ci], filter w
- * [kh, kw, ci, co], then the epilogue; same contract as op-models' `convModel`.
+ * [kh, kw, ci, co], then the epilogue (a bias of shape [co] added inside the kernel); same contract
+ * as op-models' `convModel`.
  */
 export function blockedConvModel(xShape: readonly number[], wShape: readonly number[], g: ConvGeometry, outShape: readonly number[], epilogue: Epilogue, block: number): Uint8Array {
   const [kh, kw, ci, co] = wShape as [number, number, number, number];
@@ -134,14 +135,25 @@ export function blockedConvModel(xShape: readonly number[], wShape: readonly num
   const initializers: TensorProto[] = [];
   kernelInputNodes('x', 'x_blocked', ci, block, nodes);
   blockedFilterNodes('w', 'w_blocked', 'HWIO', { kh, kw, ci, co }, block, nodes, initializers);
-  nodes.push(blockedNode('Conv', ['x_blocked', 'w_blocked'], ['y_blocked'], {
+  // A bias of one value per output channel is added by the kernel (zero-padded to the block).
+  const kernelBias = epilogue.biasShape?.length === 1 && epilogue.biasShape[0] === co;
+  const convInputs = ['x_blocked', 'w_blocked'];
+  if (kernelBias) {
+    const padding = roundUp(co, block) - co;
+    if (padding > 0) {
+      initializers.push(int64Tensor('bias_pads', [2], [0, padding]));
+      nodes.push(node('Pad', ['bias', 'bias_pads'], ['bias_blocked']));
+    }
+    convInputs.push(padding > 0 ? 'bias_blocked' : 'bias');
+  }
+  nodes.push(blockedNode('Conv', convInputs, ['y_blocked'], {
     kernel_shape: { ints: [kh, kw] },
     strides: { ints: [...g.strides] },
     dilations: { ints: [...g.dilations] },
     pads: { ints: [...g.pads] },
   }));
   nodes.push(blockedNode('ReorderOutput', ['y_blocked'], ['y_nhwc'], { channels: { i: co }, channels_last: { i: 1 } }));
-  const tail = epilogueNodes('y_nhwc', epilogue, initializers);
+  const tail = epilogueNodes('y_nhwc', kernelBias ? { ...epilogue, biasShape: null } : epilogue, initializers);
   nodes.push(...tail.nodes);
   return encodeModel({
     graphName: 'ort_cpu_blocked_conv',
