@@ -103,12 +103,16 @@ function geometryOf(info: tf.backend_util.Conv2DInfo): ConvGeometry | null {
 
 const blockSizes = new WeakMap<OrtSyncRuntime, number>();
 
+/** Environment variable that, set to `0`, keeps every convolution on the NCHW graphs (op-models.ts). */
+export const ORT_CPU_BLOCKED_ENV = 'DML_ORT_CPU_BLOCKED';
+
 /**
  * The channel block of onnxruntime's blocked-layout convolution kernels on this processor (16 with
- * AVX-512, 8 with AVX2), probed once per runtime; 0 where they are missing or do not run, and the
- * convolutions then use the NCHW graphs.
+ * AVX-512, 8 with AVX2), probed once per runtime; 0 where they are missing or do not run, or while
+ * {@link ORT_CPU_BLOCKED_ENV} is `0`, and the convolutions then use the NCHW graphs.
  */
 export function blockedLayoutBlockSize(runtime: OrtSyncRuntime): number {
+  if (process.env[ORT_CPU_BLOCKED_ENV] === '0') return 0;
   let block = blockSizes.get(runtime);
   if (block === undefined) {
     try {

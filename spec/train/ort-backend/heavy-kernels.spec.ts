@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import type { OrtKernelBackend } from '../../../lib/train/ort-backend/heavy-kernels.js';
+import { ORT_CPU_BLOCKED_ENV, type OrtKernelBackend } from '../../../lib/train/ort-backend/heavy-kernels.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
 
@@ -87,6 +87,26 @@ describe('ort-cpu heavy kernels (onnxruntime vs tfjs cpu)', function () {
       for (const op of ['Conv2D', 'Conv2DBackpropInput', 'Conv2DBackpropFilter']) {
         expect(signatures.some((s) => s.startsWith(`${op}|blocked`) && s.includes('16x32x32'))).to.equal(true, `${op} on the blocked kernels`);
       }
+    }
+  });
+
+  it(`conv2d and its gradients on the NCHW graphs with ${ORT_CPU_BLOCKED_ENV}=0 (the path of processors without blocked kernels)`, async () => {
+    const rng = new Rng(12);
+    const x = random(rng, [16, 32, 32, 32]);
+    const w = random(rng, [3, 3, 32, 2]);
+    const conv = (a: tf.Tensor, b: tf.Tensor): tf.Tensor => tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, 2, 'same');
+    const before = process.env[ORT_CPU_BLOCKED_ENV];
+    process.env[ORT_CPU_BLOCKED_ENV] = '0';
+    try {
+      const { maxRel } = await compareBackends(() => [conv(x, w), ...tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(conv(a, b))))([x, w])]);
+      expect(maxRel).to.be.below(1e-5);
+    } finally {
+      if (before === undefined) delete process.env[ORT_CPU_BLOCKED_ENV];
+      else process.env[ORT_CPU_BLOCKED_ENV] = before;
+    }
+    const signatures = (tf.backend() as unknown as OrtKernelBackend).runtime.cachedSignatures.filter((s) => s.includes('16x32x32x32') || s.includes('16x16x16x2'));
+    for (const op of ['Conv2D', 'Conv2DBackpropInput', 'Conv2DBackpropFilter']) {
+      expect(signatures.some((s) => s.startsWith(`${op}|nchw|`)), `${op} on the NCHW graph`).to.equal(true);
     }
   });
 
