@@ -196,21 +196,38 @@ export function axisPhases(kernel: number, stride: number, padBefore: number, in
   return phases;
 }
 
+/** The row and column phases of an input gradient, or null where the blocked graph does not apply. */
+function inputGradientPhases(dyShape: readonly number[], wShape: readonly number[], g: ConvGeometry, inShape: readonly number[], block: number): [AxisPhase[], AxisPhase[]] | null {
+  const [kh, kw, , co] = wShape as [number, number, number, number];
+  const [, h, w] = inShape as [number, number, number, number];
+  const [, oh, ow] = dyShape as [number, number, number, number];
+  if (g.dilations[0] !== 1 || g.dilations[1] !== 1 || !blockedConvSupported(co, block)) return null;
+  const rowPhases = axisPhases(kh, g.strides[0], g.pads[0], h, oh);
+  const columnPhases = axisPhases(kw, g.strides[1], g.pads[1], w, ow);
+  return rowPhases && columnPhases ? [rowPhases, columnPhases] : null;
+}
+
+/**
+ * Whether {@link blockedConvBackpropInputModel} covers the geometry: dilation 1, output-gradient
+ * channels the kernels read, and both axes in phases ({@link axisPhases}).
+ */
+export function blockedConvBackpropInputApplies(dyShape: readonly number[], wShape: readonly number[], g: ConvGeometry, inShape: readonly number[], block: number): boolean {
+  return inputGradientPhases(dyShape, wShape, g, inShape, block) !== null;
+}
+
 /**
  * Gradient of a regular convolution (group 1, dilation 1) with respect to its input, on the blocked
  * kernels: dy [b, oh, ow, co] and the forward filter w [kh, kw, ci, co] to dx `inShape` [b, h, w, ci]
- * (same contract as op-models' `convBackpropInputModel`); null when {@link axisPhases} rejects either
- * axis.
+ * (same contract as op-models' `convBackpropInputModel`); null where
+ * {@link blockedConvBackpropInputApplies} is false.
  */
 export function blockedConvBackpropInputModel(dyShape: readonly number[], wShape: readonly number[], g: ConvGeometry, inShape: readonly number[], block: number): Uint8Array | null {
-  const [kh, kw, ci, co] = wShape as [number, number, number, number];
+  const [, , ci, co] = wShape as [number, number, number, number];
   const [b, h, w] = inShape as [number, number, number, number];
-  const [, oh, ow] = dyShape as [number, number, number, number];
   const [sh, sw] = g.strides;
-  if (g.dilations[0] !== 1 || g.dilations[1] !== 1 || !blockedConvSupported(co, block)) return null;
-  const rowPhases = axisPhases(kh, sh, g.pads[0], h, oh);
-  const columnPhases = axisPhases(kw, sw, g.pads[1], w, ow);
-  if (!rowPhases || !columnPhases) return null;
+  const phases = inputGradientPhases(dyShape, wShape, g, inShape, block);
+  if (!phases) return null;
+  const [rowPhases, columnPhases] = phases;
   const nodes: NodeProto[] = [];
   const initializers: TensorProto[] = [int64Tensor('phase_shape', [6], [b, h / sh, 1, w / sw, 1, ci])];
   kernelInputNodes('dy', 'dy_blocked', co, block, nodes);

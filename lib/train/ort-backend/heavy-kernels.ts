@@ -19,7 +19,14 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
-import { blockedConvBackpropFilterModel, blockedConvBackpropInputModel, blockedConvModel, blockedConvSupported, blockSizeProbeModel } from './blocked-conv-models.js';
+import {
+  blockedConvBackpropFilterModel,
+  blockedConvBackpropInputApplies,
+  blockedConvBackpropInputModel,
+  blockedConvModel,
+  blockedConvSupported,
+  blockSizeProbeModel,
+} from './blocked-conv-models.js';
 import {
   convBackpropFilterModel,
   convBackpropInputModel,
@@ -203,12 +210,13 @@ function convBackpropInput(name: string, depthwise: boolean) {
     }
     const inShape = info.inShape;
     const block = depthwise ? 0 : blockedLayoutBlockSize(backend.runtime);
-    const signature = `${name}|${block > 0 ? `blocked${block}` : 'nchw'}|${dy.shape.join('x')}|${filter.shape.join('x')}|${JSON.stringify(geometry)}|${outputPadding.join(',')}|${inShape.join('x')}`;
-    const session = backend.runtime.session(signature, () => {
-      // The blocked graph covers stride-divisible sizes at dilation 1 (blocked-conv-models.ts).
-      const blocked = block > 0 ? blockedConvBackpropInputModel(dy.shape, filter.shape, geometry, inShape, block) : null;
-      return blocked ?? convBackpropInputModel(dy.shape, filter.shape, depthwise, geometry, outputPadding, inShape);
-    });
+    const blocked = block > 0 && blockedConvBackpropInputApplies(dy.shape, filter.shape, geometry, inShape, block);
+    const signature = `${name}|${blocked ? `blocked${block}` : 'nchw'}|${dy.shape.join('x')}|${filter.shape.join('x')}|${JSON.stringify(geometry)}|${outputPadding.join(',')}|${inShape.join('x')}`;
+    const session = backend.runtime.session(signature, () =>
+      blocked
+        ? (blockedConvBackpropInputModel(dy.shape, filter.shape, geometry, inShape, block) as Uint8Array)
+        : convBackpropInputModel(dy.shape, filter.shape, depthwise, geometry, outputPadding, inShape),
+    );
     const [y] = session.run({ dy: floatOf(backend, dy), w: floatOf(backend, filter) }, [inShape]);
     return backend.makeTensorInfo([...inShape], 'float32', (y as FloatArray).data);
   };
@@ -226,11 +234,14 @@ function convBackpropFilter(name: string, depthwise: boolean) {
     const filterShape = attrs.filterShape as [number, number, number, number];
     const patches = (dy.shape[0] as number) * (dy.shape[1] as number) * (dy.shape[2] as number) * filterShape[0] * filterShape[1] * filterShape[2];
     const block = depthwise || patches <= IM2COL_MAX_PATCHES ? 0 : blockedLayoutBlockSize(backend.runtime);
-    const signature = `${name}|${block > 0 ? `blocked${block}` : 'nchw'}|${x.shape.join('x')}|${dy.shape.join('x')}|${JSON.stringify(geometry)}|${filterShape.join('x')}`;
-    const session = backend.runtime.session(signature, () => {
-      const blocked = block > 0 ? blockedConvBackpropFilterModel(x.shape, dy.shape, geometry, filterShape, block) : null;
-      return blocked ?? convBackpropFilterModel(x.shape, dy.shape, depthwise, geometry, filterShape);
-    });
+    // The blocked graph reads the batch as channels (blocked-conv-models.ts).
+    const blocked = block > 0 && blockedConvSupported(x.shape[0] as number, block);
+    const signature = `${name}|${blocked ? `blocked${block}` : 'nchw'}|${x.shape.join('x')}|${dy.shape.join('x')}|${JSON.stringify(geometry)}|${filterShape.join('x')}`;
+    const session = backend.runtime.session(signature, () =>
+      blocked
+        ? (blockedConvBackpropFilterModel(x.shape, dy.shape, geometry, filterShape, block) as Uint8Array)
+        : convBackpropFilterModel(x.shape, dy.shape, depthwise, geometry, filterShape),
+    );
     const [y] = session.run({ x: floatOf(backend, x), dy: floatOf(backend, dy) }, [filterShape]);
     return backend.makeTensorInfo([...filterShape], 'float32', (y as FloatArray).data);
   };

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import {
   axisPhases,
   blockedConvBackpropFilterModel,
+  blockedConvBackpropInputApplies,
   blockedConvBackpropInputModel,
   blockedConvModel,
   blockedConvSupported,
@@ -148,6 +149,7 @@ describe('blocked-layout convolution graphs (onnxruntime NCHWc kernels)', functi
       const polyphase = c.g.dilations.every((d) => d === 1) && axisPhases(c.w[0], c.g.strides[0], c.g.pads[0], h, yShape[1]) !== null && axisPhases(c.w[1], c.g.strides[1], c.g.pads[1], wd, yShape[2]) !== null;
       const inputGradient = blockedConvBackpropInputModel(yShape, c.w, c.g, c.x, block);
       expect(inputGradient !== null, 'input-gradient graph built exactly where the polyphase form applies').to.equal(polyphase);
+      expect(blockedConvBackpropInputApplies(yShape, c.w, c.g, c.x, block), 'blockedConvBackpropInputApplies').to.equal(polyphase);
       if (inputGradient) {
         const [dx] = runtime.compile(inputGradient).run({ dy: { data: dy, dims: yShape }, w: { data: w, dims: c.w } }, [c.x]);
         expect(relativeDifference(expected.dx, dx?.data as Float32Array), 'dx').to.be.below(1e-5);
