@@ -65,6 +65,16 @@ function writableValues(variable: tf.Variable): { values: Float32Array; inPlace:
   return { values: new Float32Array(variable.dataSync() as Float32Array), inPlace: false };
 }
 
+/**
+ * The float32 values of `gradient` for reading during this update: the backend's own array on a
+ * cpu-family backend (not a copy; read before the gradient is disposed), else `dataSync()`.
+ */
+function gradientValues(gradient: tf.Tensor): Float32Array {
+  const backend = tf.backend();
+  if (backend instanceof MathBackendCPU && gradient.dtype === 'float32') return backend.data.get(gradient.dataId).values as Float32Array;
+  return gradient.dataSync() as Float32Array;
+}
+
 function commit(variable: tf.Variable, values: Float32Array, inPlace: boolean): void {
   if (inPlace) return;
   const next = tf.tensor(values, variable.shape, 'float32');
@@ -116,7 +126,7 @@ abstract class FusedOptimizer extends tf.Optimizer {
         this.slots[i] = slot;
       }
       if (gradient == null) return;
-      const g = gradient.dataSync() as Float32Array;
+      const g = gradientValues(gradient);
       const { values, inPlace } = writableValues(variable);
       this.step(values, g, slot.arrays, this.decay?.appliesTo(name) ? factor : undefined);
       commit(variable, values, inPlace);

@@ -22,6 +22,7 @@ import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { BATCH_NORM_KERNELS } from './batch-norm-kernels.js';
 import { ELEMENTWISE_KERNELS } from './elementwise-kernels.js';
 import { HEAVY_KERNELS, type OrtKernelBackend } from './heavy-kernels.js';
+import { outputArrays } from './output-arrays.js';
 import { POOL_KERNELS } from './pool-kernels.js';
 import { REDUCTION_KERNELS } from './reduction-kernels.js';
 import { useFusedReluGradient } from '../ops/relu-gradient.js';
@@ -39,11 +40,39 @@ class OrtCpuBackend extends MathBackendCPU implements OrtKernelBackend {
   constructor(runtime: OrtSyncRuntime) {
     super();
     this.runtime = runtime;
+    // Every tensor-data entry is reported to the output-array pool as it is created, replaced or
+    // deleted, so that an array is reused only when no entry holds or views it (output-arrays.ts).
+    const storage = this.data;
+    const set = storage.set.bind(storage);
+    const remove = storage.delete.bind(storage);
+    storage.set = (dataId, value) => {
+      const previous = storage.has(dataId) ? storage.get(dataId).values : undefined;
+      set(dataId, value);
+      if (previous === value.values) return;
+      outputArrays.register(value.values);
+      if (previous !== undefined) outputArrays.release(previous);
+    };
+    storage.delete = (dataId) => {
+      const previous = storage.has(dataId) ? storage.get(dataId).values : undefined;
+      const deleted = remove(dataId);
+      if (previous !== undefined) outputArrays.release(previous);
+      return deleted;
+    };
+  }
+
+  /** The values, copied when they are a pooled kernel output (which may be reused once the tensor is disposed). */
+  override readSync(dataId: object): tf.backend_util.BackendValues {
+    return outputArrays.readable(super.readSync(dataId));
+  }
+
+  override async read(dataId: object): Promise<tf.backend_util.BackendValues> {
+    return this.readSync(dataId);
   }
 
   override dispose(): void {
     this.runtime.dispose();
     super.dispose();
+    outputArrays.clear();
   }
 }
 
