@@ -87,8 +87,9 @@ function maxPoolGrad(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   if (info.strideHeight >= info.effectiveFilterHeight && info.strideWidth >= info.effectiveFilterWidth) {
     // Windows that do not overlap (the usual 2x2 stride-2 pooling): an input position is the maximum
     // of at most one window, so its sum has one term; 0 + dy is that sum exactly (-0 becomes +0 as
-    // in the double sum below), and the zero-filled float32 array needs no conversion pass.
-    const grad = new Float32Array(tf.util.sizeFromShape(input.shape));
+    // in the double sum below), written straight into a zeroed float32 array (a pooled output array:
+    // a fresh zeroed one cost a page fault per 4 KiB every step).
+    const grad = uninitialisedFloat32Array(tf.util.sizeFromShape(input.shape)).fill(0);
     for (let o = 0; o < positions.length; o++) {
       const p = positions[o] as number;
       if (p >= 0) grad[p] = 0 + (dyValues[o] as number);
