@@ -20,6 +20,7 @@ import {
   type TripletSimilarities,
   type WeightParameters,
 } from '../../../lib/train/losses/direct-gradient-weights.js';
+import { createLoss } from '../../../lib/train/losses/registry.js';
 import { normalizeEmbeddings, selectRows } from '../../../lib/train/similarity.js';
 import { clusteredBatch, expectDeterministic, expectZeroOnDegenerateBatches, onCpuBackend, type RawBatch } from './loss-test-support.js';
 
@@ -109,6 +110,19 @@ describe('train/losses/direct-gradient', () => {
           expect(result.value, 'reported value = closed form').to.be.closeTo(result.referenceValue, 1e-5);
         });
       }
+    }
+  });
+
+  it('dg-triplet-cosine injects EPHN 1st order\'s gradient divided by τ, through the normalisation (same triplets, temperature 1/τ)', () => {
+    const batch = clusteredBatch(7, [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4], 6, 0.9);
+    for (const tau of [10, 4]) {
+      const gradient = (loss: { compute(e: tf.Tensor2D, labels: Int32Array): { loss: tf.Scalar } }): Float32Array =>
+        tf.tidy(() => tf.grad((x: tf.Tensor) => loss.compute(normalizeEmbeddings(x as tf.Tensor2D), batch.labels).loss)(tf.tensor2d(batch.values, [batch.rows, batch.dim])).dataSync() as Float32Array);
+      const preset = gradient(new DirectGradientLoss('dg-triplet-cosine', { tau }));
+      const ephn = gradient(createLoss({ name: 'ephn', order: 1, temperature: 1 / tau }));
+      const { difference, scale } = maxAbsDifference(preset, ephn.map((g) => g / tau));
+      expect(scale, 'gradient not vacuous').to.be.above(1e-3);
+      expect(difference).to.be.below(1e-6);
     }
   });
 
