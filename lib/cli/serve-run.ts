@@ -4,6 +4,7 @@
  * command runs.
  */
 import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
@@ -22,6 +23,11 @@ async function writeToken(flags: ServeFlags): Promise<string> {
   const fromEnv = process.env[TOKEN_ENV];
   if (fromEnv === undefined || fromEnv === '') throw new DmlError('E_ARG', `--allow-writes needs a write token: --token-file <file> or the ${TOKEN_ENV} environment variable`);
   return fromEnv;
+}
+
+/** Whether the server's bound address is reachable only from this machine (127.0.0.0/8, ::1). */
+function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^(::ffff:)?127\./.test(address);
 }
 
 /** Runs `dml serve <dir>` with the flags commander parsed; resolves once the server has stopped. */
@@ -54,12 +60,17 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  let address: string;
   try {
-    address = await app.listen({ port, host: flags.host });
+    await app.listen({ port, host: flags.host });
   } catch (err) {
     await app.close();
     throw invalidParameterError('--host/--port', `an address this machine can listen on (${(err as Error).message})`, `${flags.host}:${flags.port}`);
+  }
+  const bound = app.server.address() as AddressInfo;
+  const address = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  if (!isLoopbackAddress(bound.address)) {
+    const writes = flags.allowWrites === true ? 'writes are open to the network, guarded by the token alone' : 'the index is read-only';
+    process.stderr.write(`dml serve: warning: listening on ${address}, reachable from other machines; ${writes} (requests must name an allowed Host: --allowed-host)\n`);
   }
   process.stdout.write(`dml serve: serving ${dir} (${provider}), listening on ${address}\n`);
   const signal = await stopped;
