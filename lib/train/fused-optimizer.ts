@@ -278,10 +278,18 @@ export class FusedAdamOptimizer extends FusedOptimizer {
   }
 
   protected override restored(): void {
-    // tfjs: accBeta = beta ** (iterations + 1), computed by tf.pow in float32.
-    const t = this.iterations + 1;
-    this.#accBeta1 = f32(this.#beta1 ** t);
-    this.#accBeta2 = f32(this.#beta2 ** t);
+    // The float32 running products afterStep would have reached after `iterations` steps, so that a
+    // resumed run continues with exactly the bias corrections of an uninterrupted one. (tfjs's own Adam
+    // restores beta ** (iterations + 1) by tf.pow instead, which differs in the last bits and moves the
+    // weights of a resumed run by about 1e-7.)
+    let acc1 = this.#beta1;
+    let acc2 = this.#beta2;
+    for (let i = 0; i < this.iterations; i++) {
+      acc1 = f32(acc1 * this.#beta1);
+      acc2 = f32(acc2 * this.#beta2);
+    }
+    this.#accBeta1 = acc1;
+    this.#accBeta2 = acc2;
   }
 
   getConfig(): tf.serialization.ConfigDict {

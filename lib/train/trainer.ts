@@ -197,7 +197,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
   if (config.data.augmentation) validateAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
-  let model = await buildModel(modelSpec, config.seed);
+  const model = await buildModel(modelSpec, config.seed);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
@@ -231,7 +231,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let resumedGenerator: number[] | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
-    const loaded = await loadCheckpoint(checkpointDir, { optimizer });
+    const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
     const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; lossVariables?: number[][]; lossGenerator?: number[] } | undefined;
     if (!state || state.configHash !== configHash) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
@@ -242,8 +242,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         `Cannot resume from ${checkpointDir}: it is at epoch ${state.epoch}, past the ${config.epochs} epoch(s) asked for; give --epochs ${state.epoch} or more`,
       );
     }
-    model.dispose();
-    model = loaded.model;
     optimizer = loaded.optimizer ?? optimizer;
     history = state.history;
     startEpoch = state.epoch;
@@ -289,6 +287,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { drawInputs, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
+  // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
+  // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
+  const statistics = model.nonTrainableWeights.map((w) => tf.clone(w.read()));
   for (;;) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
@@ -301,6 +302,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (moved.warning) warn(moved.warning);
     }
   }
+  model.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
+  tf.dispose(statistics);
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
