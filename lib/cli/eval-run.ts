@@ -23,11 +23,13 @@ import { buildReport, type Report, type RunReport } from '../report/report.js';
 import { exampleThumbnails } from '../report/thumbnails.js';
 import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { printWarning } from './warning.js';
 import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
   parseNonNegativeNumber,
+  parseParallelism,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
@@ -74,7 +76,7 @@ async function checkWritableFile(file: string, what: string): Promise<void> {
 
 /** Prints each warning as one `warning: <message>` line on stderr. */
 function printWarnings(warnings: readonly string[]): void {
-  for (const message of warnings) process.stderr.write(`warning: ${message}\n`);
+  for (const message of warnings) printWarning(message);
 }
 
 /** `--cluster-counts`, or its old name `--nmi-k` (with a warning on stderr); both at once is a usage error. */
@@ -146,7 +148,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
       seed,
     },
-    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+    ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
@@ -195,7 +197,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     const spec = flags.data as string;
     let manifest = await openDataset(spec, {
-      warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
+      warn: printWarning,
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
     });
     if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
-import { parseChoice, parsePositiveInt } from './parse-options.js';
+import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
+import { printWarning } from './warning.js';
 import { LOG_LEVELS, TOKEN_ENV, type ServeFlags } from './serve-command.js';
 
 /** The write token: from `--token-file` (trimmed), else the environment. Never printed. Errors: E_ARG when there is none. */
@@ -43,8 +44,8 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     allowWrites: flags.allowWrites === true,
     ...(token !== undefined ? { token } : {}),
     allowedHosts: [...listenHost, ...flags.allowedHost],
-    workers: parsePositiveInt(flags.workers, '--workers'),
-    threads: flags.threads !== undefined ? parsePositiveInt(flags.threads, '--threads') : undefined,
+    workers: parseParallelism(flags.workers, '--workers', 1, printWarning),
+    threads: flags.threads !== undefined ? parseParallelism(flags.threads, '--threads', 1, printWarning) : undefined,
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
     onProvider: (chosen) => {
       provider = describeProviderChoice('the model', chosen);

@@ -28,6 +28,7 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { sha256 } from '../util/hash.js';
 import { layersModelFiles, layersModelFromArtifacts, parseModelJson, WEIGHTS_FILE } from './models/tfjs-files.js';
+import { setOptimizerWeights } from './optimizer.js';
 
 /** Format tag of checkpoint.json. */
 export const CHECKPOINT_FORMAT = 'dmlkit.checkpoint/1';
@@ -147,7 +148,7 @@ export async function restoreOptimizerState(files: OptimizerStateFiles, where: s
   const ordered = parsed.weights.map((spec) => ({ name: renameSlot(spec.name, names), tensor: decoded[spec.name] as tf.Tensor }));
   try {
     if (ordered.some((w) => w.tensor === undefined)) throw new DmlError('E_MODEL', `${where}: optimizer state names a weight twice`);
-    await target.setWeights(ordered);
+    await setOptimizerWeights(target, ordered);
   } finally {
     tf.dispose(Object.values(decoded));
   }

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,8 +11,8 @@ import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
+import { fifoWithReader, writeTwoOutputModel } from '../helpers/special-files.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 
 const MODEL = path.resolve('models/default.onnx');
 
@@ -331,16 +331,7 @@ describe('dml eval', function () {
 
     it('a model with several outputs and no --output-name says which it used and how to choose', async () => {
       const model = path.join(dir, 'two-outputs.onnx');
-      writeFileSync(
-        model,
-        encodeModel({
-          graphName: 'two',
-          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
-          outputs: [tensorValueInfo('embedding', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
-          initializers: [floatTensor('two', [1], [2])],
-          nodes: [node('Flatten', ['pixels'], ['embedding'], { axis: { i: 1 } }), node('Mul', ['embedding', 'two'], ['doubled'])],
-        }),
-      );
+      writeTwoOutputModel(model);
       const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0'];
       expectWarnings(await evalWithReport(argv), [
         `${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
@@ -422,15 +413,10 @@ describe('dml eval', function () {
       expect(lstatSync(path.join(dir, 'link.json')).isSymbolicLink()).to.equal(true);
       expectValidReport(JSON.parse(readFileSync(path.join(dir, 'real', 'r.json'), 'utf8')));
       const fifo = path.join(dir, 'pipe');
-      expect(spawnSync('mkfifo', [fifo]).status).to.equal(0);
-      const reader = spawn('cat', [fifo]);
-      let read = '';
-      reader.stdout.on('data', (chunk: Buffer) => (read += chunk.toString()));
-      const closed = new Promise((resolve) => reader.on('close', resolve));
+      const { read } = fifoWithReader(fifo);
       const piped = await runCliCaptured([...(await npyArgs()), '--json', fifo]);
-      await closed;
       expect(piped.code, piped.stderr).to.equal(0);
-      expectValidReport(JSON.parse(read));
+      expectValidReport(JSON.parse(await read));
       expect(lstatSync(fifo).isFIFO()).to.equal(true);
     });
 

@@ -3,12 +3,13 @@
  * character devices written in place (never replaced by a regular file), folders and loops refused.
  * The devices are made with mknod in a temporary folder (CI runs as root), never the machine's own.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { fifoWithReader } from '../helpers/special-files.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 
 /** Makes a character device node `major, minor` at `file` (as /dev/null is 1,3 and /dev/full 1,7). */
@@ -54,14 +55,9 @@ describe('util/writeFileAtomic', () => {
 
   it('streams into a FIFO, which stays a FIFO', async () => {
     const fifo = path.join(tmp, 'pipe');
-    expect(spawnSync('mkfifo', [fifo]).status).to.equal(0);
-    const reader = spawn('cat', [fifo]);
-    let read = '';
-    reader.stdout.on('data', (chunk: Buffer) => (read += chunk.toString()));
-    const closed = new Promise((resolve) => reader.on('close', resolve));
+    const { read } = fifoWithReader(fifo);
     await writeFileAtomic(fifo, 'through the pipe\n');
-    await closed;
-    expect(read).to.equal('through the pipe\n');
+    expect(await read).to.equal('through the pipe\n');
     expect(lstatSync(fifo).isFIFO()).to.equal(true);
   });
 
