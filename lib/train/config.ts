@@ -163,6 +163,17 @@ export const augmentationSchema = z
   .strict();
 
 /**
+ * Augmentation of preloaded training images (`data.augmentation`): the crop and flip above, then a
+ * random rescale about the centre (`rescale`, below 1 zooms out) and a shift by up to `translate`
+ * pixels, the exposed border filled with `fill` (lib/train/batch-affine.ts).
+ */
+export const batchAugmentationSchema = augmentationSchema.extend({
+  rescale: z.tuple([z.number().positive(), z.number().positive()]).optional(),
+  translate: z.number().int().min(0).default(0),
+  fill: z.enum(['white', 'black', 'edge', 'mean']).default('black'),
+});
+
+/**
  * Recipe (c): train a head on features of a frozen ONNX backbone, computed once with onnxruntime
  * through the evaluation spine's embedder and cache (lib/train/models/backbone-features.ts).
  */
@@ -221,7 +232,7 @@ export const trainConfigSchema = z
          * Augmentation of preloaded training images (models on pixels), applied to the batch tensor
          * each step with per-epoch seeded crop boxes and flips; absent = none.
          */
-        augmentation: augmentationSchema.optional(),
+        augmentation: batchAugmentationSchema.optional(),
       })
       .strict(),
     model: modelSpecSchema,

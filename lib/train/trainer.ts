@@ -29,7 +29,6 @@ import { applyClassSplit, parseClassList } from '../data/class-split.js';
 import { openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import { validateAugmentation } from '../image/validate.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
@@ -47,6 +46,7 @@ import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-sche
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
+import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
@@ -230,7 +230,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (config.data.features && config.data.augmentation) {
     throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
   }
-  if (config.data.augmentation) validateAugmentation(config.data.augmentation, 'data.augmentation');
+  if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
   let model = await buildModel(modelSpec, config.seed);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
