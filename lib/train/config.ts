@@ -43,6 +43,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       embeddingDim: positiveInt,
       widths: z.array(positiveInt).min(1).default([32, 64, 128, 256]),
       depth: positiveInt.default(1),
+      downsample: z.enum(['stride', 'maxpool']).default('maxpool'),
+      pooling: z.enum(['avg', 'max', 'avgmax']).default('avgmax'),
       hidden: z.array(positiveInt).default([]),
       activation: activation.default('relu'),
       poolBatchNorm: z.boolean().default(false),
