@@ -264,6 +264,8 @@ export const trainConfigSchema = z
         /** Held-out items used per validation (seeded sample, all labels kept). */
         maxItems: positiveInt.default(5000),
         ks: z.array(positiveInt).default([1, 2, 4, 8]),
+        /** k-means seeding of the NMI (as `dml eval --kmeans-init`); absent: k-means++ in rounds. */
+        kmeansInit: z.enum(['greedy-k-means++', 'k-means++', 'random']).optional(),
         /**
          * Cluster counts of the NMI curve recorded per validation, as `dml eval --cluster-counts` takes them:
          * integers or multiples of the held-out label count (`["1x", "2x", "5x", "10x", "30x"]`, the

@@ -55,7 +55,7 @@ export async function validateEpoch(context: ValidationContext, model: tf.Layers
     clusterCounts: config.validation.clusterCounts,
     clusterSet: 'union',
     index: { kind: 'exact', chunkSize: 512 },
-    kmeans: { seed: config.seed },
+    kmeans: { seed: config.seed, ...(config.validation.kmeansInit !== undefined ? { init: config.validation.kmeansInit } : {}) },
   });
   record.validation = {
     recall: metrics.recall,
