@@ -10,13 +10,19 @@
  * triplet scatter diagram (with the LoOp synthetic negatives for LoOp losses), a checkpoint, and a
  * JSONL log line per step and per epoch. Epoch 0 of the history is the untrained model.
  *
- * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
- * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
- * exactly what an uninterrupted one would have done. A resume changes nothing in the run folder until
+ * The budget is `epochs` or `steps` (config.ts): a `steps` run takes that many optimiser steps across
+ * as many sampler epochs as they need and validates, logs and checkpoints every
+ * `validation.everySteps` steps instead of at epoch ends. The learning rate is set per step by the
+ * schedule (lr-schedule.ts) and logged with every step.
+ *
+ * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues after the step it was taken
+ * at; since batches and input draws depend only on (seed, epoch), and a resume inside an epoch
+ * replays the draws of the steps already taken, a resumed run repeats exactly what an uninterrupted
+ * one would have done. A resume changes nothing in the run folder until
  * every check has passed and its first step has trained: a refused or failed resume (another
- * configuration, fewer epochs than the checkpoint holds, a corrupt checkpoint) leaves it byte for byte
- * as it was. It then cuts log.jsonl back to the checkpoint's epochs (dropping the lines of an epoch a
- * crash or kill -9 interrupted) and rewrites config.json.
+ * configuration, a smaller budget than the checkpoint holds, a corrupt checkpoint) leaves it byte for
+ * byte as it was. It then cuts log.jsonl back to the checkpoint's step (dropping the lines a crash or
+ * kill -9 interrupted) and rewrites config.json.
  *
  * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
@@ -406,7 +412,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
 
   // One period: the steps up to the next validation point (the end of an epoch, or everySteps steps).
   let period = { lossSum: 0, updates: 0, validSum: 0, totalSum: 0, steps: 0, start: performance.now() };
-  let lr = currentLearningRate;
+  let lr = lrAt(position.globalStep, Math.max(0, position.epoch - 1));
   while (!finished(position)) {
     if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Training cancelled');
     // The epoch to continue: the current one if it has batches left, else the next.
