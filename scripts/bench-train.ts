@@ -89,7 +89,7 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
     title: 'small CNN with batch norm 28x28x1: conv32-BN-pool-conv64-BN-pool-128-BN-64 + L2',
   },
   convnet: {
-    spec: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64 },
+    spec: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64, downsample: 'stride', pooling: 'avg' },
     inputShape: [64, 64, 3],
     title: 'convnet 64x64x3: 4 x (3x3 stride-2 conv + BN + ReLU) 32-64-128-256, GAP, 64 + L2',
   },

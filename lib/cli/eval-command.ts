@@ -62,7 +62,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--cluster-set <set>', 'embeddings clustered for NMI/F1: union (queries and gallery, each item once), query or gallery (the In-shop convention)', 'union')
     .option('--kmeans-max-iterations <n>', 'cap on Lloyd iterations per k-means run', String(DEFAULT_MAX_ITERATIONS))
     .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))
-    .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds) or random', 'k-means++')
+    .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds), greedy-k-means++ (scikit-learn\'s: best of 2 + ln k draws per centroid; slower, its NMI) or random', 'k-means++')
     .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
     .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
     .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')

@@ -10,6 +10,7 @@ import { explainMissingTensorflow } from './optional-deps.js';
 export interface TrainFlags {
   config: string;
   epochs?: string;
+  steps?: string;
   seed?: string;
   out?: string;
   backend?: string;
@@ -23,7 +24,8 @@ export function registerTrainCommand(program: Command): void {
     .command('train')
     .description('Train an embedding model with a metric-learning loss (TensorFlow.js)')
     .requiredOption('--config <file.json>', 'training configuration (see README: Training)')
-    .option('--epochs <n>', 'override epochs')
+    .option('--epochs <n>', 'train this many epochs (replaces the config\'s epochs or steps)')
+    .option('--steps <n>', 'train this many optimiser steps (replaces the config\'s epochs or steps)')
     .option('--seed <n>', 'override seed')
     .option('--out <dir>', 'override the output folder')
     .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu')

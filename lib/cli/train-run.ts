@@ -25,7 +25,18 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   } catch (err) {
     throw new DmlError('E_ARG', `${flags.config} is not valid JSON: ${(err as Error).message}`);
   }
-  if (flags.epochs !== undefined) raw['epochs'] = parsePositiveInt(flags.epochs, '--epochs');
+  if (flags.epochs !== undefined && flags.steps !== undefined) {
+    throw new DmlError('E_ARG', `--epochs and --steps: give one budget, got --epochs ${flags.epochs} and --steps ${flags.steps}`);
+  }
+  // A budget flag replaces the config's budget, whichever kind it is.
+  if (flags.epochs !== undefined) {
+    raw['epochs'] = parsePositiveInt(flags.epochs, '--epochs');
+    delete raw['steps'];
+  }
+  if (flags.steps !== undefined) {
+    raw['steps'] = parsePositiveInt(flags.steps, '--steps');
+    delete raw['epochs'];
+  }
   if (flags.seed !== undefined) raw['seed'] = parseSeed(flags.seed, '--seed');
   if (flags.out !== undefined) raw['out'] = flags.out;
   if (flags.backend !== undefined) raw['backend'] = flags.backend;

@@ -231,6 +231,13 @@ function rowsOf(vectors: Float32Array, dim: number, rows: Int32Array): Float32Ar
   return out;
 }
 
+/** A generator at `state`. */
+function rngAt(state: readonly number[]): Rng {
+  const rng = new Rng(0);
+  rng.setState(state);
+  return rng;
+}
+
 /** The restarts of a sweep over checked options (see {@link kmeansSweep}). */
 async function sweep(data: Data, ks: readonly number[], o: CheckedSweep, onProgress?: (done: number, total: number) => void): Promise<KMeansResult[]> {
   const { vectors, count, dim } = data;
@@ -238,14 +245,15 @@ async function sweep(data: Data, ks: readonly number[], o: CheckedSweep, onProgr
   const rng = new Rng(o.seed);
   const best: Array<RunResult | undefined> = ks.map(() => undefined);
   const inertias: number[][] = ks.map(() => []);
+  const seedingOptions = { init: o.init, roundFraction: o.roundFraction, squaredNorms: data.squaredNorms, ...(o.threads !== undefined ? { threads: o.threads } : {}) };
   for (let r = 0; r < o.restarts; r++) {
-    const seeds = await seedRows(vectors, count, dim, maxK, rng.fork(), {
-      init: o.init,
-      roundFraction: o.roundFraction,
-      squaredNorms: data.squaredNorms,
-      ...(o.threads !== undefined ? { threads: o.threads } : {}),
-    });
+    const restartRng = rng.fork();
+    const state = restartRng.getState();
+    // Greedy k-means++ draws 2 + ln(k) candidates per centroid, so its seeding is not a prefix of a
+    // larger count's: each count seeds anew from the restart's generator state.
+    const shared = o.init === 'greedy-k-means++' ? undefined : await seedRows(vectors, count, dim, maxK, restartRng, seedingOptions);
     for (const [i, k] of ks.entries()) {
+      const seeds = shared ?? (await seedRows(vectors, count, dim, k, rngAt(state), seedingOptions));
       const run = await lloyd(data, k, rowsOf(vectors, dim, seeds.subarray(0, k)), o.maxIterations, o.tolerance);
       inertias[i]?.push(run.inertia);
       const kept = best[i];

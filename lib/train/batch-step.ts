@@ -5,9 +5,9 @@
  * the loss's trainable variables. The optimiser step is the caller's (trainer.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
+import type { Preprocessing } from '../image/preprocessing.js';
 import type { Rng } from '../util/rng.js';
-import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
+import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { batchTensor } from './run-inputs.js';
 import type { TrainingData } from './training-data.js';
@@ -27,7 +27,7 @@ export interface BatchStepContext {
   inputShape: number[];
   /** The preprocessing of the training images (its size bounds the crop boxes). */
   preprocessing: Preprocessing;
-  augmentation: TrainAugmentation | undefined;
+  augmentation: BatchAugmentation | undefined;
   /** The variables to differentiate: the model's trainable weights and the loss's own. */
   variables: () => tf.Variable[];
 }
@@ -41,6 +41,7 @@ export function batchStep(context: BatchStepContext): {
 } {
   const { model, loss, trainData, inputShape, preprocessing, augmentation, variables } = context;
   const viewCount = 1 + trainData.augmentedViews.length;
+  const fill = { fill: augmentation?.fill ?? 'black', mean: preprocessing.mean, std: preprocessing.std } as const;
   const drawInputs = (rows: Int32Array, rng: Rng): InputDraw => ({
     ...(viewCount > 1 ? { views: Int32Array.from(rows, () => rng.nextInt(viewCount)) } : {}),
     ...(augmentation ? { augmentation: drawBatchAugmentation(rows.length, preprocessing.height, preprocessing.width, augmentation, rng) } : {}),
@@ -52,7 +53,7 @@ export function batchStep(context: BatchStepContext): {
       // Augment as NHWC images (trainData.inputShape), then back to the model's input shape (e.g. flat for an MLP).
       const { augmentation: boxes } = draw;
       const plain = x;
-      x = tf.tidy(() => tf.reshape(applyBatchAugmentation(tf.reshape(plain, [rows.length, ...trainData.inputShape] as [number, number, number, number]) as tf.Tensor4D, boxes), [rows.length, ...inputShape]));
+      x = tf.tidy(() => tf.reshape(applyBatchAugmentation(tf.reshape(plain, [rows.length, ...trainData.inputShape] as [number, number, number, number]) as tf.Tensor4D, boxes, fill), [rows.length, ...inputShape]));
       plain.dispose();
     }
     try {

@@ -43,6 +43,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       embeddingDim: positiveInt,
       widths: z.array(positiveInt).min(1).default([32, 64, 128, 256]),
       depth: positiveInt.default(1),
+      downsample: z.enum(['stride', 'maxpool']).default('maxpool'),
+      pooling: z.enum(['avg', 'max', 'avgmax']).default('avgmax'),
       hidden: z.array(positiveInt).default([]),
       activation: activation.default('relu'),
       poolBatchNorm: z.boolean().default(false),
@@ -77,7 +79,29 @@ export const samplerSpecSchema = z
   })
   .strict();
 
-/** Optimiser with decoupled weight decay and step-wise learning-rate milestones. */
+/** Learning-rate schedule (lib/train/lr-schedule.ts has the formulas, PyTorch's). */
+export const scheduleSchema = z.discriminatedUnion('kind', [
+  /** Multiply by `optimizer.gamma` at each of `optimizer.milestones` (MultiStepLR). */
+  z.object({ kind: z.literal('milestones') }).strict(),
+  /** Cosine annealing from the learning rate to `minLearningRate` over the run's steps (CosineAnnealingLR). */
+  z.object({ kind: z.literal('cosine'), minLearningRate: z.number().min(0).default(0) }).strict(),
+  /** OneCycleLR (two phases) with max_lr = `optimizer.learningRate`, over the run's steps. */
+  z
+    .object({
+      kind: z.literal('onecycle'),
+      /** Fraction of the steps spent rising from learningRate / divFactor to learningRate. */
+      pctStart: z.number().gt(0).lt(1).default(0.3),
+      /** The initial learning rate is learningRate / divFactor. */
+      divFactor: z.number().positive().default(25),
+      /** The final learning rate is the initial one / finalDivFactor. */
+      finalDivFactor: z.number().positive().default(1e4),
+      /** Annealing within each phase: cosine (PyTorch's default) or linear. */
+      anneal: z.enum(['cos', 'linear']).default('cos'),
+    })
+    .strict(),
+]);
+
+/** Optimiser with decoupled weight decay and a learning-rate schedule. */
 export const optimizerSchema = z
   .object({
     kind: z.enum(['sgd', 'momentum', 'adam']).default('adam'),
@@ -89,11 +113,35 @@ export const optimizerSchema = z
      * normalisation parameters) is multiplied by (1 - lr * weightDecay).
      */
     weightDecay: z.number().min(0).default(0),
-    /** Epochs (1-based, counted from the start) after which the learning rate is multiplied by gamma. */
+    /**
+     * With the `milestones` schedule: the epochs (an `epochs` run) or steps (a `steps` run), counted
+     * from the start, after which the learning rate is multiplied by gamma.
+     */
     milestones: z.array(positiveInt).default([]),
     gamma: z.number().positive().default(0.1),
+    /** The schedule of the learning rate over the run; default `milestones`. */
+    schedule: scheduleSchema.default({ kind: 'milestones' }),
+    /**
+     * Linear warm-up over the first `steps` optimiser steps from `startFactor` x the rate (LinearLR),
+     * with the `milestones` and `cosine` schedules (`onecycle` has its own, `schedule.pctStart`).
+     */
+    warmup: z
+      .object({
+        steps: positiveInt,
+        startFactor: z.number().gt(0).max(1).default(1 / 3),
+      })
+      .strict()
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((o, context) => {
+    if (o.schedule.kind !== 'milestones' && o.milestones.length > 0) {
+      context.addIssue({ code: 'custom', path: ['milestones'], message: `milestones apply to the milestones schedule only, got [${o.milestones.join(', ')}] with schedule ${o.schedule.kind}` });
+    }
+    if (o.schedule.kind === 'onecycle' && o.warmup !== undefined) {
+      context.addIssue({ code: 'custom', path: ['warmup'], message: `onecycle warms up by itself (schedule.pctStart); remove optimizer.warmup (got ${JSON.stringify(o.warmup)})` });
+    }
+  });
 
 /** Input images: size and normalisation; defaults from the model's input shape, mean 0, std 1. */
 export const imageSpecSchema = z
@@ -115,6 +163,17 @@ export const augmentationSchema = z
     flipProbability: z.number().default(0.5),
   })
   .strict();
+
+/**
+ * Augmentation of preloaded training images (`data.augmentation`): the crop and flip above, then a
+ * random rescale about the centre (`rescale`, below 1 zooms out) and a shift by up to `translate`
+ * pixels, the exposed border filled with `fill` (lib/train/batch-affine.ts).
+ */
+export const batchAugmentationSchema = augmentationSchema.extend({
+  rescale: z.tuple([z.number().positive(), z.number().positive()]).optional(),
+  translate: z.number().int().min(0).default(0),
+  fill: z.enum(['white', 'black', 'edge', 'mean']).default('black'),
+});
 
 /**
  * Recipe (c): train a head on features of a frozen ONNX backbone, computed once with onnxruntime
@@ -175,7 +234,7 @@ export const trainConfigSchema = z
          * Augmentation of preloaded training images (models on pixels), applied to the batch tensor
          * each step with per-epoch seeded crop boxes and flips; absent = none.
          */
-        augmentation: augmentationSchema.optional(),
+        augmentation: batchAugmentationSchema.optional(),
       })
       .strict(),
     model: modelSpecSchema,
@@ -183,16 +242,30 @@ export const trainConfigSchema = z
     loss: z.object({ name: z.string() }).loose(),
     sampler: samplerSpecSchema,
     optimizer: optimizerSchema,
-    epochs: positiveInt,
+    /** Passes over the sampler's batches; give this or `steps`. */
+    epochs: positiveInt.optional(),
+    /**
+     * Optimiser steps (batches) of the run, across as many sampler epochs as they take (the last one
+     * cut short); give this or `epochs`. Validation and checkpoints then come every
+     * `validation.everySteps` steps.
+     */
+    steps: positiveInt.optional(),
     seed: z.number().int().min(0).max(0xffffffff).default(0),
     backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu']).default('auto'),
     validation: z
       .object({
-        /** Validate every this many epochs (and after the last). */
+        /** Validate every this many epochs (and after the last); an `epochs` run. */
         every: positiveInt.default(1),
+        /**
+         * A `steps` run: validate and write a checkpoint every this many steps and after the last
+         * (default: the number of batches of the sampler's first epoch, at most `steps`).
+         */
+        everySteps: positiveInt.optional(),
         /** Held-out items used per validation (seeded sample, all labels kept). */
         maxItems: positiveInt.default(5000),
         ks: z.array(positiveInt).default([1, 2, 4, 8]),
+        /** k-means seeding of the NMI (as `dml eval --kmeans-init`); absent: k-means++ in rounds. */
+        kmeansInit: z.enum(['greedy-k-means++', 'k-means++', 'random']).optional(),
         /**
          * Cluster counts of the NMI curve recorded per validation, as `dml eval --cluster-counts` takes them:
          * integers or multiples of the held-out label count (`["1x", "2x", "5x", "10x", "30x"]`, the
@@ -224,7 +297,19 @@ export const trainConfigSchema = z
     /** Output folder: checkpoints, log.jsonl, report.json, config.json, scatter/. */
     out: z.string().min(1),
   })
-  .strict();
+  .strict()
+  .superRefine((c, context) => {
+    if ((c.epochs === undefined) === (c.steps === undefined)) {
+      const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
+      context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });
+    }
+    if (c.steps === undefined && c.validation.everySteps !== undefined) {
+      context.addIssue({ code: 'custom', path: ['validation', 'everySteps'], message: `applies to a steps run only (set steps instead of epochs), got ${c.validation.everySteps} in an epochs run` });
+    }
+    if (c.steps !== undefined && c.optimizer.warmup !== undefined && c.optimizer.schedule.kind === 'cosine' && c.optimizer.warmup.steps >= c.steps) {
+      context.addIssue({ code: 'custom', path: ['optimizer', 'warmup', 'steps'], message: `must be below steps (${c.steps}) with the cosine schedule, got ${c.optimizer.warmup.steps}` });
+    }
+  });
 
 /** `data.features` with its defaults filled in. */
 export type FeaturesSpec = z.output<typeof featuresSpecSchema>;
@@ -233,6 +318,16 @@ export type FeaturesSpec = z.output<typeof featuresSpecSchema>;
 export type TrainConfigInput = z.input<typeof trainConfigSchema>;
 /** A validated config with every default filled in. */
 export type TrainConfig = z.output<typeof trainConfigSchema>;
+
+/** The run's length: a number of epochs or of optimiser steps (exactly one is set, the schema checks it). */
+export type RunBudget = { unit: 'epochs'; epochs: number } | { unit: 'steps'; steps: number };
+
+/** The budget of a validated config. */
+export function runBudget(config: Pick<TrainConfig, 'epochs' | 'steps'>): RunBudget {
+  if (config.steps !== undefined) return { unit: 'steps', steps: config.steps };
+  if (config.epochs !== undefined) return { unit: 'epochs', epochs: config.epochs };
+  throw new DmlError('E_ARG', 'epochs: give exactly one of epochs and steps, got neither');
+}
 
 /** Validates `input`; `source` names the file in the error. One line naming the first bad field. */
 export function parseTrainConfig(input: unknown, source: string): TrainConfig {

@@ -20,6 +20,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { AdamKernel, type AdamScalars } from './wasm/adam-kernel.js';
+import { float32Values } from './ort-backend/float32-values.js';
 
 const f32 = Math.fround;
 
@@ -60,7 +61,9 @@ function registeredVariable(name: string): tf.Variable {
 function writableValues(variable: tf.Variable): { values: Float32Array; inPlace: boolean } {
   const backend = tf.backend();
   if (backend instanceof MathBackendCPU && backend.refCount(variable.dataId) === 1) {
-    return { values: backend.data.get(variable.dataId).values as Float32Array, inPlace: true };
+    const values = backend.data.get(variable.dataId).values;
+    // A variable assigned a cast of integers may hold them in an integer array (float32-values.ts).
+    if (values instanceof Float32Array) return { values, inPlace: true };
   }
   return { values: new Float32Array(variable.dataSync() as Float32Array), inPlace: false };
 }
@@ -71,7 +74,7 @@ function writableValues(variable: tf.Variable): { values: Float32Array; inPlace:
  */
 function gradientValues(gradient: tf.Tensor): Float32Array {
   const backend = tf.backend();
-  if (backend instanceof MathBackendCPU && gradient.dtype === 'float32') return backend.data.get(gradient.dataId).values as Float32Array;
+  if (backend instanceof MathBackendCPU && gradient.dtype === 'float32') return float32Values(backend, gradient);
   return gradient.dataSync() as Float32Array;
 }
 
@@ -92,7 +95,7 @@ abstract class FusedOptimizer extends tf.Optimizer {
     return typeof optimizer === 'object' && optimizer !== null && #fused in optimizer;
   }
 
-  protected readonly learningRate: number;
+  protected learningRate: number;
   protected readonly decay: FusedWeightDecay | undefined;
   /** Slot arrays by variable index; `slotSuffixes` names them. */
   protected slots: Array<{ variableName: string; arrays: Float32Array[] }> = [];
@@ -101,6 +104,11 @@ abstract class FusedOptimizer extends tf.Optimizer {
     super();
     this.learningRate = learningRate;
     this.decay = decay !== undefined && decay.rate !== 0 ? decay : undefined;
+  }
+
+  /** Sets the learning rate of the following steps (a per-step schedule); the state is kept. */
+  setLearningRate(learningRate: number): void {
+    this.learningRate = learningRate;
   }
 
   /** Suffixes of the slot names, in tfjs's order (e.g. `m`, `v`). */
@@ -190,15 +198,13 @@ export class FusedSgdOptimizer extends FusedOptimizer {
     return 'SGD';
   }
   protected readonly slotSuffixes: readonly string[] = [];
-  readonly #negLr: number;
 
   constructor(learningRate: number, decay?: FusedWeightDecay) {
     super(learningRate, decay);
-    this.#negLr = f32(-learningRate);
   }
 
   protected step(w: Float32Array, g: Float32Array, _slots: Float32Array[], decayFactor: number | undefined): void {
-    const c = this.#negLr;
+    const c = f32(-this.learningRate);
     for (let j = 0; j < w.length; j++) w[j] = f32(f32(c * (g[j] as number)) + (w[j] as number));
     if (decayFactor !== undefined) scaleInPlace(w, decayFactor);
   }
@@ -214,17 +220,15 @@ export class FusedMomentumOptimizer extends FusedOptimizer {
     return 'Momentum';
   }
   protected readonly slotSuffixes: readonly string[] = ['momentum'];
-  readonly #negLr: number;
   readonly #momentum: number;
 
   constructor(learningRate: number, momentum: number, decay?: FusedWeightDecay) {
     super(learningRate, decay);
-    this.#negLr = f32(-learningRate);
     this.#momentum = f32(momentum);
   }
 
   protected step(w: Float32Array, g: Float32Array, [a]: Float32Array[], decayFactor: number | undefined): void {
-    const c = this.#negLr;
+    const c = f32(-this.learningRate);
     const m = this.#momentum;
     const acc = a as Float32Array;
     for (let j = 0; j < w.length; j++) {

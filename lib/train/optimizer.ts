@@ -1,6 +1,6 @@
 /**
- * @file Optimisers for the trainer: SGD, SGD with momentum and Adam, a step-wise learning-rate
- * schedule (multiply by gamma after each milestone epoch) and decoupled weight decay.
+ * @file Optimisers for the trainer: SGD, SGD with momentum and Adam, setting the learning rate a
+ * schedule gives (lr-schedule.ts) and decoupled weight decay.
  *
  * tfjs optimisers have no weight decay (STACK.md section 3), so it is applied after each step as
  * w <- w * (1 - lr * weightDecay) on kernels only (SGDW / AdamW style, Loshchilov & Hutter).
@@ -29,13 +29,8 @@ export interface OptimizerOptions {
   decayed: DecayFilter;
 }
 
-type OptimizerConfig = TrainConfig['optimizer'];
-
-/** Learning rate in effect during `epoch` (0-based): lr * gamma^(milestones <= epoch). */
-export function learningRateAt(config: OptimizerConfig, epoch: number): number {
-  const passed = config.milestones.filter((m) => m <= epoch).length;
-  return config.learningRate * config.gamma ** passed;
-}
+/** The fields of `optimizer` that choose the optimiser (the learning rate is given separately). */
+type OptimizerConfig = Pick<TrainConfig['optimizer'], 'kind' | 'momentum' | 'weightDecay'>;
 
 /**
  * A fresh optimiser of the configured kind at learning rate `lr`; with `options.fused`, the fused
@@ -97,6 +92,19 @@ export async function setOptimizerWeights(optimizer: tf.Optimizer, weights: Arra
   const steps = (optimizer as unknown as { iterations: number }).iterations;
   adam.accBeta1.assign(tf.scalar(runningPower(adam.beta1, steps)));
   adam.accBeta2.assign(tf.scalar(runningPower(adam.beta2, steps)));
+}
+
+/**
+ * Sets the learning rate of `optimizer`'s following steps in place, keeping its state (a per-step
+ * schedule would otherwise copy every moment each step through {@link withLearningRate}). The fused
+ * optimisers have a setter; tfjs's SGD and Momentum have `setLearningRate`, which rebuilds the
+ * scalar they multiply by; tfjs's Adam reads its `learningRate` field in every step.
+ */
+export function setLearningRate(optimizer: tf.Optimizer, lr: number): void {
+  const target = optimizer as tf.Optimizer & { setLearningRate?: (lr: number) => void; learningRate?: number };
+  if (typeof target.setLearningRate === 'function') target.setLearningRate(lr);
+  else if (optimizer.getClassName() === 'Adam') target.learningRate = lr;
+  else throw new Error(`cannot set the learning rate of a ${optimizer.getClassName()} optimizer`);
 }
 
 /**

@@ -2,7 +2,7 @@
  * @file What makes two training configurations the same run, for `--resume`, and what a new run does
  * to a folder that already holds one.
  *
- * A run's identity is its configuration without the fields a resume may change: `epochs` (the budget),
+ * A run's identity is its configuration without the fields a resume may change: `epochs` or `steps` (the budget),
  * `out` (where the folder is: a relative or absolute spelling, a trailing slash or a moved copy is the
  * same run) and `backend` (checkpoints move between backends). The checkpoint keeps the identity itself
  * beside its hash, so a refused resume names the fields that differ.
@@ -12,8 +12,8 @@ import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
-/** Configuration fields a resume may change (see the file comment). */
-export const RESUMABLE_FIELDS = ['epochs', 'out', 'backend'] as const;
+/** Configuration fields a resume may change (see the file comment): the budget, where the folder is, the backend. */
+export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend'] as const;
 
 /** The identity of `config`: a copy without {@link RESUMABLE_FIELDS}, and its hash. */
 export function runIdentity(config: object): { identity: Record<string, unknown>; hash: string } {
@@ -22,9 +22,12 @@ export function runIdentity(config: object): { identity: Record<string, unknown>
   return { identity, hash: sha256(canonicalJson(identity)) };
 }
 
-/** The hash checkpoints written before identities were kept used: everything but `epochs`. */
+/**
+ * The hash checkpoints written before identities were kept used: the configuration but `epochs`, with
+ * none of the fields the trainer now adds to the identity (`budgetUnit`, `scheduleSteps`).
+ */
 export function legacyConfigHash(config: object): string {
-  return sha256(canonicalJson({ ...config, epochs: undefined }));
+  return sha256(canonicalJson({ ...config, epochs: undefined, budgetUnit: undefined, scheduleSteps: undefined }));
 }
 
 /** Dotted paths of the leaves where `a` and `b` differ (arrays compare whole), with both values. */

@@ -10,13 +10,19 @@
  * triplet scatter diagram (with the LoOp synthetic negatives for LoOp losses), a checkpoint, and a
  * JSONL log line per step and per epoch. Epoch 0 of the history is the untrained model.
  *
- * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues with the next epoch; since
- * batches depend only on (seed, epoch) and checkpoints are taken at epoch ends, a resumed run repeats
- * exactly what an uninterrupted one would have done. A resume changes nothing in the run folder until
+ * The budget is `epochs` or `steps` (config.ts): a `steps` run takes that many optimiser steps across
+ * as many sampler epochs as they need and validates, logs and checkpoints every
+ * `validation.everySteps` steps instead of at epoch ends. The learning rate is set per step by the
+ * schedule (lr-schedule.ts) and logged with every step.
+ *
+ * Resuming (`resume: true`) loads `<out>/checkpoints/last` and continues after the step it was taken
+ * at; since batches and input draws depend only on (seed, epoch), and a resume inside an epoch
+ * replays the draws of the steps already taken, a resumed run repeats exactly what an uninterrupted
+ * one would have done. A resume changes nothing in the run folder until
  * every check has passed and its first step has trained: a refused or failed resume (another
- * configuration, fewer epochs than the checkpoint holds, a corrupt checkpoint) leaves it byte for byte
- * as it was. It then cuts log.jsonl back to the checkpoint's epochs (dropping the lines of an epoch a
- * crash or kill -9 interrupted) and rewrites config.json.
+ * configuration, a smaller budget than the checkpoint holds, a corrupt checkpoint) leaves it byte for
+ * byte as it was. It then cuts log.jsonl back to the checkpoint's step (dropping the lines a crash or
+ * kill -9 interrupted) and rewrites config.json.
  *
  * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
@@ -29,38 +35,43 @@ import { applyClassSplit, parseClassList } from '../data/class-split.js';
 import { openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import { validateAugmentation } from '../image/validate.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
-import type { TrainConfig } from './config.js';
+import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
 import { createLoss } from './losses/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { buildModel } from './models/build-model.js';
 import type { ModelSpec } from './models/model-spec.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, learningRateAt, withLearningRate } from './optimizer.js';
+import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-schedule.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
+import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
-import { validateEpoch } from './validation.js';
+import { validateEpoch, type ValidationPoint } from './validation.js';
 import { relabelTrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
+  /** The epoch (1-based) of the period's last step; 0 for the untrained model. */
   epoch: number;
+  /** Optimiser steps taken since the start of the run when the record was made (absent in records of older runs). */
+  globalStep?: number;
   /** Mean loss over steps with a valid tuple (null for epoch 0 and for epochs without any). */
   loss: number | null;
   /** Fraction of anchors (or tuples) with a valid tuple, over the epoch. */
   validFraction: number | null;
-  /** Steps that updated the weights / all steps. */
+  /** Steps that updated the weights / all steps, of this period (an epoch, or `validation.everySteps` steps of a `steps` run). */
   updates: number;
   steps: number;
+  /** The learning rate of the period's last step. */
   learningRate: number;
   seconds: number;
   stepsPerSecond: number | null;
@@ -126,13 +137,39 @@ const CHECKPOINT = 'checkpoints/last';
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
 
+/** Where a run stands: the epoch (1-based) of the last step taken, the steps taken of it, the steps taken in all. */
+interface RunPosition {
+  epoch: number;
+  epochStep: number;
+  globalStep: number;
+}
+
+/** The state saved with each checkpoint besides its {@link RunPosition}. */
+interface CheckpointState {
+  epoch: number;
+  history: EpochRecord[];
+  configHash: string;
+  /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
+  identity?: Record<string, unknown>;
+  lossVariables?: number[][];
+  lossGenerator?: number[] | undefined;
+}
+
+/** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
+function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): string {
+  const r = history[history.length - 1];
+  if (r === undefined) return 'none';
+  return unit === 'steps' ? `step ${r.globalStep ?? 0}` : `epoch ${r.epoch}`;
+}
+
 /**
- * Cuts the JSONL log `file` back to the entries of epochs up to `epoch` (those of the checkpoint a
- * resume starts from), dropping the lines of an epoch interrupted after it (and a line cut short by a
- * kill), so the resumed run's lines follow without repeats. Atomic; the file is left alone when nothing
- * is dropped or when it does not exist.
+ * Cuts the JSONL log `file` back to the entries up to `position` (the checkpoint a resume starts
+ * from), dropping the lines of steps taken after it (and a line cut short by a kill), so the resumed
+ * run's lines follow without repeats. Entries are placed by their `globalStep` (lines written before
+ * step budgets existed: by their epoch). Atomic; the file is left alone when nothing is dropped or
+ * when it does not exist.
  */
-async function truncateLog(file: string, epoch: number): Promise<void> {
+async function truncateLog(file: string, position: RunPosition): Promise<void> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -142,13 +179,19 @@ async function truncateLog(file: string, epoch: number): Promise<void> {
   }
   const kept = text.split('\n').filter((line) => {
     try {
-      return (JSON.parse(line) as { epoch?: unknown }).epoch as number <= epoch;
+      const entry = JSON.parse(line) as { epoch?: unknown; globalStep?: unknown };
+      return typeof entry.globalStep === 'number' ? entry.globalStep <= position.globalStep : (entry.epoch as number) <= position.epoch;
     } catch {
       return false; // empty or cut short
     }
   });
   const next = kept.map((line) => `${line}\n`).join('');
   if (next !== text) await writeFileAtomic(file, next);
+}
+
+/** The progress line of a validation point of a `steps` run: as {@link describeEpoch}, by step. */
+export function describeStep(r: EpochRecord, steps: number): string {
+  return describeEpoch(r, 0).replace(/^epoch \d+\/0/, `step ${r.globalStep}/${steps} (epoch ${r.epoch})`);
 }
 
 /** The progress line of one epoch: loss, valid fraction, speed and the validation metrics. */
@@ -199,7 +242,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (config.data.features && config.data.augmentation) {
     throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
   }
-  if (config.data.augmentation) validateAugmentation(config.data.augmentation, 'data.augmentation');
+  if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
   const model = await buildModel(modelSpec, config.seed);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
@@ -221,33 +264,66 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     loss: { name: loss.name, ...loss.config },
     sampler: sampler.describe(),
   };
-  // What a resume must share with the run it continues (run-identity.ts: all but epochs, out, backend).
-  const { identity, hash: configHash } = runIdentity(config);
-  let currentLearningRate = learningRateAt(config.optimizer, 0);
+  const budget = runBudget(config);
+  // Batches per sampler epoch (0-based), computed once each.
+  const epochLengths = new Map<number, number>();
+  const stepsOfEpoch = (epoch0: number): number => {
+    let n = epochLengths.get(epoch0);
+    if (n === undefined) epochLengths.set(epoch0, (n = sampler.batchesOfEpoch(epoch0).length));
+    return n;
+  };
+  if (stepsOfEpoch(0) === 0) throw new DmlError('E_EMPTY', `the sampler gives no batch in an epoch (${sampler.describe().kind}); nothing to train`);
+  /** Steps of the whole run: `steps`, or the batches of every epoch (only computed when a schedule needs it). */
+  const totalSteps = (): number => {
+    if (budget.unit === 'steps') return budget.steps;
+    let n = 0;
+    for (let e = 0; e < budget.epochs; e++) n += stepsOfEpoch(e);
+    return n;
+  };
+  const scheduleSteps = needsTotalSteps(config.optimizer) || config.optimizer.warmup !== undefined ? totalSteps() : 0;
+  checkSchedule(config.optimizer, scheduleSteps);
+  const milestoneUnit = budget.unit;
+  const lrAt = (step: number, epoch0: number): number => scheduledLearningRate(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
+  /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
+  const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
+
+  // What a resume must share with the run it continues (run-identity.ts: all but the budget, out and
+  // backend). A schedule over the run's total steps (cosine, onecycle, a warm-up) fixes the budget too.
+  const { identity, hash: configHash } = runIdentity({ ...config, budgetUnit: budget.unit, scheduleSteps });
+  let currentLearningRate = lrAt(0, 0);
   // The variables that get weight decay, set once the model is final (a resume replaces it below).
   let kernels: tf.Variable[] = [];
   let kernelNames = new Set<string>();
   const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
   let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
   let history: EpochRecord[] = [];
-  let startEpoch = 0;
+  /** Where the run stands: the epoch (1-based) of the last step taken, steps taken of it, steps taken in all. */
+  let position: RunPosition = { epoch: 0, epochStep: 0, globalStep: 0 };
   /** The loss generator's state saved with the checkpoint; restored after the probe step below. */
   let resumedGenerator: number[] | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
     const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
-    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; identity?: unknown; lossVariables?: number[][]; lossGenerator?: number[] } | undefined;
+    const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
-    checkResumeIdentity(checkpointDir, state, config);
-    if (state.epoch > config.epochs) {
+    checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
+    // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
+    position = {
+      epoch: state.epoch,
+      epochStep: state.epochStep ?? (state.epoch > 0 ? stepsOfEpoch(state.epoch - 1) : 0),
+      globalStep: state.globalStep ?? Array.from({ length: state.epoch }, (_, e) => stepsOfEpoch(e)).reduce((a, b) => a + b, 0),
+    };
+    if (budget.unit === 'epochs' && position.epoch > budget.epochs) {
       throw new DmlError(
         'E_ARG',
-        `Cannot resume from ${checkpointDir}: it is at epoch ${state.epoch}, past the ${config.epochs} epoch(s) asked for; give --epochs ${state.epoch} or more`,
+        `Cannot resume from ${checkpointDir}: it is at epoch ${position.epoch}, past the ${budget.epochs} epoch(s) asked for; give --epochs ${position.epoch} or more`,
       );
+    }
+    if (budget.unit === 'steps' && position.globalStep > budget.steps) {
+      throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it is at step ${position.globalStep}, past the ${budget.steps} step(s) asked for; give --steps ${position.globalStep} or more`);
     }
     optimizer = loaded.optimizer ?? optimizer;
     history = state.history;
-    startEpoch = state.epoch;
     // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
     loss.trainableVariables.forEach((v, i) => {
       const values = state.lossVariables?.[i];
@@ -258,17 +334,19 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
       resumedGenerator = state.lossGenerator;
     }
-    currentLearningRate = Number.NaN; // re-create at the resumed epoch's rate, keeping the restored state
-    log(`resuming after epoch ${startEpoch}`);
+    currentLearningRate = Number.NaN; // set at the resumed step's rate, keeping the restored state
+    log(`resuming after ${budget.unit === 'steps' ? `step ${position.globalStep}` : `epoch ${position.epoch}`}`);
   }
   const logFile = path.join(out, 'log.jsonl');
+  /** The checkpoint's position: the log is cut back to it (`position` moves on with the steps). */
+  const resumedAt = position;
   // Nothing in the run folder changes until every check has passed and, for a resume, the first step
   // has trained: a refused or failed resume leaves the folder byte for byte as it was.
   let folderReady = false;
   const prepareFolder = async (): Promise<void> => {
     if (folderReady) return;
     folderReady = true;
-    if (options.resume) await truncateLog(logFile, startEpoch);
+    if (options.resume) await truncateLog(logFile, resumedAt);
     else {
       await mkdir(out, { recursive: true });
       await rm(logFile, { force: true });
@@ -312,34 +390,64 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
 
   const validation = { config, out, validationData, trainData, inputShape, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
-  const validate = (epoch: number, record: EpochRecord): Promise<void> => validateEpoch(validation, model, epoch, record);
+  const budgetLabel = budget.unit === 'steps' ? `${budget.steps} steps` : `${budget.epochs} epochs`;
+  const describe = (record: EpochRecord): string => (budget.unit === 'steps' ? describeStep(record, budget.steps) : describeEpoch(record, budget.epochs));
+  const finished = (p: RunPosition): boolean =>
+    budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
+  const saveState = async (): Promise<void> => {
+    const state: CheckpointState & RunPosition = { ...position, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() };
+    await saveCheckpoint(checkpointDir, { model, optimizer, state });
+  };
+  /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
+  const closePeriod = async (record: EpochRecord): Promise<void> => {
+    const last = finished(position);
+    const point: ValidationPoint =
+      budget.unit === 'steps'
+        ? { unit: 'step', index: position.globalStep, ordinal: history.length, last }
+        : { unit: 'epoch', index: position.epoch, ordinal: position.epoch, last: last || position.epoch === 0 };
+    await validateEpoch(validation, model, point, record);
+    history.push(record);
+    await writeLog({ type: budget.unit === 'steps' ? 'validation' : 'epoch', ...record });
+    await saveState();
+    log(describe(record));
+  };
 
   if (!options.resume) await prepareFolder();
   if (history.length === 0) {
-    const untrained: EpochRecord = { epoch: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: learningRateAt(config.optimizer, 0), seconds: 0, stepsPerSecond: null };
-    await validate(0, untrained);
-    history.push(untrained);
-    await writeLog({ type: 'epoch', ...untrained });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
-    log(describeEpoch(untrained, config.epochs));
+    const untrained: EpochRecord = { epoch: 0, globalStep: 0, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: lrAt(0, 0), seconds: 0, stepsPerSecond: null };
+    await closePeriod(untrained);
   }
 
-  for (let epoch = startEpoch + 1; epoch <= config.epochs; epoch++) {
+  // One period: the steps up to the next validation point (the end of an epoch, or everySteps steps).
+  let period = { lossSum: 0, updates: 0, validSum: 0, totalSum: 0, steps: 0, start: performance.now() };
+  let lr = lrAt(position.globalStep, Math.max(0, position.epoch - 1));
+  while (!finished(position)) {
     if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Training cancelled');
-    const lr = learningRateAt(config.optimizer, epoch - 1);
-    if (lr !== currentLearningRate) {
-      optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
-      currentLearningRate = lr;
-    }
+    // The epoch to continue: the current one if it has batches left, else the next.
+    const epoch = position.epoch > 0 && position.epochStep < stepsOfEpoch(position.epoch - 1) ? position.epoch : position.epoch + 1;
     const batches = sampler.batchesOfEpoch(epoch - 1);
     const inputRng = epochRng(AUGMENTATION_STREAM ^ config.seed, epoch - 1);
-    const progress = createProgress(`epoch ${epoch}/${config.epochs}`);
-    const start = performance.now();
-    let lossSum = 0;
-    let updates = 0;
-    let validSum = 0;
-    let totalSum = 0;
-    for (const [step, rows] of batches.entries()) {
+    if (batches.length === 0) {
+      // An epoch without a batch: an empty period of an epochs run; a steps run moves on.
+      position = { epoch, epochStep: 0, globalStep: position.globalStep };
+      if (budget.unit === 'epochs') {
+        await closePeriod({ epoch, globalStep: position.globalStep, loss: null, validFraction: null, updates: 0, steps: 0, learningRate: lr, seconds: 0, stepsPerSecond: null });
+        period = { lossSum: 0, updates: 0, validSum: 0, totalSum: 0, steps: 0, start: performance.now() };
+      }
+      continue;
+    }
+    const firstStep = epoch === position.epoch ? position.epochStep : 0;
+    // A resume in the middle of an epoch replays the input draws of the steps already taken.
+    for (let step = 0; step < firstStep; step++) drawInputs(batches[step] as Int32Array, inputRng);
+    const progress = createProgress(budget.unit === 'steps' ? `epoch ${epoch} (of ${budgetLabel})` : `epoch ${epoch}/${budget.epochs}`);
+    for (let step = firstStep; step < batches.length; step++) {
+      const rows = batches[step] as Int32Array;
+      lr = lrAt(position.globalStep, epoch - 1);
+      if (lr !== currentLearningRate) {
+        if (Number.isNaN(currentLearningRate)) optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
+        else setLearningRate(optimizer, lr);
+        currentLearningRate = lr;
+      }
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       const counts = { valid: 0, total: 0 };
       const { value, grads } = gradientsOf(rows, counts, drawInputs(rows, inputRng));
@@ -350,44 +458,48 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         tf.dispose(grads);
         throw new DmlError(
           'E_NUMERIC',
-          `Training diverged at epoch ${epoch}, step ${step + 1}: the ${loss.name} loss is ${lossValue}; the last good checkpoint (epoch ${epoch - 1}) is kept at ${checkpointDir}. Lower optimizer.learningRate.`,
+          `Training diverged at epoch ${epoch}, step ${step + 1}: the ${loss.name} loss is ${lossValue}; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}. Lower optimizer.learningRate.`,
         );
       }
       if (validCount > 0) {
         optimizer.applyGradients(grads as Record<string, tf.Tensor>);
         if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
-        lossSum += lossValue;
-        updates++;
+        period.lossSum += lossValue;
+        period.updates++;
       }
       tf.dispose(grads);
-      validSum += validCount;
-      totalSum += totalCount;
-      await writeLog({ type: 'step', epoch, step: step + 1, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      period.validSum += validCount;
+      period.totalSum += totalCount;
+      period.steps++;
+      position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
+      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
       progress.update(step + 1, batches.length);
+      const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
+      if (!endOfPeriod) continue;
+      const seconds = (performance.now() - period.start) / 1000;
+      for (const w of model.weights) {
+        const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
+        if (bad) {
+          throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${w.name} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);
+        }
+      }
+      const record: EpochRecord = {
+        epoch,
+        globalStep: position.globalStep,
+        loss: period.updates > 0 ? period.lossSum / period.updates : null,
+        validFraction: period.totalSum > 0 ? period.validSum / period.totalSum : null,
+        updates: period.updates,
+        steps: period.steps,
+        learningRate: lr,
+        seconds,
+        stepsPerSecond: period.steps / seconds,
+      };
+      if (step + 1 === batches.length || finished(position)) progress.stop();
+      await closePeriod(record);
+      period = { lossSum: 0, updates: 0, validSum: 0, totalSum: 0, steps: 0, start: performance.now() };
+      if (finished(position)) break;
     }
     progress.stop();
-    const seconds = (performance.now() - start) / 1000;
-    for (const w of model.weights) {
-      const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
-      if (bad) {
-        throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${w.name} holds NaN or Inf; the last good checkpoint (epoch ${epoch - 1}) is kept at ${checkpointDir}`);
-      }
-    }
-    const record: EpochRecord = {
-      epoch,
-      loss: updates > 0 ? lossSum / updates : null,
-      validFraction: totalSum > 0 ? validSum / totalSum : null,
-      updates,
-      steps: batches.length,
-      learningRate: lr,
-      seconds,
-      stepsPerSecond: batches.length / seconds,
-    };
-    await validate(epoch, record);
-    history.push(record);
-    await writeLog({ type: 'epoch', ...record });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
-    log(describeEpoch(record, config.epochs));
   }
 
   await prepareFolder(); // a resume with no epoch left to train still records its config and report

@@ -1,5 +1,5 @@
 /**
- * @file Validation of a training run at the end of an epoch: the held-out sample embedded with the
+ * @file Validation of a training run at the end of an epoch (or every `validation.everySteps` steps of a `steps` run): the held-out sample embedded with the
  * current model and scored by the evaluator (Recall@K, MAP@R, NMI, the NMI curve over
  * `validation.clusterCounts` and NMI+), and on scatter epochs the triplet scatter diagram of the
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
@@ -28,21 +28,34 @@ export interface ValidationContext {
 }
 
 /**
- * Validates `model` after `epoch` when the config asks for it (every `validation.every` epochs, epoch
- * 0 and the last), filling `record.validation` and, on scatter epochs, `record.scatter`.
+ * Where a run is validated: after epoch `index` (an `epochs` run) or after global step `index` (a
+ * `steps` run, every `validation.everySteps` steps); `ordinal` counts the validation points from 0 (the
+ * untrained model), `last` marks the end of the run.
  */
-export async function validateEpoch(context: ValidationContext, model: tf.LayersModel, epoch: number, record: EpochRecord): Promise<void> {
+export interface ValidationPoint {
+  unit: 'epoch' | 'step';
+  index: number;
+  ordinal: number;
+  last: boolean;
+}
+
+/**
+ * Validates `model` at `point` when the config asks for it (an `epochs` run: every `validation.every`
+ * epochs, epoch 0 and the last; a `steps` run: at every point), filling `record.validation` and, on
+ * scatter points (every `scatter.every`-th point, and the last), `record.scatter`.
+ */
+export async function validateEpoch(context: ValidationContext, model: tf.LayersModel, point: ValidationPoint, record: EpochRecord): Promise<void> {
   const { config, out, validationData, trainData, inputShape, loopGeometry } = context;
   if (!validationData) return;
-  const last = epoch === config.epochs;
-  if (epoch % config.validation.every !== 0 && !last && epoch !== 0) return;
+  const { last, ordinal } = point;
+  if (point.unit === 'epoch' && ordinal % config.validation.every !== 0 && !last && ordinal !== 0) return;
   const set = embedAll(model, validationData, inputShape);
   const { metrics } = await evaluateEmbeddings(set, null, {
     ks: config.validation.ks,
     clusterCounts: config.validation.clusterCounts,
     clusterSet: 'union',
     index: { kind: 'exact', chunkSize: 512 },
-    kmeans: { seed: config.seed },
+    kmeans: { seed: config.seed, ...(config.validation.kmeansInit !== undefined ? { init: config.validation.kmeansInit } : {}) },
   });
   record.validation = {
     recall: metrics.recall,
@@ -52,7 +65,7 @@ export async function validateEpoch(context: ValidationContext, model: tf.Layers
     nmiPlus: metrics.nmiPlus,
     queryCount: metrics.queryCount,
   };
-  if (epoch % config.scatter.every === 0 || last) {
+  if (ordinal % config.scatter.every === 0 || last) {
     const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
     const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, {
       maxPoints: config.scatter.maxPoints,
@@ -64,6 +77,6 @@ export async function validateEpoch(context: ValidationContext, model: tf.Layers
       points: scatter.points.length,
       ...(scatter.loop ? { loopCorrectFraction: scatter.loop.correctFraction } : {}),
     };
-    await writeScatterFiles(out, epoch, scatter, config.scatter.set);
+    await writeScatterFiles(out, point.index, scatter, config.scatter.set, point.unit);
   }
 }

@@ -211,13 +211,15 @@ describe('export/layer-converters: per-layer round trips through onnxruntime', f
   });
 
   describe('the models the trainer builds', () => {
-    it('mlp (batch norm, elu), cnn (batch norm), convnet (strided convs, batch norm, GAP, batch norm of the pooled features) and tfjs-backbone (a Keras model.json + pooling + head)', async () => {
+    it('mlp (batch norm, elu), cnn (batch norm), convnet (strided convs, batch norm, GAP, batch norm of the pooled features; max-pool downsampling with [GAP, GMP]) and tfjs-backbone (a Keras model.json + pooling + head)', async () => {
       const mlp = await buildModel({ kind: 'mlp', inputDim: 12, hidden: [8, 6], embeddingDim: 4, activation: 'elu', batchNorm: true }, 1);
       const cnn = await buildModel({ kind: 'cnn', inputShape: [12, 10, 3], filters: [4, 6], hidden: [8], embeddingDim: 4, batchNorm: true }, 2);
       // 13x10: stride-2 'same' convolutions with pads 1/1 on 13, 0/1 on 10, then 7x5 -> 4x3.
-      const convnet = await buildModel({ kind: 'convnet', inputShape: [13, 10, 3], widths: [4, 6], depth: 2, hidden: [5], poolBatchNorm: true, embeddingDim: 4 }, 2);
+      const convnet = await buildModel({ kind: 'convnet', inputShape: [13, 10, 3], widths: [4, 6], depth: 2, downsample: 'stride', pooling: 'avg', hidden: [5], poolBatchNorm: true, embeddingDim: 4 }, 2);
+      // The defaults: max-pool downsampling and [average, max] pooling.
+      const convnetMax = await buildModel({ kind: 'convnet', inputShape: [13, 10, 3], widths: [4, 6, 5], depth: 2, hidden: [5], poolBatchNorm: true, embeddingDim: 4 }, 3);
       const backbone = await buildModel({ kind: 'tfjs-backbone', modelJson: 'spec/fixtures/train/tiny-keras/model.json', embeddingDim: 4, hidden: [5], trainBackbone: false }, 3);
-      for (const model of [mlp, cnn, convnet, backbone]) {
+      for (const model of [mlp, cnn, convnet, convnetMax, backbone]) {
         randomizeWeights(model, 4);
         await expectParity(model);
         model.dispose();

@@ -281,7 +281,7 @@ describe('metrics/kmeans', () => {
       [() => kmeans(x, n, dim, { k: 0, seed: 1 }), /for k but received 0/],
       [() => kmeans(x, n, dim, { k, seed: 1.5 }), /for seed but received 1.5/],
       [() => kmeans(x, n, dim, { k, seed: 1, maxIterations: -1 }), /^Expected an integer >= 0 for maxIterations but received -1$/],
-      [() => kmeans(x, n, dim, { k, seed: 1, init: 'greedy' as never }), /^Expected 'k-means\+\+' or 'random' for init but received "greedy"$/],
+      [() => kmeans(x, n, dim, { k, seed: 1, init: 'greedy' as never }), /^Expected 'greedy-k-means\+\+' or 'k-means\+\+' or 'random' for init but received "greedy"$/],
       [() => kmeans(x, n, dim, { k, seed: 1, roundFraction: -0.5 }), /^Expected a finite number >= 0 for roundFraction but received -0.5$/],
       [() => kmeansSweep(x, n, dim, [2, 401], { seed: 1 }), /^Expected an integer in \[1, 400\] for ks\[1\] but received 401$/],
       [() => kmeansSweep(x, n, dim, [], { seed: 1 }), /for ks but received/],

@@ -148,7 +148,7 @@ describe('train/backend', () => {
 
   it('a convnet needs only the convolution kernels beyond the common ones: batch norm and global average pooling train on every backend', async function () {
     this.timeout(20000);
-    const convnet = await buildModel({ kind: 'convnet', inputShape: [8, 8, 2], widths: [3, 4], depth: 2, hidden: [], embeddingDim: 3 }, 1);
+    const convnet = await buildModel({ kind: 'convnet', inputShape: [8, 8, 2], widths: [3, 4], depth: 2, downsample: 'stride', pooling: 'avg', hidden: [], embeddingDim: 3 }, 1);
     expect(modelKernels(convnet, false)).to.deep.equal(['Conv2D']);
     expect(modelKernels(convnet, true)).to.deep.equal(['Conv2D', 'Conv2DBackpropFilter', 'Conv2DBackpropInput']);
     // Every kernel a training step really runs (batch-norm moments and gradient, the Mean of the pooling

@@ -33,7 +33,7 @@ describe('train/config', () => {
 
   it('convnet: fills widths [32, 64, 128, 256], depth 1, hidden [], relu; rejects an empty widths and fields of other kinds', async () => {
     const config = parseTrainConfig({ ...minimal, model: { kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8 } }, 'train.json');
-    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, hidden: [], activation: 'relu', poolBatchNorm: false });
+    expect(config.model).to.deep.equal({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 8, widths: [32, 64, 128, 256], depth: 1, downsample: 'maxpool', pooling: 'avgmax', hidden: [], activation: 'relu', poolBatchNorm: false });
     const model = (extra: Record<string, unknown>): TrainConfigInput => ({ ...minimal, model: { kind: 'convnet', inputShape: [32, 32, 3], embeddingDim: 8, ...extra } as TrainConfigInput['model'] });
     await expectDmlError(() => parseTrainConfig(model({ widths: [] }), 'a.json'), 'E_ARG', /^a\.json: model\.widths: /);
     await expectDmlError(() => parseTrainConfig(model({ depth: 0 }), 'a.json'), 'E_ARG', /^a\.json: model\.depth: /);
@@ -47,7 +47,8 @@ describe('train/config', () => {
     expect(files).to.include.members(['fashion-mnist-cnn.json', 'fashion-mnist-convnet.json', 'fashion-mnist-mlp.json']);
     for (const f of files) parseTrainConfig(JSON.parse(readFileSync(path.join(dir, f), 'utf8')), f);
     const convnet = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet.json'), 'utf8')), 'fashion-mnist-convnet.json');
-    expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, hidden: [], embeddingDim: 16, activation: 'relu', poolBatchNorm: false });
+    // Pinned to the variant the README's table measured with it (stride-2 stages, average pooling).
+    expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, downsample: 'stride', pooling: 'avg', hidden: [], embeddingDim: 16, activation: 'relu', poolBatchNorm: false });
     expect(convnet.loss).to.deep.equal({ name: 'ephn', order: 2 });
     const pooled = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet-pool-bn.json'), 'utf8')), 'fashion-mnist-convnet-pool-bn.json');
     expect(pooled.model).to.deep.equal({ ...convnet.model, poolBatchNorm: true });

@@ -331,6 +331,17 @@ describe('train', function () {
     expect(stepLosses(path.join(dir, 'plain'))).not.to.deep.equal(stepLosses(path.join(dir, 'a1')));
   });
 
+  it('rescales (zooming out) and translates preloaded images with a fill, deterministically for a seed', async () => {
+    const affine = { scale: [1, 1], ratio: [1, 1], flipProbability: 0, rescale: [0.7, 1], translate: 3, fill: 'white' };
+    const config = (out: string, augmentation: Record<string, unknown>): TrainConfigInput =>
+      tinyConfig(out, { data: { ...tinyConfig(out).data, augmentation: augmentation as never }, epochs: 1 });
+    await train(parseTrainConfig(config(path.join(dir, 'r1'), affine), 'test'));
+    await train(parseTrainConfig(config(path.join(dir, 'r2'), affine), 'test'));
+    await train(parseTrainConfig(config(path.join(dir, 'still'), { scale: [1, 1], ratio: [1, 1], flipProbability: 0 }), 'test'));
+    expect(stepLosses(path.join(dir, 'r2'))).to.deep.equal(stepLosses(path.join(dir, 'r1')));
+    expect(stepLosses(path.join(dir, 'still'))).not.to.deep.equal(stepLosses(path.join(dir, 'r1')));
+  });
+
   it('keeps no temporary files in the output', async () => {
     const out = path.join(dir, 'clean');
     await train(parseTrainConfig(tinyConfig(out, { epochs: 1 }), 'test'));

@@ -53,12 +53,18 @@ export interface CnnModelSpec {
 }
 
 /**
- * (b') Compact CNN for real image sets: per entry of `widths` one stage, whose first 3x3 convolution has
- * stride 2 (halving height and width, 'same' padding, no bias) followed by BatchNormalization and the
- * activation, then `depth - 1` further 3x3 stride-1 convolution + BatchNormalization + activation
- * blocks; after the last stage GlobalAveragePooling2D, optionally BatchNormalization of the pooled
- * features (`poolBatchNorm`), and the head.
+ * (b') Compact CNN for real image sets: per entry of `widths` one stage of `depth` 3x3 convolution
+ * ('same' padding, no bias) + BatchNormalization + activation blocks. Every stage halves height and
+ * width: with `downsample: "maxpool"` (default) the very first convolution has stride 2 and every
+ * later stage starts with a 2x2 max-pool; with `"stride"` the first convolution of every stage has
+ * stride 2. After the last stage global pooling (`pooling`: average, max, or both concatenated,
+ * default both), optionally BatchNormalization of the pooled features (`poolBatchNorm`), and the head.
  */
+/** How a convnet stage halves height and width. */
+export type ConvnetDownsample = 'stride' | 'maxpool';
+/** A convnet's global pooling. */
+export type ConvnetPooling = 'avg' | 'max' | 'avgmax';
+
 export interface ConvnetModelSpec {
   kind: 'convnet';
   /** NHWC input without the batch axis: [height, width, channels]; height and width at least 2^stages. */
@@ -66,8 +72,12 @@ export interface ConvnetModelSpec {
   embeddingDim: number;
   /** Channels of each stage (one stage per entry). Default [32, 64, 128, 256]. */
   widths?: number[];
-  /** 3x3 convolutions per stage, the first of them strided. Default 1. */
+  /** 3x3 convolutions per stage. Default 1. */
   depth?: number;
+  /** How stages after the first halve the map: a 2x2 max-pool (`maxpool`, default) or a stride-2 convolution (`stride`). */
+  downsample?: ConvnetDownsample;
+  /** Global pooling after the last stage: average, max, or both concatenated (`avgmax`, default). */
+  pooling?: ConvnetPooling;
   /** Hidden Dense widths between the pooled features and the embedding. Default []. */
   hidden?: number[];
   /** Activation after every batch normalisation (stages and hidden head layers). Default `relu`. */

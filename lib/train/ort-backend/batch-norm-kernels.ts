@@ -22,6 +22,7 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL } from '../ops/batch-norm-training.js';
 import { batchNormTrainingBackward, batchNormTrainingForward } from '../wasm/batch-norm-simd.js';
 import { cpuKernel } from './cpu-fallback.js';
+import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
@@ -56,7 +57,7 @@ function tile(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const { x } = args.inputs as { x: tf.TensorInfo };
   const { reps } = args.attrs as { reps: number[] };
   if (x.dtype !== 'float32' || reps.length !== x.shape.length) return cpuKernel('Tile', args);
-  const out = tileValues(backend.data.get(x.dataId).values as Float32Array, x.shape, reps);
+  const out = tileValues(float32Values(backend, x), x.shape, reps);
   return backend.makeTensorInfo(
     x.shape.map((d, i) => d * (reps[i] as number)),
     'float32',
@@ -78,7 +79,7 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const read = (t: tf.TensorInfo | undefined, fallback: number): Float64Array => {
     const out = new Float64Array(channels);
     if (t === undefined) return out.fill(fallback);
-    const v = backend.data.get(t.dataId).values as Float32Array;
+    const v = float32Values(backend, t);
     for (let c = 0; c < channels; c++) out[c] = v[v.length === 1 ? 0 : c] as number;
     return out;
   };
@@ -87,7 +88,7 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const off = read(offset, 0);
   const v = read(variance, 0);
   const root = v.map((vc) => Math.sqrt(vc + epsilon));
-  const xs = backend.data.get(x.dataId).values as Float32Array;
+  const xs = float32Values(backend, x);
   const out = uninitialisedFloat32Array(xs.length);
   // Per channel over cache-sized blocks of rows, the channel's parameters in locals.
   const rows = xs.length / channels;
@@ -106,12 +107,12 @@ function batchNorm(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
 }
 
 /** The float32 values of `t`, after checking that `t` is float32 of `size` elements (a kernel precondition). */
-function float32Values(backend: MathBackendCPU, kernel: string, name: string, t: tf.TensorInfo | undefined, size: number): Float32Array {
+function checkedFloat32Values(backend: MathBackendCPU, kernel: string, name: string, t: tf.TensorInfo | undefined, size: number): Float32Array {
   if (t === undefined || t.dtype !== 'float32' || tf.util.sizeFromShape(t.shape) !== size) {
     const got = t === undefined ? 'none' : `${t.dtype} [${t.shape.join(', ')}]`;
     throw new Error(`${kernel}: input ${name} must be float32 with ${size} elements, got ${got}`);
   }
-  return backend.data.get(t.dataId).values as Float32Array;
+  return float32Values(backend, t);
 }
 
 /** Channels (the last axis) and rows (the product of the others) of `x`. */
@@ -126,9 +127,9 @@ function batchNormTraining(args: KernelArgs): tf.TensorInfo[] {
   const { x, scale, offset } = args.inputs as Record<string, tf.TensorInfo | undefined>;
   if (x === undefined) throw new Error(`${BATCH_NORM_TRAINING_KERNEL}: input x is missing`);
   const { channels, rows } = channelsAndRows(x);
-  const xs = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'x', x, rows * channels);
-  const gamma = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'scale', scale, channels);
-  const beta = float32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'offset', offset, channels);
+  const xs = checkedFloat32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'x', x, rows * channels);
+  const gamma = checkedFloat32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'scale', scale, channels);
+  const beta = checkedFloat32Values(backend, BATCH_NORM_TRAINING_KERNEL, 'offset', offset, channels);
   const epsilon = args.attrs?.['epsilon'] as number;
   if (!(rows > 0)) throw new Error(`${BATCH_NORM_TRAINING_KERNEL}: x of shape [${x.shape.join(', ')}] has no values per channel`);
 
@@ -149,11 +150,11 @@ function batchNormTrainingGrad(args: KernelArgs): tf.TensorInfo[] {
   if (x === undefined) throw new Error(`${BATCH_NORM_TRAINING_GRAD_KERNEL}: input x is missing`);
   const { channels, rows } = channelsAndRows(x);
   const name = BATCH_NORM_TRAINING_GRAD_KERNEL;
-  const xs = float32Values(backend, name, 'x', x, rows * channels);
-  const dys = float32Values(backend, name, 'dy', dy, rows * channels);
-  const mu = float32Values(backend, name, 'mean', mean, channels);
-  const s = float32Values(backend, name, 'inverseStd', inverseStd, channels);
-  const gamma = float32Values(backend, name, 'scale', scale, channels);
+  const xs = checkedFloat32Values(backend, name, 'x', x, rows * channels);
+  const dys = checkedFloat32Values(backend, name, 'dy', dy, rows * channels);
+  const mu = checkedFloat32Values(backend, name, 'mean', mean, channels);
+  const s = checkedFloat32Values(backend, name, 'inverseStd', inverseStd, channels);
+  const gamma = checkedFloat32Values(backend, name, 'scale', scale, channels);
 
   const dx = uninitialisedFloat32Array(xs.length);
   const { dScale, dOffset } = batchNormTrainingBackward(dys, xs, rows, channels, mu, s, gamma, dx);

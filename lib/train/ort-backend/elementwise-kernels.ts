@@ -21,6 +21,7 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { RELU_GRAD_KERNEL } from '../ops/relu-gradient.js';
 import { reluGradInto, reluInto } from '../wasm/relu-pool-kernels.js';
 import { cpuKernel } from './cpu-fallback.js';
+import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 import { binaryModel } from './op-models.js';
 import type { OrtSyncRuntime } from './ort-sync-runtime.js';
@@ -210,8 +211,8 @@ function binaryKernel(name: string, loop: Loop): tf.KernelFunc {
     if (a.dtype === 'float32' && b.dtype === 'float32') {
       const outShape = tf.backend_util.assertAndGetBroadcastShape(a.shape, b.shape);
       const size = tf.util.sizeFromShape(outShape);
-      const aValues = backend.data.get(a.dataId).values as Float32Array;
-      const bValues = backend.data.get(b.dataId).values as Float32Array;
+      const aValues = float32Values(backend, a);
+      const bValues = float32Values(backend, b);
       const runtime = runtimeOf(backend);
       if (onnxOp && runtime && size >= ORT_ELEMENTWISE_MIN_SIZE) {
         const session = runtime.session(`${onnxOp}|${a.shape.join('x')}|${b.shape.join('x')}`, () => binaryModel(onnxOp, a.shape, b.shape, outShape));
@@ -265,7 +266,7 @@ function unaryKernel(name: string, loop: (x: Int32Array, out: Int32Array, attrs:
     const backend = args.backend as MathBackendCPU;
     const { x } = args.inputs as { x: tf.TensorInfo };
     if (x.dtype !== 'float32') return cpuKernel(name, args);
-    const values = backend.data.get(x.dataId).values as Float32Array;
+    const values = float32Values(backend, x);
     const out = uninitialisedFloat32Array(values.length);
     loop(new Int32Array(values.buffer, values.byteOffset, values.length), new Int32Array(out.buffer, out.byteOffset, out.length), args.attrs ?? {});
     return backend.makeTensorInfo([...x.shape], 'float32', out);
@@ -281,7 +282,7 @@ function square(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const backend = args.backend as MathBackendCPU;
   const { x } = args.inputs as { x: tf.TensorInfo };
   if (x.dtype !== 'float32') return cpuKernel('Square', args);
-  const values = backend.data.get(x.dataId).values as Float32Array;
+  const values = float32Values(backend, x);
   const runtime = runtimeOf(backend);
   if (runtime && values.length >= ORT_ELEMENTWISE_MIN_SIZE) {
     const session = runtime.session(`Mul|${x.shape.join('x')}|${x.shape.join('x')}`, () => binaryModel('Mul', x.shape, x.shape, x.shape));
@@ -301,7 +302,7 @@ function relu(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const backend = args.backend as MathBackendCPU;
   const { x } = args.inputs as { x: tf.TensorInfo };
   if (x.dtype !== 'float32') return cpuKernel('Relu', args);
-  const values = backend.data.get(x.dataId).values as Float32Array;
+  const values = float32Values(backend, x);
   const out = uninitialisedFloat32Array(values.length);
   reluInto(values, out);
   return backend.makeTensorInfo([...x.shape], 'float32', out);
@@ -315,9 +316,9 @@ function reluGrad(args: KernelArgs): tf.TensorInfo {
     const describe = (t: tf.TensorInfo | undefined): string => (t ? `${t.dtype} [${t.shape.join(', ')}]` : 'none');
     throw new Error(`${RELU_GRAD_KERNEL}: expected float32 dy and x of one shape, got dy ${describe(dy)} and x ${describe(x)}`);
   }
-  const xs = backend.data.get(x.dataId).values as Float32Array;
+  const xs = float32Values(backend, x);
   const out = uninitialisedFloat32Array(xs.length);
-  reluGradInto(backend.data.get(dy.dataId).values as Float32Array, xs, out);
+  reluGradInto(float32Values(backend, dy), xs, out);
   return backend.makeTensorInfo([...x.shape], 'float32', out);
 }
 

@@ -19,6 +19,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { float32Values } from './float32-values.js';
 import {
   blockedConvBackpropFilterModel,
   blockedConvBackpropInputApplies,
@@ -48,7 +49,7 @@ type KernelArgs = Parameters<tf.KernelFunc>[0];
 type TensorInfo = tf.TensorInfo;
 
 function floatOf(backend: OrtKernelBackend, t: TensorInfo): FloatArray {
-  return { data: backend.data.get(t.dataId).values as Float32Array, dims: t.shape };
+  return { data: float32Values(backend, t), dims: t.shape };
 }
 
 function allFloat32(...tensors: Array<TensorInfo | undefined>): boolean {

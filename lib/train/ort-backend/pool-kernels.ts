@@ -15,6 +15,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 import { maxPoolPositions } from '../wasm/relu-pool-kernels.js';
 
@@ -67,7 +68,7 @@ function maxPool(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   if (x.dtype !== 'float32' || x.shape.length !== 4) return cpuKernel('MaxPool', args);
   const info = poolInfo(x, args.attrs as unknown as PoolAttrs);
   const out = uninitialisedFloat32Array(tf.util.sizeFromShape(info.outShape));
-  const positions = argmaxPositions(backend.data.get(x.dataId).values as Float32Array, info, out);
+  const positions = argmaxPositions(float32Values(backend, x), info, out);
   const result = backend.makeTensorInfo(info.outShape, 'float32', out);
   positionsByOutput.set(result.dataId, { input: x.dataId, geometry: geometryKey(info), positions });
   return result;
@@ -82,8 +83,8 @@ function maxPoolGrad(args: KernelArgs): tf.TensorInfo | tf.TensorInfo[] {
   const positions =
     cached && cached.input === input.dataId && cached.geometry === geometryKey(info)
       ? cached.positions
-      : argmaxPositions(backend.data.get(input.dataId).values as Float32Array, info, null);
-  const dyValues = backend.data.get(dy.dataId).values as Float32Array;
+      : argmaxPositions(float32Values(backend, input), info, null);
+  const dyValues = float32Values(backend, dy);
   if (info.strideHeight >= info.effectiveFilterHeight && info.strideWidth >= info.effectiveFilterWidth) {
     // Windows that do not overlap (the usual 2x2 stride-2 pooling): an input position is the maximum
     // of at most one window, so its sum has one term; 0 + dy is that sum exactly (-0 becomes +0 as

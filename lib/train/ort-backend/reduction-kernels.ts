@@ -14,6 +14,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
+import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 
 type KernelArgs = Parameters<tf.KernelFunc>[0];
@@ -87,7 +88,7 @@ function reduction(name: 'Sum' | 'Mean') {
     const axes = tf.util.parseAxisParam(axis, x.shape);
     const block = reductionBlock(x.shape, axes);
     if (!block) return cpuKernel(name, args);
-    const values = backend.data.get(x.dataId).values as Float32Array;
+    const values = float32Values(backend, x);
     const out = reduceBlock(values, block, name === 'Mean' ? block.reduced : null);
     const outShape = x.shape.filter((_, i) => !axes.includes(i));
     const shape = keepDims ? tf.backend_util.expandShapeToKeepDim(outShape, axes) : outShape;

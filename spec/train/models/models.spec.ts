@@ -78,8 +78,9 @@ describe('train/models', () => {
     tiny.dispose();
   });
 
-  it('convnet: 4 stride-2 stages 32-64-128-256 + GAP by default (406,304 parameters on 64x64x3); depth 2, hidden layers, odd sizes', async () => {
-    const standard = await buildModel({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64 }, 1);
+  it('convnet, downsample stride and pooling avg: 4 stride-2 stages 32-64-128-256 + GAP (406,304 parameters on 64x64x3); depth 2, hidden layers, odd sizes', async () => {
+    const strided = { downsample: 'stride', pooling: 'avg' } as const;
+    const standard = await buildModel({ kind: 'convnet', inputShape: [64, 64, 3], embeddingDim: 64, ...strided }, 1);
     const stage = (i: number, h: number, c: number): string[] => [
       `Conv2D:stage${i}_conv1:${h}x${h}x${c}`,
       `BatchNormalization:stage${i}_bn1:${h}x${h}x${c}`,
@@ -109,7 +110,7 @@ describe('train/models', () => {
 
     // 28x28 (Fashion-MNIST) with three stages: 28 -> 14 -> 7 -> 4 ('same' rounds up); depth 2 adds a
     // stride-1 block per stage; hidden head layers take the activation.
-    const deep = await buildModel({ kind: 'convnet', inputShape: [28, 28, 1], widths: [4, 6, 8], depth: 2, hidden: [5], embeddingDim: 3, activation: 'elu' }, 1);
+    const deep = await buildModel({ kind: 'convnet', inputShape: [28, 28, 1], widths: [4, 6, 8], depth: 2, hidden: [5], embeddingDim: 3, activation: 'elu', ...strided }, 1);
     expect(deep.layers.filter((l) => l.getClassName() === 'Conv2D').map((l) => `${l.name}:${(l.getConfig()['strides'] as number[]).join('')}:${(l.outputShape as number[]).slice(1).join('x')}`)).to.deep.equal([
       'stage1_conv1:22:14x14x4',
       'stage1_conv2:11:14x14x4',
@@ -130,8 +131,8 @@ describe('train/models', () => {
 
     // poolBatchNorm: batch norm of the pooled features (2 x 8 trainable + 2 x 8 moving statistics),
     // which centres them: an untrained embedding's similarities start near 0 instead of near 1.
-    const centred = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], poolBatchNorm: true, embeddingDim: 6 }, 2);
-    const plain = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], embeddingDim: 6 }, 2);
+    const centred = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], poolBatchNorm: true, embeddingDim: 6, ...strided }, 2);
+    const plain = await buildModel({ kind: 'convnet', inputShape: [16, 16, 1], widths: [4, 8], embeddingDim: 6, ...strided }, 2);
     expect(centred.layers.slice(-4).map((l) => `${l.getClassName()}:${l.name}`)).to.deep.equal(['GlobalAveragePooling2D:gap', 'BatchNormalization:gap_bn', 'Dense:head_embedding', 'L2Normalize:head_l2norm']);
     expect(centred.getLayer('gap_bn').getConfig()).to.deep.include({ momentum: 0.9, epsilon: 1e-5 });
     expect(centred.countParams() - plain.countParams()).to.equal(4 * 8);
@@ -147,9 +148,58 @@ describe('train/models', () => {
     plain.dispose();
 
     // The smallest input for two stages is 4x4; a 5x7 input gives 3x4 then 2x2.
-    const small = await buildModel({ kind: 'convnet', inputShape: [5, 7, 2], widths: [3, 2], embeddingDim: 2 }, 1);
+    const small = await buildModel({ kind: 'convnet', inputShape: [5, 7, 2], widths: [3, 2], embeddingDim: 2, ...strided }, 1);
     expect(small.getLayer('stage2_conv1').outputShape).to.deep.equal([null, 2, 2, 2]);
     small.dispose();
+  });
+
+  it('convnet defaults (downsample maxpool, pooling avgmax): Recipe R at 64x64x3 is PyTorch\'s network, layer for layer and parameter for parameter', async () => {
+    // Recipe R: conv_bn(3->32, stride 2), conv_bn(32->32), MaxPool 2, conv_bn(32->64), conv_bn(64->64), MaxPool 2,
+    // conv_bn(64->128), conv_bn(128->128); [global average, global max] (256) -> BatchNorm1d -> Linear(256 -> 128) -> L2.
+    const recipe = await buildModel({ kind: 'convnet', inputShape: [64, 64, 3], widths: [32, 64, 128], depth: 2, poolBatchNorm: true, embeddingDim: 128 }, 1);
+    const block = (i: number, j: number, h: number, c: number): string[] => [
+      `Conv2D:stage${i}_conv${j}:${h}x${h}x${c}`,
+      `BatchNormalization:stage${i}_bn${j}:${h}x${h}x${c}`,
+      `Activation:stage${i}_act${j}:${h}x${h}x${c}`,
+    ];
+    expect(recipe.layers.map((l) => `${l.getClassName()}:${l.name}:${(l.outputShape as number[]).slice(1).join('x')}`)).to.deep.equal([
+      'InputLayer:image:64x64x3',
+      ...block(1, 1, 32, 32),
+      ...block(1, 2, 32, 32),
+      'MaxPooling2D:stage2_pool:16x16x32',
+      ...block(2, 1, 16, 64),
+      ...block(2, 2, 16, 64),
+      'MaxPooling2D:stage3_pool:8x8x64',
+      ...block(3, 1, 8, 128),
+      ...block(3, 2, 8, 128),
+      'GlobalAveragePooling2D:gap:128',
+      'GlobalMaxPooling2D:gmp:128',
+      'Concatenate:pool:256',
+      'BatchNormalization:gap_bn:256',
+      'Dense:head_embedding:128',
+      'L2Normalize:head_l2norm:128',
+    ]);
+    expect(recipe.layers.filter((l) => l.getClassName() === 'Conv2D').map((l) => (l.getConfig()['strides'] as number[]).join(''))).to.deep.equal(['22', '11', '11', '11', '11', '11']);
+    expect(recipe.getLayer('stage2_pool').getConfig()).to.deep.include({ poolSize: [2, 2], strides: [2, 2], padding: 'valid' });
+    // PyTorch's trainable parameters: convolutions 9 x (3*32 + 32*32 + 32*64 + 64*64 + 64*128 + 128*128) = 286,560,
+    // BatchNorm2d 2 x 448 = 896, BatchNorm1d 2 x 256 = 512, Linear 256*128 + 128 = 32,896: 320,864; tfjs also
+    // counts the running means and variances (2 x 448 + 2 x 256).
+    const trainable = recipe.trainableWeights.reduce((n, w) => n + (w.shape as number[]).reduce((a, b) => a * b, 1), 0);
+    expect(trainable).to.equal(286560 + 896 + 512 + 32896);
+    expect(recipe.countParams()).to.equal(trainable + 896 + 512);
+    // The pooled features are the average then the maximum of the last map, per channel.
+    const x = tf.randomNormal([2, 64, 64, 3], 0, 1, 'float32', 5);
+    const probe = tf.model({ inputs: recipe.inputs, outputs: [recipe.getLayer('stage3_act2').output as tf.SymbolicTensor, recipe.getLayer('pool').output as tf.SymbolicTensor] });
+    const [map, pooled] = probe.predict(x) as [tf.Tensor4D, tf.Tensor2D];
+    const expected = tf.concat([tf.mean(map, [1, 2]), tf.max(map, [1, 2])], 1);
+    expect(Array.from(pooled.dataSync())).to.deep.equal(Array.from(expected.dataSync()));
+    tf.dispose([x, map, pooled, expected]);
+    recipe.dispose();
+
+    // pooling max alone, and maxpool downsampling rounding down on odd sizes (PyTorch's MaxPool2d(2)): 13 -> 7 -> 3 -> 1.
+    const odd = await buildModel({ kind: 'convnet', inputShape: [13, 13, 1], widths: [2, 3, 4], pooling: 'max', embeddingDim: 2 }, 1);
+    expect(odd.layers.filter((l) => /pool|gmp|gap/.test(l.name)).map((l) => `${l.name}:${(l.outputShape as number[]).slice(1).join('x')}`)).to.deep.equal(['stage2_pool:3x3x2', 'stage3_pool:1x1x3', 'gmp:4']);
+    odd.dispose();
   });
 
   it('the same seed gives bit-identical initial weights; another seed does not', async () => {
@@ -203,12 +253,14 @@ describe('train/models', () => {
       [{ kind: 'cnn', inputShape: [3, 3, 1], embeddingDim: 2 }, 'Expected height and width of at least 4 for 2 2x2 poolings for model.inputShape but received "[3, 3, 1]"'],
       [{ kind: 'convnet', inputShape: [64, 64], embeddingDim: 2 }, 'Expected an array [height, width, channels] for model.inputShape but received array of length 2'],
       [{ kind: 'convnet', inputShape: [64, 0, 3], embeddingDim: 2 }, 'Expected a positive integer for model.inputShape[1] but received 0'],
-      [{ kind: 'convnet', inputShape: [15, 64, 3], embeddingDim: 2 }, 'Expected height and width of at least 16 for 4 stride-2 stages for model.inputShape but received "[15, 64, 3]"'],
-      [{ kind: 'convnet', inputShape: [28, 28, 1], widths: [8, 8, 8, 8, 8], embeddingDim: 2 }, 'Expected height and width of at least 32 for 5 stride-2 stages for model.inputShape but received "[28, 28, 1]"'],
+      [{ kind: 'convnet', inputShape: [15, 64, 3], embeddingDim: 2 }, 'Expected height and width of at least 16 for 4 stages that each halve them for model.inputShape but received "[15, 64, 3]"'],
+      [{ kind: 'convnet', inputShape: [28, 28, 1], widths: [8, 8, 8, 8, 8], embeddingDim: 2 }, 'Expected height and width of at least 32 for 5 stages that each halve them for model.inputShape but received "[28, 28, 1]"'],
       [{ kind: 'convnet', inputShape: [32, 32, 3], widths: [], embeddingDim: 2 }, 'Expected a non-empty array of positive integers (channels per stage) for model.widths but received array of length 0'],
       [{ kind: 'convnet', inputShape: [32, 32, 3], widths: [8, 2.5], embeddingDim: 2 }, 'Expected a positive integer for model.widths[1] but received 2.5'],
       [{ kind: 'convnet', inputShape: [32, 32, 3], widths: 16, embeddingDim: 2 }, 'Expected an array of positive integers for model.widths but received 16'],
       [{ kind: 'convnet', inputShape: [32, 32, 3], depth: 0, embeddingDim: 2 }, 'Expected a positive integer for model.depth but received 0'],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], downsample: 'avgpool', embeddingDim: 2 }, "Expected 'stride' or 'maxpool' for model.downsample but received \"avgpool\""],
+      [{ kind: 'convnet', inputShape: [32, 32, 3], pooling: 'sum', embeddingDim: 2 }, "Expected 'avg', 'max' or 'avgmax' for model.pooling but received \"sum\""],
       [{ kind: 'convnet', inputShape: [32, 32, 3], hidden: [-1], embeddingDim: 2 }, 'Expected a positive integer for model.hidden[0] but received -1'],
       [{ kind: 'convnet', inputShape: [32, 32, 3], activation: 'gelu', embeddingDim: 2 }, "Expected one of 'relu', 'elu', 'tanh', 'sigmoid' for model.activation but received \"gelu\""],
       [{ kind: 'convnet', inputShape: [32, 32, 3] }, 'Expected a positive integer for model.embeddingDim but received undefined'],

@@ -1,0 +1,113 @@
+/**
+ * @file Learning-rate schedules of the trainer, evaluated per optimiser step with PyTorch's formulas
+ * (`optimizer.schedule`, `optimizer.warmup`, `optimizer.milestones`):
+ *
+ * - `milestones` (default): `lr * gamma^(number of milestones <= t)` (MultiStepLR), where t is the
+ *   0-based epoch in an `epochs` run and the 0-based step in a `steps` run; with a warm-up it is
+ *   multiplied by the warm-up factor (ChainedScheduler of LinearLR and MultiStepLR).
+ * - `cosine`: `minLearningRate + (lr - minLearningRate) (1 + cos(pi t / T)) / 2` over the T steps of
+ *   the run (CosineAnnealingLR, T_max = T); with a warm-up of w steps, the linear warm-up for t < w
+ *   and then the cosine over the remaining T - w steps (SequentialLR of LinearLR and CosineAnnealingLR).
+ * - `onecycle`: OneCycleLR (two phases) with `max_lr = lr` over T steps: from `lr / divFactor` up to
+ *   `lr` until step `pctStart * T - 1`, then down to `lr / divFactor / finalDivFactor` at step T - 1,
+ *   each phase annealed by cosine or linearly. Only the learning rate is scheduled (PyTorch's
+ *   `cycle_momentum=False`; PyTorch cycles Adam's beta1 by default).
+ * - warm-up (LinearLR): the factor `startFactor + (1 - startFactor) min(t, w) / w`.
+ *
+ * `t` is the number of optimiser steps taken before the step the rate is for (a scheduler's
+ * `last_epoch` after `t` calls of `scheduler.step()`). scripts/reference/torch_lr_schedules.py writes
+ * PyTorch's own values, which the spec compares step by step.
+ */
+import { DmlError } from '../errors.js';
+import type { TrainConfig } from './config.js';
+
+type OptimizerConfig = TrainConfig['optimizer'];
+
+/** Where a step lies in the run. */
+export interface SchedulePosition {
+  /** Optimiser steps taken before this one (0-based global step). */
+  step: number;
+  /** The 0-based epoch the step belongs to. */
+  epoch: number;
+  /** Steps of the whole run (needed by `cosine` and `onecycle`). */
+  totalSteps: number;
+  /** What `optimizer.milestones` count: epochs (an `epochs` run) or steps (a `steps` run). */
+  milestoneUnit: 'epochs' | 'steps';
+}
+
+/** The linear warm-up factor after `t` steps of a warm-up of `steps` steps from `startFactor` (LinearLR). */
+export function warmupFactor(t: number, steps: number, startFactor: number): number {
+  if (steps === 0) return 1;
+  return startFactor + ((1 - startFactor) * Math.min(t, steps)) / steps;
+}
+
+/** CosineAnnealingLR's closed form: `min + (base - min) (1 + cos(pi t / tMax)) / 2`. */
+export function cosineAnnealing(base: number, min: number, t: number, tMax: number): number {
+  if (tMax <= 0) return base;
+  return min + ((base - min) * (1 + Math.cos((Math.PI * t) / tMax))) / 2;
+}
+
+/** OneCycleLR's annealing between `start` and `end` at fraction `pct` of a phase. */
+function anneal(kind: 'cos' | 'linear', start: number, end: number, pct: number): number {
+  return kind === 'cos' ? end + ((start - end) / 2) * (Math.cos(Math.PI * pct) + 1) : (end - start) * pct + start;
+}
+
+/** OneCycleLR (two phases, `three_phase=False`) at step `t` of `total`, with `max_lr = maxLr`. */
+export function oneCycle(maxLr: number, t: number, total: number, options: { pctStart: number; divFactor: number; finalDivFactor: number; anneal: 'cos' | 'linear' }): number {
+  const initial = maxLr / options.divFactor;
+  const min = initial / options.finalDivFactor;
+  const phases = [
+    { end: options.pctStart * total - 1, from: initial, to: maxLr },
+    { end: total - 1, from: maxLr, to: min },
+  ];
+  let start = 0;
+  for (let i = 0; i < phases.length; i++) {
+    const phase = phases[i] as (typeof phases)[number];
+    if (t <= phase.end || i === phases.length - 1) return anneal(options.anneal, phase.from, phase.to, (t - start) / (phase.end - start));
+    start = phase.end;
+  }
+  throw new Error('unreachable');
+}
+
+/** The learning rate of the step at `position` under `config`'s schedule (see the file comment). */
+export function scheduledLearningRate(config: OptimizerConfig, position: SchedulePosition): number {
+  const base = config.learningRate;
+  const { step: t, totalSteps } = position;
+  const warmup = config.warmup;
+  const schedule = config.schedule;
+  switch (schedule.kind) {
+    case 'milestones': {
+      const counter = position.milestoneUnit === 'epochs' ? position.epoch : t;
+      const passed = config.milestones.filter((m) => m <= counter).length;
+      const factor = warmup ? warmupFactor(t, warmup.steps, warmup.startFactor) : 1;
+      return base * factor * config.gamma ** passed;
+    }
+    case 'cosine': {
+      const w = warmup?.steps ?? 0;
+      if (warmup && t < w) return base * warmupFactor(t, w, warmup.startFactor);
+      return cosineAnnealing(base, schedule.minLearningRate, t - w, totalSteps - w);
+    }
+    case 'onecycle':
+      return oneCycle(base, t, totalSteps, schedule);
+  }
+}
+
+/**
+ * Checks `config`'s schedule against the run's `totalSteps` (0 when no schedule needs it); throws
+ * E_ARG naming the field. OneCycle needs a rising phase that ends after step 0 (pctStart x steps > 1,
+ * PyTorch divides by zero otherwise); a warm-up before a cosine must leave steps for the cosine.
+ */
+export function checkSchedule(config: OptimizerConfig, totalSteps: number): void {
+  const schedule = config.schedule;
+  if (schedule.kind === 'onecycle' && !(schedule.pctStart * totalSteps > 1)) {
+    throw new DmlError('E_ARG', `optimizer.schedule.pctStart: pctStart x the run's steps must be above 1 (the rising phase ends at step pctStart x steps - 1), got ${schedule.pctStart} x ${totalSteps} steps`);
+  }
+  if (schedule.kind === 'cosine' && config.warmup && config.warmup.steps >= totalSteps) {
+    throw new DmlError('E_ARG', `optimizer.warmup.steps: must be below the run's ${totalSteps} steps with the cosine schedule, got ${config.warmup.steps}`);
+  }
+}
+
+/** Whether the schedule needs the run's total number of steps. */
+export function needsTotalSteps(config: OptimizerConfig): boolean {
+  return config.schedule.kind !== 'milestones';
+}
