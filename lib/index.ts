@@ -58,6 +58,6 @@ export {
   type NmiCurvePoint,
 } from './eval/evaluation.js';
 export { buildReport, isSingleRunReport, REPORT_FORMAT, type DatasetInfo, type ModelInfo, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
-export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, type ExampleNeighbour, type RetrievalExample } from './eval/retrieval-examples.js';
+export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, type ExampleNeighbour, type ExampleSelection, type RetrievalExample } from './eval/retrieval-examples.js';
 
 export { evaluate, embedImages, type EvaluateOptions } from './facade.js';

@@ -11,6 +11,7 @@
  */
 import { Option, type Command } from 'commander';
 import { DEFAULT_CLUSTER_COUNTS } from '../eval/cluster-counts.js';
+import { DEFAULT_EXAMPLES } from '../eval/retrieval-examples.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
 import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
@@ -39,6 +40,8 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   out?: string;
   json?: string;
   saveEmbeddings?: string;
+  saveNeighbours?: string;
+  examples: string;
   cacheDir?: string;
   cache: boolean;
 }
@@ -70,6 +73,8 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
     .option('--json <file>', 'write report.json to this file (- for stdout: then the table goes to stderr)')
     .option('--save-embeddings <file.npy>', 'also write the evaluated items\' embeddings: <file>.npy (float32 N x D, L2-normalised) and <file>.json (ids, labels, query/gallery roles, provenance); with several models <file>.<model>.npy each')
+    .option('--save-neighbours <file.csv>', 'also write every query\'s top K neighbours (K = the largest --k) as CSV, one row per model, query and rank: model, query_id, query_label, rank, neighbour_id, neighbour_label, similarity, correct (pandas: pd.read_csv)')
+    .option('--examples <n>', 'retrieval examples in the reports: n seeded random queries (the same for every model) and each model\'s n worst queries (lowest AP@R); 0 for none', String(DEFAULT_EXAMPLES))
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)');

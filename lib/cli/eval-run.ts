@@ -15,7 +15,8 @@ import { readNpy } from '../embed/npy.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
-import { CLUSTER_SETS, type IndexParameters } from '../eval/evaluation.js';
+import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
+import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 import { reportHtml } from '../report/html.js';
 import { reportMarkdown, reportMarkdownFile } from '../report/markdown.js';
@@ -26,6 +27,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
+  parseNonNegativeInt,
   parseNonNegativeNumber,
   parsePositiveInt,
   parsePositiveIntList,
@@ -105,7 +107,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       : { kind: 'hnsw', ...hnswParameters(flags) };
   const seed = parseSeed(flags.seed, '--seed');
   const workers = decodeWorkers(flags);
-  const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
+  const common: EvaluateEmbeddingsOptions = {
     clusterCounts: clusterCountsFlag(flags),
     clusterSet: parseChoice(flags.clusterSet, CLUSTER_SETS, '--cluster-set'),
     index,
@@ -117,6 +119,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       seed,
     },
     ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+    examples: { count: parseNonNegativeInt(flags.examples, '--examples') },
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
@@ -133,6 +136,12 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       throw invalidParameterError('--save-embeddings', 'a file name ending in .npy', flags.saveEmbeddings);
     }
     await checkWritableFolder(path.dirname(flags.saveEmbeddings), `--save-embeddings ${flags.saveEmbeddings}`);
+  }
+  if (flags.saveNeighbours !== undefined) {
+    if (!flags.saveNeighbours.endsWith('.csv') || path.basename(flags.saveNeighbours) === '.csv') {
+      throw invalidParameterError('--save-neighbours', 'a file name ending in .csv', flags.saveNeighbours);
+    }
+    await checkWritableFile(flags.saveNeighbours, `--save-neighbours ${flags.saveNeighbours}`);
   }
   if (flags.out !== undefined) {
     await checkWritableFolder(flags.out, `--out ${flags.out}`);
@@ -155,10 +164,19 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   };
 
   const runs: RunReport[] = [];
+  /** With --save-neighbours, each run's top-K neighbours, written as one CSV once every run succeeded. */
+  const recorders: NeighbourRecorder[] = [];
+  const recordNeighbours = (name: string, ks: readonly number[]): Pick<EvaluateEmbeddingsOptions, 'onNeighbours'> => {
+    if (flags.saveNeighbours === undefined) return {};
+    const recorder = new NeighbourRecorder(name, Math.max(...ks));
+    recorders.push(recorder);
+    return { onNeighbours: recorder.add };
+  };
   /** Where each item's image is, for the examples' thumbnails (none for .npy embeddings). */
   const sources = new Map<string, ImageSource>();
   if (usingNpy) {
-    runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
+    const ks = explicitKs ?? [...DEFAULT_KS];
+    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress, ...recordNeighbours(path.basename(flags.queryEmbeddings as string), ks) }));
     printWarnings(runs[0]?.warnings ?? []);
   } else {
     const spec = flags.data as string;
@@ -174,12 +192,14 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     const names = models.map((m) => path.basename(m));
     for (const [i, model] of models.entries()) {
       const embedder = await OnnxEmbedder.open(model, openOptions);
+      const name = names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string);
       try {
         runs.push(
           await evaluateModel(embedder, manifest, {
             ...common,
             ks,
             onProgress,
+            ...recordNeighbours(name, ks),
             datasetSpec: spec,
             manifestHash: hash,
             ...(trainClasses !== undefined ? { trainClasses } : {}),
@@ -187,7 +207,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
             skipBadImages: flags.skipBadImages === true,
             ...(workers !== undefined ? { workers } : {}),
             ...pixelLimit,
-            name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
+            name,
             ...(flags.saveEmbeddings !== undefined ? { saveEmbeddings: savedEmbeddingsPrefix(flags.saveEmbeddings, names, i) } : {}),
           }),
         );
@@ -201,6 +221,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const report = buildReport(runs, ['dml', ...argv]);
   const table = reportMarkdown(report);
   await writeOutputs(report, flags, sources, pixelLimit.limitInputPixels);
+  if (flags.saveNeighbours !== undefined) await writeFileAtomic(flags.saveNeighbours, neighboursCsv(recorders));
   if (flags.json === '-') {
     // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -100,6 +100,39 @@ describe('dml eval', function () {
     expect(res.stdout).to.contain('ANN R@4');
   });
 
+  it('--examples n keeps n random queries (the same for every model) and n worst; --save-neighbours writes every top K as CSV', async () => {
+    const json = path.join(dir, 'r.json');
+    const csv = path.join(dir, 'nn', 'neighbours.csv');
+    const other = path.join(dir, 'copy.onnx');
+    copyFileSync(MODEL, other);
+    const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--json', json, '--cluster-counts', '1x', '--k', '1,3', '--examples', '2', '--save-neighbours', csv, '--device', 'cpu']);
+    expect(res.stderr).to.equal('');
+    expect(res.code).to.equal(0);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    expectValidReport(report);
+    const [first, second] = report.runs;
+    expect(first!.examples.map((e) => e.selection)).to.deep.equal(['random', 'random', 'worst', 'worst']);
+    const randomIds = (run: typeof first): string[] => run!.examples.filter((e) => e.selection === 'random').map((e) => e.query.id);
+    expect(randomIds(second)).to.deep.equal(randomIds(first));
+    const worst = first!.examples.filter((e) => e.selection === 'worst');
+    expect(worst[0]!.averagePrecision).to.be.at.most(worst[1]!.averagePrecision);
+    // 2 models x 24 queries x K = 3 rows, after the header.
+    const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
+    expect(lines[0]).to.equal('model,query_id,query_label,rank,neighbour_id,neighbour_label,similarity,correct');
+    expect(lines).to.have.length(1 + 2 * 24 * 3);
+    expect(lines.filter((l) => l.startsWith('copy.onnx,'))).to.have.length(24 * 3);
+    // The CSV holds exactly the neighbours the report's examples show.
+    const example = first!.examples[0]!;
+    const rows = lines.filter((l) => l.startsWith(`default.onnx,${example.query.id},`));
+    expect(rows).to.deep.equal(
+      example.neighbours.slice(0, 3).map((n, i) => `default.onnx,${example.query.id},${example.query.label},${i + 1},${n.id},${n.label},${n.similarity.toFixed(6)},${n.correct ? 1 : 0}`),
+    );
+    const bad = await runCliCaptured(['eval', MODEL, '--data', smallFolder(), '--save-neighbours', path.join(dir, 'n.txt')]);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--save-neighbours');
+    expect(bad.stderr).to.contain('a file name ending in .csv');
+  });
+
   it('--save-embeddings writes <file>.npy and <file>.json that reproduce the report\'s metrics', async () => {
     const json = path.join(dir, 'r.json');
     const file = path.join(dir, 'saved', 'emb.npy');
