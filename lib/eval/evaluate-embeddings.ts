@@ -64,7 +64,7 @@ export interface EvaluateEmbeddingsOptions {
    * `hnsw build` (gallery rows added) or `k-means` (runs done of restarts x cluster counts).
    */
   onProgress?: (stage: string, done: number, total: number) => void;
-  /** Stops the work between chunks; the promise then rejects with the signal's reason. */
+  /** Stops the work between chunks; the promise then rejects with DmlError `E_CANCELLED`. */
   signal?: AbortSignal;
 }
 
