@@ -67,7 +67,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))
     .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds) or random', 'k-means++')
     .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
-    .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
+    .option('--index <kind>', 'exact (chunked GEMM + top-k: no recall loss, and the faster one unless the gallery is very large) or hnsw (approximate, for galleries of hundreds of thousands of items; its recall against exact search is reported; ef is raised to R + 1 for MAP@R, with a warning)', 'exact')
     .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')
     .option('--seed <n>', 'seed of k-means and HNSW', '0')
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')

@@ -20,7 +20,7 @@ export function createProgram(commandLine: string[]): Command {
     .description('dmlkit: train, export, evaluate and serve deep-metric-learning image embedders')
     .version(collectVersions()['dmlkit'] ?? 'unknown')
     .option('--verbose', 'print stack traces on errors')
-    .option('--quiet', 'no progress bars on stderr (warnings and errors still print); the CI environment variable does the same')
+    .option('--quiet', 'no progress on stderr (no bars on a terminal, no progress lines elsewhere, no summary line); warnings and errors still print')
     .exitOverride()
     .showHelpAfterError('(run dml help for usage)')
     .hook('preAction', () => {

@@ -195,6 +195,11 @@ export async function evaluateEmbeddings(
       ...signal,
     });
     timings.indexBuildSeconds = seconds(start);
+    if (k + 1 > p.ef && k > maxK) {
+      warnings.push(
+        `--index hnsw: ef is raised from ${p.ef} to ${k + 1} so that every query gets its R same-label neighbours for MAP@R and R-Precision (R is up to ${k} here); with ef that large HNSW is often slower than exact search, which is the better choice unless the gallery is very large`,
+      );
+    }
     // Keep the HNSW top-maxK of every query to compare with the exact top-maxK afterwards.
     const approxTop = new Int32Array(query.count * maxK);
     start = performance.now();

@@ -16,6 +16,18 @@ import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/
 
 const MODEL = path.resolve('models/default.onnx');
 
+/**
+ * stderr of a successful `dml eval` without its last line, the summary (which must be there, once), and
+ * without the progress lines a stage longer than a second prints on a non-terminal.
+ */
+function beforeSummary(stderr: string): string {
+  const lines = stderr.split('\n').filter((l) => !/^(embed|search|hnsw build|hnsw search|exact reference|k-means): \d+\/\d+ /.test(l));
+  expect(lines.at(-1), 'stderr ends with a newline').to.equal('');
+  expect(lines.at(-2)).to.match(/^dml eval: done in \d+\.\ds \((embed \d+\.\ds, )?(hnsw build \d+\.\ds, )?search \d+\.\ds, (exact reference \d+\.\ds, )?k-means \d+\.\ds\); (wrote \S|no files written \(use --out or --json\))/);
+  expect(lines.filter((l) => l.startsWith('dml eval: done'))).to.have.length(1);
+  return lines.slice(0, -2).map((l) => `${l}\n`).join('');
+}
+
 describe('dml eval', function () {
   let dir: string;
   beforeEach(() => {
@@ -39,7 +51,9 @@ describe('dml eval', function () {
     const out = path.join(dir, 'run');
     const args = ['eval', MODEL, '--data', 'folder:data/default', '--out', out, '--cluster-counts', '1x,5x'];
     const first = await runCliCaptured(args);
-    expect(first.stderr).to.equal('');
+    expect(beforeSummary(first.stderr)).to.equal('');
+    // The summary names the stages' times and every file written.
+    expect(first.stderr).to.match(new RegExp(`(^|\\n)dml eval: done in \\d+\\.\\ds \\(embed \\d+\\.\\ds, search \\d+\\.\\ds, k-means \\d+\\.\\ds\\); wrote ${out}/report\\.json, ${out}/report\\.md, ${out}/report\\.html\\n$`));
     expect(first.code).to.equal(0);
     expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
     // --device auto (the default) names the provider it got and why the ones before it failed.
@@ -85,7 +99,7 @@ describe('dml eval', function () {
     const other = path.join(dir, 'copy.onnx');
     copyFileSync(MODEL, other);
     const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--index', 'hnsw', '--json', json, '--cluster-counts', '1x', '--k', '1,4']);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
     expectValidReport(report);
@@ -106,7 +120,7 @@ describe('dml eval', function () {
     const other = path.join(dir, 'copy.onnx');
     copyFileSync(MODEL, other);
     const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--json', json, '--cluster-counts', '1x', '--k', '1,3', '--examples', '2', '--save-neighbours', csv, '--device', 'cpu']);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
     expectValidReport(report);
@@ -137,7 +151,7 @@ describe('dml eval', function () {
     const json = path.join(dir, 'r.json');
     const file = path.join(dir, 'saved', 'emb.npy');
     const res = await runCliCaptured(['eval', MODEL, '--data', `folder:${smallFolder()}`, '--json', json, '--cluster-counts', '1x', '--k', '1,4', '--save-embeddings', file, '--device', 'cpu']);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
     const { set, provenance } = await loadEmbeddingSet(path.join(dir, 'saved', 'emb'));
@@ -188,7 +202,7 @@ describe('dml eval', function () {
       '--gallery-labels', path.join(dir, 'gl.npy'),
       '--k', '1,2', '--cluster-counts', '1x', '--json', json,
     ]);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
     expectValidReport(report);
@@ -256,9 +270,9 @@ describe('dml eval', function () {
       await writeNpy(path.join(dir, 'ql2.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
       const old = await runCliCaptured(['eval', ...npy, '--nmi-k', '1x,2']);
       expect(old.code).to.equal(0);
-      expect(old.stderr).to.equal('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
+      expect(beforeSummary(old.stderr)).to.equal('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
       const current = await runCliCaptured(['eval', ...npy, '--cluster-counts', '1x,2']);
-      expect(current.stderr).to.equal('');
+      expect(beforeSummary(current.stderr)).to.equal('');
       expect(current.stdout).to.equal(old.stdout.replace('--nmi-k', '--cluster-counts'));
       await expectFailure(['eval', ...npy, '--nmi-k', '1x', '--cluster-counts', '2x'], 2, /^dml: --nmi-k is the old name of --cluster-counts: give one of them, not both\n$/);
     });
@@ -347,7 +361,7 @@ describe('dml eval', function () {
       return { stderr: res.stderr, report };
     };
     const expectWarnings = (result: { stderr: string; report: SingleRunReport }, warnings: string[]): void => {
-      expect(result.stderr).to.equal(warnings.map((w) => `warning: ${w}\n`).join(''));
+      expect(beforeSummary(result.stderr)).to.equal(warnings.map((w) => `warning: ${w}\n`).join(''));
       expect(result.report.warnings).to.deep.equal(warnings);
       expect(result.report.runs[0]?.warnings).to.deep.equal(warnings);
     };
