@@ -34,7 +34,7 @@ import {
   parseSeed,
 } from './parse-options.js';
 import type { EvalFlags } from './eval-command.js';
-import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.js';
+import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
 
@@ -213,6 +213,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
             ...(flags.saveEmbeddings !== undefined ? { saveEmbeddings: savedEmbeddingsPrefix(flags.saveEmbeddings, names, i) } : {}),
           }),
         );
+      } catch (err) {
+        throw withSkipBadImagesHint(err, flags);
       } finally {
         await embedder.release();
       }

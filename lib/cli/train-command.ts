@@ -22,10 +22,10 @@ export function registerTrainCommand(program: Command): void {
     .command('train')
     .description('Train an embedding model with a metric-learning loss (TensorFlow.js)')
     .requiredOption('--config <file.json>', 'training configuration (see README: Training)')
-    .option('--epochs <n>', 'override epochs')
-    .option('--seed <n>', 'override seed')
-    .option('--out <dir>', 'override the output folder')
-    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu')
+    .option('--epochs <n>', 'override epochs (default: the config\'s)')
+    .option('--seed <n>', 'override seed (default: the config\'s)')
+    .option('--out <dir>', 'override the output folder (default: the config\'s)')
+    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu (default: the config\'s)')
     .option('--resume', 'continue from <out>/checkpoints/last')
     .action(async (flags: TrainFlags) => {
       const { runTrain } = await import('./train-run.js').catch((err: unknown) => {

@@ -254,6 +254,15 @@ describe('dml eval', function () {
       );
     });
 
+    it('a .npz archive: says it is not read and what to pass instead', async () => {
+      writeFileSync(path.join(dir, 'e.npz'), Buffer.from([0x50, 0x4b, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0]));
+      await expectFailure(
+        ['eval', '--query-embeddings', path.join(dir, 'e.npz'), '--query-labels', path.join(dir, 'e.npz')],
+        1,
+        new RegExp(`^dml: ${path.join(dir, 'e.npz')} is a NumPy \\.npz archive, which dmlkit does not read: save each array as its own \\.npy file \\(numpy\\.save\\('queries\\.npy', array\\)\\) and pass those\\n$`),
+      );
+    });
+
     it('K larger than the gallery', async () => {
       await expectFailure(['eval', MODEL, '--data', smallFolder(2, 3), '--k', '1,8'], 1, /K = 8 is larger than the gallery: 6 items, minus the query itself, so at most K = 5/);
     });
@@ -310,6 +319,7 @@ describe('dml eval', function () {
         const failed = await runCliCaptured(['eval', MODEL, '--data', root, '--workers', workers]);
         expect(failed.code).to.equal(1);
         expect(failed.stderr).to.match(/^dml: \S*broken\.png: not an image in a supported format [^\n]*\n$/);
+        expect(failed.stderr).to.match(/; pass --skip-bad-images to leave undecodable images out \(they are listed in the report\)\n$/);
         messages.push(failed.stderr);
         const json = path.join(dir, `r${workers}.json`);
         const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--cluster-counts', '1x', '--workers', workers]);
