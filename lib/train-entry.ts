@@ -38,4 +38,8 @@ export const {
   train,
   trainConfigSchema,
   tripletScatter,
+  trainingReportHtml,
+  writeTrainingReportHtml,
+  lossChartSvg,
+  validationChartSvg,
 } = api;

@@ -8,7 +8,7 @@
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import { exampleMark, exampleTitle, metricsTable, parametersTable, perClassTable, perClassTitle, randomExamplesByQuery, reportNotes } from './markdown.js';
 import type { Report } from './report.js';
-import { escapeXml, lineChartSvg } from './svg-line-chart.js';
+import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
 
 /** Recall@K against K, one line per run; the y axis is fitted to the values (see {@link autoRange}), and its label says so. */
 export function recallChartSvg(report: Report): string {
@@ -20,21 +20,9 @@ export function recallChartSvg(report: Report): string {
   return lineChartSvg(series, { title: 'Recall@K', xLabel: 'K', yLabel: `Recall@K (axis ${low.toFixed(2)} to ${high.toFixed(2)}, fitted to the values)`, logX: true, yRange: [low, high] });
 }
 
-/**
- * A y range in [0, 1] that shows where `values` are: from the lowest value to the highest, widened by a
- * tenth of their spread (at least 0.02) and rounded out to multiples of 0.05 below 1 and 0.01 near the
- * top, so 0.95 to 0.99 is a slope, not a flat line at the top of a 0-1 axis.
- */
+/** A y range in [0, 1] that shows where `values` are (see {@link fittedRange}), so 0.95 to 0.99 is a slope, not a flat line at the top. */
 export function autoRange(values: readonly number[]): [number, number] {
-  const finite = values.filter((v) => Number.isFinite(v));
-  if (finite.length === 0) return [0, 1];
-  const lo = Math.min(...finite);
-  const hi = Math.max(...finite);
-  const pad = Math.max(0.02, (hi - lo) / 10);
-  const step = hi - lo + 2 * pad > 0.25 ? 0.05 : 0.01;
-  const low = Math.max(0, Math.floor((lo - pad) / step + 1e-9) * step);
-  const high = Math.min(1, Math.ceil((hi + pad) / step - 1e-9) * step);
-  return [Number(low.toFixed(2)), Number(high.toFixed(2))];
+  return fittedRange(values, [0, 1]);
 }
 
 /** NMI against the number of k-means clusters, one line per run. */
@@ -46,7 +34,7 @@ export function nmiChartSvg(report: Report): string {
 }
 
 /** An HTML table; with `numeric`, cells after the first column are numbers, right-aligned. */
-function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
+export function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
   const cell = (tag: 'th' | 'td', text: string, i: number): string => `<${tag}${numeric && i > 0 ? ' class="num"' : ''}>${escapeXml(text)}</${tag}>`;
   return [
     '<div class="table-wrap"><table>',

@@ -40,6 +40,28 @@ export function tickStep(span: number): number {
   return (unit < 1.5 ? 1 : unit < 3.5 ? 2 : unit < 7.5 ? 5 : 10) * power;
 }
 
+/**
+ * An axis range that shows where `values` are: from the smallest to the largest, widened by a tenth of
+ * their spread (at least `minPad`, default 0.02, and `minPad` / 2 of the largest magnitude), rounded out to the
+ * {@link tickStep} of the widened span and kept within `bounds` when given. [0, 1] (or `bounds`)
+ * when there is no finite value.
+ */
+export function fittedRange(values: readonly number[], bounds?: readonly [number, number], minPad = 0.02): [number, number] {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return bounds ? [bounds[0], bounds[1]] : [0, 1];
+  const min = Math.min(...finite);
+  const max = Math.max(...finite);
+  const pad = Math.max(minPad, (max - min) / 10, Math.max(Math.abs(min), Math.abs(max)) * minPad / 2);
+  const step = tickStep(max - min + 2 * pad);
+  let lo = Math.floor((min - pad) / step + 1e-9) * step;
+  let hi = Math.ceil((max + pad) / step - 1e-9) * step;
+  if (bounds) {
+    lo = Math.max(bounds[0], lo);
+    hi = Math.min(bounds[1], hi);
+  }
+  return [Number(lo.toPrecision(12)), Number(hi.toPrecision(12))];
+}
+
 /** Height of one legend row below the plot. */
 export const LEGEND_ROW = 18;
 

@@ -87,7 +87,7 @@ describe('report.html in headless Chromium', function () {
       return [...svg.querySelectorAll('.legend')].every((g) => g.getBoundingClientRect().top >= plot.bottom);
     })`);
     expect(legendBelowPlot).to.equal(true);
-    expect(await page.locator('.charts svg text').filter({ hasText: /^Recall@K \(axis 0\.73 to 0\.99, fitted to the values\)$/ }).count()).to.equal(1);
+    expect(await page.locator('.charts svg text').filter({ hasText: /^Recall@K \(axis 0\.70 to 1\.00, fitted to the values\)$/ }).count()).to.equal(1);
 
     mkdirSync(ARTEFACTS, { recursive: true });
     await page.screenshot({ path: path.join(ARTEFACTS, 'report.png'), fullPage: true });

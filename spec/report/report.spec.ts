@@ -12,7 +12,8 @@ import { autoRange, nmiChartSvg, recallChartSvg, reportHtml } from '../../lib/re
 import { examplesMarkdown, perClassComparisonTable, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
 import { buildReport, isSingleRunReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
 import { writeScatterFiles } from '../../lib/report/scatter-files.js';
-import { tickStep } from '../../lib/report/svg-line-chart.js';
+import { fittedRange, tickStep } from '../../lib/report/svg-line-chart.js';
+import { scatterRanges } from '../../lib/report/svg-scatter.js';
 import { tripletScatter } from '../../lib/train/scatter.js';
 import { describeEpoch } from '../../lib/train/trainer.js';
 
@@ -194,15 +195,18 @@ describe('report', () => {
   });
 
   it('the Recall@K axis fits the values (0.95 to 0.99 is a slope, not a flat line at the top) and says so', () => {
-    expect(autoRange([0.95, 0.97, 0.99])).to.deep.equal([0.93, 1]);
-    expect(autoRange([0.5, 0.9])).to.deep.equal([0.45, 0.95]);
-    expect(autoRange([0.1, 0.2, 0.3])).to.deep.equal([0.08, 0.32]);
+    expect(autoRange([0.95, 0.97, 0.99])).to.deep.equal([0.92, 1]);
+    expect(autoRange([0.5, 0.9])).to.deep.equal([0.4, 1]);
+    expect(autoRange([0.1, 0.2, 0.3])).to.deep.equal([0.05, 0.35]);
+    expect(fittedRange([2.3, 0.41, 0.12])).to.deep.equal([-0.5, 3]);
+    expect(fittedRange([2.3, 0.41, 0.12], [0, Infinity])).to.deep.equal([0, 3]);
+    expect(scatterRanges([{ x: 0.8, y: 0.6 }, { x: 0.95, y: 0.9 }])).to.deep.equal({ xRange: [0.75, 1], yRange: [0.55, 0.95] });
     expect(autoRange([])).to.deep.equal([0, 1]);
     const c = run('c.onnx', 0.95, [[2, 0.3]], { recall: { '1': 0.95, '2': 0.97, '4': 0.99 } });
     const svg = recallChartSvg(buildReport([c], ['dml']));
-    expect(svg).to.include('Recall@K (axis 0.93 to 1.00, fitted to the values)');
-    // Round ticks (every 0.01 over 0.93 to 1), two decimals.
-    expect([...svg.matchAll(/dominant-baseline="middle">(0\.\d+|1)<\/text>/g)].map((m) => m[1])).to.deep.equal(['0.93', '0.94', '0.95', '0.96', '0.97', '0.98', '0.99', '1']);
+    expect(svg).to.include('Recall@K (axis 0.92 to 1.00, fitted to the values)');
+    // Round ticks (every 0.02 over 0.92 to 1), two decimals.
+    expect([...svg.matchAll(/dominant-baseline="middle">(0\.\d+|1)<\/text>/g)].map((m) => m[1])).to.deep.equal(['0.92', '0.94', '0.96', '0.98', '1']);
     expect(tickStep(1)).to.equal(0.2);
     expect(tickStep(0.26)).to.equal(0.05);
     expect(tickStep(0.02)).to.equal(0.005);
