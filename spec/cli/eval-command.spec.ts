@@ -10,23 +10,12 @@ import { savedEmbeddingsPrefix } from '../../lib/cli/eval-run.js';
 import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
-import { runCliCaptured } from '../helpers/run-cli.js';
+import { beforeSummary, runCliCaptured } from '../helpers/run-cli.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 
 const MODEL = path.resolve('models/default.onnx');
 
-/**
- * stderr of a successful `dml eval` without its last line, the summary (which must be there, once), and
- * without the progress lines a stage longer than a second prints on a non-terminal.
- */
-function beforeSummary(stderr: string): string {
-  const lines = stderr.split('\n').filter((l) => !/^(embed|search|hnsw build|hnsw search|exact reference|k-means): \d+\/\d+ /.test(l));
-  expect(lines.at(-1), 'stderr ends with a newline').to.equal('');
-  expect(lines.at(-2)).to.match(/^dml eval: done in \d+\.\ds \((embed \d+\.\ds, )?(hnsw build \d+\.\ds, )?search \d+\.\ds, (exact reference \d+\.\ds, )?k-means \d+\.\ds\); (wrote \S|no files written \(use --out or --json\))/);
-  expect(lines.filter((l) => l.startsWith('dml eval: done'))).to.have.length(1);
-  return lines.slice(0, -2).map((l) => `${l}\n`).join('');
-}
 
 describe('dml eval', function () {
   let dir: string;
