@@ -24,11 +24,14 @@ import { buildReport, type Report, type RunReport } from '../report/report.js';
 import { exampleThumbnails } from '../report/thumbnails.js';
 import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { printWarning } from './warning.js';
+import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
 import { createProgress, formatSeconds, progressMode } from '../util/progress.js';
 import {
   parseChoice,
   parseNonNegativeInt,
   parseNonNegativeNumber,
+  parseParallelism,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
@@ -75,7 +78,7 @@ async function checkWritableFile(file: string, what: string): Promise<void> {
 
 /** Prints each warning as one `warning: <message>` line on stderr. */
 function printWarnings(warnings: readonly string[]): void {
-  for (const message of warnings) process.stderr.write(`warning: ${message}\n`);
+  for (const message of warnings) printWarning(message);
 }
 
 /** `--cluster-counts`, or its old name `--nmi-k` (with a warning on stderr); both at once is a usage error. */
@@ -90,6 +93,36 @@ function clusterCountsFlag(flags: EvalFlags): ClusterCountSpec[] {
 
 /** The files `--out` receives. */
 const REPORT_FILES = ['report.json', 'report.md', 'report.html'] as const;
+
+/** Names `--json -`'s report in messages. */
+const JSON_TO_STDOUT = 'the report (--json -)';
+
+/** Every file the run will write, each with the flag that asks for it. */
+function outputFiles(flags: EvalFlags, models: readonly string[]): Array<{ file: string; flag: string }> {
+  const files: Array<{ file: string; flag: string }> = [];
+  if (flags.out !== undefined) for (const name of REPORT_FILES) files.push({ file: path.join(flags.out, name), flag: `--out ${flags.out}` });
+  if (flags.json !== undefined && flags.json !== '-') files.push({ file: flags.json, flag: `--json ${flags.json}` });
+  if (flags.saveNeighbours !== undefined) files.push({ file: flags.saveNeighbours, flag: `--save-neighbours ${flags.saveNeighbours}` });
+  if (flags.saveEmbeddings !== undefined) {
+    const names = models.map((m) => path.basename(m));
+    for (let i = 0; i < models.length; i++) {
+      const prefix = savedEmbeddingsPrefix(flags.saveEmbeddings, names, i);
+      for (const ext of ['.npy', '.json']) files.push({ file: `${prefix}${ext}`, flag: `--save-embeddings ${flags.saveEmbeddings}` });
+    }
+  }
+  return files;
+}
+
+/** Refuses two outputs that would land on the same file (one would overwrite the other). Errors: E_ARG. */
+function checkDistinctOutputs(files: ReadonlyArray<{ file: string; flag: string }>): void {
+  const seen = new Map<string, string>();
+  for (const { file, flag } of files) {
+    const key = path.resolve(file);
+    const other = seen.get(key);
+    if (other !== undefined) throw new DmlError('E_ARG', `${flag} and ${other} would both write ${key} (expected separate output files)`);
+    seen.set(key, flag);
+  }
+}
 
 /** `dml eval`: checks every flag, evaluates each model (or the .npy embeddings), prints the table and writes the reports. */
 export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
@@ -120,7 +153,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
       seed,
     },
-    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+    ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
     examples: { count: parseNonNegativeInt(flags.examples, '--examples') },
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
@@ -150,6 +183,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     for (const name of REPORT_FILES) await checkWritableFile(path.join(flags.out, name), `--out ${flags.out}`);
   }
   if (flags.json !== undefined && flags.json !== '-') await checkWritableFile(flags.json, `--json ${flags.json}`);
+  if (flags.json === '-') checkStandardOutput(JSON_TO_STDOUT);
+  checkDistinctOutputs(outputFiles(flags, models));
 
   const progress = new Map<string, ReturnType<typeof createProgress>>();
   const onProgress = (stage: string, done: number, total: number): void => {
@@ -183,7 +218,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     const spec = flags.data as string;
     let manifest = await openDataset(spec, {
-      warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
+      warn: printWarning,
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
     });
     if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
@@ -228,25 +263,12 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   if (flags.saveNeighbours !== undefined) await writeFileAtomic(flags.saveNeighbours, neighboursCsv(recorders));
   if (flags.json === '-') {
     // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     process.stderr.write(`${table}\n`);
+    await writeStandardOutput(`${JSON.stringify(report, null, 2)}\n`, JSON_TO_STDOUT);
   } else {
     process.stdout.write(`${table}\n`);
   }
-  if (progressMode() !== 'none') process.stderr.write(`${evalSummary(runs, writtenFiles(flags, models), (performance.now() - started) / 1000)}\n`);
-}
-
-/** Every file `dml eval` wrote with these flags (the saved embeddings with one pair per model). */
-function writtenFiles(flags: EvalFlags, models: readonly string[]): string[] {
-  const files: string[] = [];
-  if (flags.out !== undefined) files.push(...REPORT_FILES.map((name) => path.join(flags.out as string, name)));
-  if (flags.json !== undefined && flags.json !== '-') files.push(flags.json);
-  if (flags.saveNeighbours !== undefined) files.push(flags.saveNeighbours);
-  if (flags.saveEmbeddings !== undefined) {
-    const names = models.map((m) => path.basename(m));
-    for (let i = 0; i < models.length; i++) files.push(`${savedEmbeddingsPrefix(flags.saveEmbeddings, names, i)}.npy`, `${savedEmbeddingsPrefix(flags.saveEmbeddings, names, i)}.json`);
-  }
-  return files;
+  if (progressMode() !== 'none') process.stderr.write(`${evalSummary(runs, outputFiles(flags, models).map((o) => o.file), (performance.now() - started) / 1000)}\n`);
 }
 
 /**

@@ -32,7 +32,7 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { canonicalJson, sha256 } from '../util/hash.js';
+import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
@@ -91,6 +91,8 @@ export interface ValidationRecord {
 export interface TrainOptions {
   /** Continue from `<out>/checkpoints/last`. */
   resume?: boolean;
+  /** Replace the run `<out>` already holds; without it (or `resume`) such a folder is refused (run-identity.ts). */
+  overwrite?: boolean;
   /** One line per epoch and per notice (stderr in the CLI). */
   log?: (line: string) => void;
   signal?: AbortSignal;
@@ -175,6 +177,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
 
   // ---- setup: everything that can fail, before the first step ----
+  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
+  if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
   const backend = await selectBackend(config.backend);
   if (backend.warning) warn(backend.warning);
@@ -197,7 +201,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
   if (config.data.augmentation) validateAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
-  let model = await buildModel(modelSpec, config.seed);
+  const model = await buildModel(modelSpec, config.seed);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
@@ -217,8 +221,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     loss: { name: loss.name, ...loss.config },
     sampler: sampler.describe(),
   };
-  // The number of epochs may change between a run and its resumption; everything else must not.
-  const configHash = sha256(canonicalJson({ ...config, epochs: undefined }));
+  // What a resume must share with the run it continues (run-identity.ts: all but epochs, out, backend).
+  const { identity, hash: configHash } = runIdentity(config);
   let currentLearningRate = learningRateAt(config.optimizer, 0);
   // The variables that get weight decay, set once the model is final (a resume replaces it below).
   let kernels: tf.Variable[] = [];
@@ -231,19 +235,16 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let resumedGenerator: number[] | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
-    const loaded = await loadCheckpoint(checkpointDir, { optimizer });
-    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; lossVariables?: number[][]; lossGenerator?: number[] } | undefined;
-    if (!state || state.configHash !== configHash) {
-      throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
-    }
+    const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
+    const state = loaded.state as { epoch: number; history: EpochRecord[]; configHash: string; identity?: unknown; lossVariables?: number[][]; lossGenerator?: number[] } | undefined;
+    if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
+    checkResumeIdentity(checkpointDir, state, config);
     if (state.epoch > config.epochs) {
       throw new DmlError(
         'E_ARG',
         `Cannot resume from ${checkpointDir}: it is at epoch ${state.epoch}, past the ${config.epochs} epoch(s) asked for; give --epochs ${state.epoch} or more`,
       );
     }
-    model.dispose();
-    model = loaded.model;
     optimizer = loaded.optimizer ?? optimizer;
     history = state.history;
     startEpoch = state.epoch;
@@ -289,6 +290,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { drawInputs, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
+  // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
+  // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
+  const statistics = model.nonTrainableWeights.map((w) => tf.clone(w.read()));
   for (;;) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
@@ -301,6 +305,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (moved.warning) warn(moved.warning);
     }
   }
+  model.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
+  tf.dispose(statistics);
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
@@ -314,7 +320,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(0, untrained);
     history.push(untrained);
     await writeLog({ type: 'epoch', ...untrained });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch: 0, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
     log(describeEpoch(untrained, config.epochs));
   }
 
@@ -380,7 +386,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await validate(epoch, record);
     history.push(record);
     await writeLog({ type: 'epoch', ...record });
-    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
+    await saveCheckpoint(checkpointDir, { model, optimizer, state: { epoch, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() } });
     log(describeEpoch(record, config.epochs));
   }
 

@@ -222,6 +222,17 @@ describe('report', () => {
     expect(Math.max(...curveYs)).to.be.at.most(344);
   });
 
+  it('report.md carries no markup from data: HTML and link brackets in names are escaped', () => {
+    const hostile = run('<script>alert(1)</script>.onnx', 0.5, [[2, 0.3]]);
+    hostile.examples[0]?.neighbours.push({ id: '<img src=x onerror=alert(2)>.png', label: '[click](javascript:alert(3))', similarity: 0.5, correct: false });
+    const file = reportMarkdownFile(buildReport([hostile], ['dml', 'eval', '--data', 'folder:<x & y>']));
+    expect(file).not.to.match(/<(script|img)/);
+    expect(file).not.to.match(/(^|[^\\])\[click\]/);
+    expect(file).to.include('&lt;script&gt;alert(1)&lt;/script&gt;.onnx');
+    expect(file).to.include('✗ \\[click\\](javascript:alert(3)) (0.500) &lt;img src=x onerror=alert(2)&gt;.png');
+    expect(file).to.include('shirt &amp; &lt;tie&gt;');
+  });
+
   it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'dml-scatter-'));
     try {
