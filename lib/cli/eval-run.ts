@@ -268,7 +268,10 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     process.stdout.write(`${table}\n`);
   }
-  if (progressMode() !== 'none') process.stderr.write(`${evalSummary(runs, outputFiles(flags, models).map((o) => o.file), (performance.now() - started) / 1000)}\n`);
+  if (progressMode() !== 'none') {
+    const written = [...outputFiles(flags, models).map((o) => o.file), ...(flags.json === '-' ? ['report.json to standard output'] : [])];
+    process.stderr.write(`${evalSummary(runs, written, (performance.now() - started) / 1000)}\n`);
+  }
 }
 
 /**

@@ -290,6 +290,7 @@ describe('dml eval', function () {
       expectValidReport(report);
       expect(report.metrics.recall).to.deep.equal({ '1': 1 });
       expect(res.stderr).to.match(/^\| model \| R@1 \|/);
+      expect(res.stderr).to.match(/\ndml eval: done in \d+\.\ds \(search \d+\.\ds, k-means \d+\.\ds\); wrote report\.json to standard output\n$/);
       expect(existsSync(path.join(process.cwd(), '-'))).to.equal(false);
     });
 
