@@ -25,6 +25,7 @@ export {
 export type { FilledLengthRule } from './train/samplers/filled.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
+export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './report/training-html.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
 export {
   DEFAULT_DUPLICATE_THRESHOLD,
