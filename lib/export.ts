@@ -1,6 +1,8 @@
 /**
  * @file `dmlkit/export`: trained TensorFlow.js embedders to ONNX, checked against TensorFlow.js.
  * Loads TensorFlow.js.
+ *
+ * @module dmlkit/export
  */
 export { exportEmbedder, exportCheckpoint, type EmbedderExportOptions, type ExportedEmbedder, type CheckpointExportOptions, type CheckpointExport } from './export/export-model.js';
 export { convertLayersModel, type ConvertOptions, type ConvertedModel, type ImageInput } from './export/tfjs-to-onnx.js';

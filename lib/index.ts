@@ -4,6 +4,8 @@
  * the CLI. It loads onnxruntime, sharp and hnswlib, never TensorFlow.js: training is `dmlkit/train`
  * (lib/train.ts), export to ONNX `dmlkit/export` (lib/export.ts) and the search service
  * `dmlkit/serve` (lib/serve.ts).
+ *
+ * @module dmlkit
  */
 export { DmlError, invalidParameterError, type DmlErrorCode } from './errors.js';
 export { Rng } from './util/rng.js';

@@ -1,6 +1,8 @@
 /**
  * @file `dmlkit/serve`: the nearest-neighbour image search service (fastify app, index store, inference
  * worker threads).
+ *
+ * @module dmlkit/serve
  */
 export { createSearchApp, type SearchAppOptions } from './serve/app.js';
 export type { ServiceLoggerOptions } from './serve/log-redaction.js';

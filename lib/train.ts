@@ -1,6 +1,8 @@
 /**
  * @file `dmlkit/train`: training embedding models with TensorFlow.js (the trainer, its config, models,
  * losses, samplers, checkpoints). Loads TensorFlow.js; `dmlkit` itself never does.
+ *
+ * @module dmlkit/train
  */
 export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
 export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';

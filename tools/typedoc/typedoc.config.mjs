@@ -22,7 +22,6 @@ export default {
   // "Defined in" links to the declaring file in this checkout (docs/api/<kind>/<page>.html is three
   // folders below the repository root); no git remote is assumed.
   disableGit: true,
-  basePath: '../..',
   sourceLinkTemplate: '../../../lib/{path}#L{line}',
   validation: { notExported: true, invalidLink: true, rewrittenLink: true, notDocumented: true, unusedMergeModuleWith: true },
   // Declarations (functions, classes, interfaces, type aliases, variables) must be documented; their
