@@ -43,7 +43,9 @@ async function resolveWriteTarget(filePath: string): Promise<WriteTarget> {
     try {
       info = await lstat(current);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'replace', file: current };
+      // Missing, or under a path part that is not a folder: a new file, whose folder is then made (or refused).
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'replace', file: current };
       throw new DmlError('E_IO', `Cannot write ${filePath}: ${(err as Error).message}`, { cause: err });
     }
     if (info.isSymbolicLink()) {
