@@ -5,7 +5,8 @@
 import type { Command } from 'commander';
 import type { EmbedderOptions } from '../embed/embedder.js';
 import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
-import { parseChoice, parseNonNegativeInt, parsePositiveInt } from './parse-options.js';
+import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
+import { printWarning } from './warning.js';
 
 /** Raw values of the embedding flags. */
 export interface EmbedFlags {
@@ -34,7 +35,7 @@ export function embedderOptions(flags: EmbedFlags): EmbedderOptions {
   return {
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
     batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
-    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+    ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
   };
 }
 
@@ -43,7 +44,7 @@ export function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number
   return flags.limitInputPixels !== undefined ? { limitInputPixels: parsePositiveInt(flags.limitInputPixels, '--limit-input-pixels') } : {};
 }
 
-/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets). */
+/** `--workers`, or undefined for the embedder's default (one decode process per core for large sets); bounded as parseParallelism says. */
 export function decodeWorkers(flags: EmbedFlags): number | undefined {
-  return flags.workers !== undefined ? parseNonNegativeInt(flags.workers, '--workers') : undefined;
+  return flags.workers !== undefined ? parseParallelism(flags.workers, '--workers', 0, printWarning) : undefined;
 }

@@ -23,10 +23,13 @@ import { buildReport, type Report, type RunReport } from '../report/report.js';
 import { exampleThumbnails } from '../report/thumbnails.js';
 import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { printWarning } from './warning.js';
+import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
 import { createProgress } from '../util/progress.js';
 import {
   parseChoice,
   parseNonNegativeNumber,
+  parseParallelism,
   parsePositiveInt,
   parsePositiveIntList,
   parseSeed,
@@ -73,7 +76,7 @@ async function checkWritableFile(file: string, what: string): Promise<void> {
 
 /** Prints each warning as one `warning: <message>` line on stderr. */
 function printWarnings(warnings: readonly string[]): void {
-  for (const message of warnings) process.stderr.write(`warning: ${message}\n`);
+  for (const message of warnings) printWarning(message);
 }
 
 /** `--cluster-counts`, or its old name `--nmi-k` (with a warning on stderr); both at once is a usage error. */
@@ -88,6 +91,35 @@ function clusterCountsFlag(flags: EvalFlags): ClusterCountSpec[] {
 
 /** The files `--out` receives. */
 const REPORT_FILES = ['report.json', 'report.md', 'report.html'] as const;
+
+/** Names `--json -`'s report in messages. */
+const JSON_TO_STDOUT = 'the report (--json -)';
+
+/** Every file the run will write, each with the flag that asks for it. */
+function outputFiles(flags: EvalFlags, models: readonly string[]): Array<{ file: string; flag: string }> {
+  const files: Array<{ file: string; flag: string }> = [];
+  if (flags.out !== undefined) for (const name of REPORT_FILES) files.push({ file: path.join(flags.out, name), flag: `--out ${flags.out}` });
+  if (flags.json !== undefined && flags.json !== '-') files.push({ file: flags.json, flag: `--json ${flags.json}` });
+  if (flags.saveEmbeddings !== undefined) {
+    const names = models.map((m) => path.basename(m));
+    for (let i = 0; i < models.length; i++) {
+      const prefix = savedEmbeddingsPrefix(flags.saveEmbeddings, names, i);
+      for (const ext of ['.npy', '.json']) files.push({ file: `${prefix}${ext}`, flag: `--save-embeddings ${flags.saveEmbeddings}` });
+    }
+  }
+  return files;
+}
+
+/** Refuses two outputs that would land on the same file (one would overwrite the other). Errors: E_ARG. */
+function checkDistinctOutputs(files: ReadonlyArray<{ file: string; flag: string }>): void {
+  const seen = new Map<string, string>();
+  for (const { file, flag } of files) {
+    const key = path.resolve(file);
+    const other = seen.get(key);
+    if (other !== undefined) throw new DmlError('E_ARG', `${flag} and ${other} would both write ${key} (expected separate output files)`);
+    seen.set(key, flag);
+  }
+}
 
 export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
   const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
@@ -116,7 +148,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       restarts: parsePositiveInt(flags.kmeansRestarts, '--kmeans-restarts'),
       seed,
     },
-    ...(flags.threads !== undefined ? { threads: parsePositiveInt(flags.threads, '--threads') } : {}),
+    ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
@@ -139,6 +171,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     for (const name of REPORT_FILES) await checkWritableFile(path.join(flags.out, name), `--out ${flags.out}`);
   }
   if (flags.json !== undefined && flags.json !== '-') await checkWritableFile(flags.json, `--json ${flags.json}`);
+  if (flags.json === '-') checkStandardOutput(JSON_TO_STDOUT);
+  checkDistinctOutputs(outputFiles(flags, models));
 
   const progress = new Map<string, ReturnType<typeof createProgress>>();
   const onProgress = (stage: string, done: number, total: number): void => {
@@ -163,7 +197,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     const spec = flags.data as string;
     let manifest = await openDataset(spec, {
-      warn: (message: string) => process.stderr.write(`warning: ${message}\n`),
+      warn: printWarning,
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
     });
     if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
@@ -203,8 +237,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   await writeOutputs(report, flags, sources, pixelLimit.limitInputPixels);
   if (flags.json === '-') {
     // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     process.stderr.write(`${table}\n`);
+    await writeStandardOutput(`${JSON.stringify(report, null, 2)}\n`, JSON_TO_STDOUT);
   } else {
     process.stdout.write(`${table}\n`);
   }

@@ -16,10 +16,8 @@ import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.
 import { hnswParameters } from './hnsw-flags.js';
 import type { AddFlags, BuildFlags } from './index-command.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
+import { printWarning as warn } from './warning.js';
 
-function warn(message: string): void {
-  process.stderr.write(`warning: ${message}\n`);
-}
 
 function reportFailures(failures: SkippedImage[]): void {
   if (failures.length === 0) return;
@@ -41,6 +39,7 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     preprocessing,
     ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
   });
+  for (const message of embedder.warnings) warn(message); // e.g. several outputs and no --output-name
   try {
     const bar = createProgress('embedding');
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {

@@ -1,6 +1,7 @@
 /**
  * @file Parsers for CLI flag values. Each names the flag, what it expects and what it got.
  */
+import { availableParallelism } from 'node:os';
 import { invalidParameterError } from '../errors.js';
 
 /** A positive integer. */
@@ -65,3 +66,28 @@ export function parseChoice<T extends string>(value: string, choices: readonly T
   if (!(choices as readonly string[]).includes(value)) throw invalidParameterError(flag, `one of ${choices.join(', ')}`, value);
   return value as T;
 }
+
+/** Bounds of the parallelism flags (`--workers`, `--threads`), in multiples of the machine's cores. */
+export const PARALLELISM_PER_CORE = {
+  /** Above this many per core, a value is capped with a warning (it only adds contention). */
+  useful: 2,
+  /** Above this many per core, a value is refused (`--workers 100000` forks until memory runs out). */
+  accepted: 16,
+} as const;
+
+/**
+ * A process or thread count (`--workers`, `--threads`): an integer from `min` up; above
+ * {@link PARALLELISM_PER_CORE}.accepted x cores refused (E_ARG naming the flag and the bound), above
+ * `useful` x cores capped there with a warning through `warn`.
+ */
+export function parseParallelism(value: string, flag: string, min: 0 | 1, warn: (message: string) => void): number {
+  const n = min === 0 ? parseNonNegativeInt(value, flag) : parsePositiveInt(value, flag);
+  const cores = availableParallelism();
+  const accepted = PARALLELISM_PER_CORE.accepted * cores;
+  if (n > accepted) throw invalidParameterError(flag, `an integer in [${min}, ${accepted}] (at most ${PARALLELISM_PER_CORE.accepted} per core; this machine has ${cores})`, value);
+  const useful = PARALLELISM_PER_CORE.useful * cores;
+  if (n <= useful) return n;
+  warn(`${flag} ${n} is more than ${PARALLELISM_PER_CORE.useful} per core on this machine's ${cores} cores: using ${useful}`);
+  return useful;
+}
+

@@ -4,10 +4,12 @@
  * command runs.
  */
 import { readFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
-import { parseChoice, parsePositiveInt } from './parse-options.js';
+import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
+import { printWarning } from './warning.js';
 import { LOG_LEVELS, TOKEN_ENV, type ServeFlags } from './serve-command.js';
 
 /** The write token: from `--token-file` (trimmed), else the environment. Never printed. Errors: E_ARG when there is none. */
@@ -24,6 +26,11 @@ async function writeToken(flags: ServeFlags): Promise<string> {
   return fromEnv;
 }
 
+/** Whether the server's bound address is reachable only from this machine (127.0.0.0/8, ::1). */
+function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^(::ffff:)?127\./.test(address);
+}
+
 /** Runs `dml serve <dir>` with the flags commander parsed; resolves once the server has stopped. */
 export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
   const port = /^\d+$/.test(flags.port) && Number(flags.port) <= 65535 ? Number(flags.port) : NaN;
@@ -37,8 +44,8 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     allowWrites: flags.allowWrites === true,
     ...(token !== undefined ? { token } : {}),
     allowedHosts: [...listenHost, ...flags.allowedHost],
-    workers: parsePositiveInt(flags.workers, '--workers'),
-    threads: flags.threads !== undefined ? parsePositiveInt(flags.threads, '--threads') : undefined,
+    workers: parseParallelism(flags.workers, '--workers', 1, printWarning),
+    threads: flags.threads !== undefined ? parseParallelism(flags.threads, '--threads', 1, printWarning) : undefined,
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
     onProvider: (chosen) => {
       provider = describeProviderChoice('the model', chosen);
@@ -54,12 +61,17 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  let address: string;
   try {
-    address = await app.listen({ port, host: flags.host });
+    await app.listen({ port, host: flags.host });
   } catch (err) {
     await app.close();
     throw invalidParameterError('--host/--port', `an address this machine can listen on (${(err as Error).message})`, `${flags.host}:${flags.port}`);
+  }
+  const bound = app.server.address() as AddressInfo;
+  const address = `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  if (!isLoopbackAddress(bound.address)) {
+    const writes = flags.allowWrites === true ? 'writes are open to the network, guarded by the token alone' : 'the index is read-only';
+    process.stderr.write(`dml serve: warning: listening on ${address}, reachable from other machines; ${writes} (requests must name an allowed Host: --allowed-host)\n`);
   }
   process.stdout.write(`dml serve: serving ${dir} (${provider}), listening on ${address}\n`);
   const signal = await stopped;

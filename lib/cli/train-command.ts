@@ -15,6 +15,7 @@ export interface TrainFlags {
   out?: string;
   backend?: string;
   resume?: boolean;
+  overwrite?: boolean;
 }
 
 /** Registers `train` on the program. */
@@ -29,6 +30,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--out <dir>', 'override the output folder')
     .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu')
     .option('--resume', 'continue from <out>/checkpoints/last')
+    .option('--overwrite', 'replace the run the output folder holds (without it, or --resume, such a folder is refused)')
     .action(async (flags: TrainFlags) => {
       const { runTrain } = await import('./train-run.js').catch((err: unknown) => {
         throw explainMissingTensorflow(err, 'dml train');

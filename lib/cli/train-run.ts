@@ -21,7 +21,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   }
   let raw: Record<string, unknown>;
   try {
-    raw = JSON.parse(text) as Record<string, unknown>;
+    raw = JSON.parse(text.replace(/^\uFEFF/, '')) as Record<string, unknown>; // a byte-order mark is allowed
   } catch (err) {
     throw new DmlError('E_ARG', `${flags.config} is not valid JSON: ${(err as Error).message}`);
   }
@@ -42,7 +42,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   if (flags.backend !== undefined) raw['backend'] = flags.backend;
   const config = parseTrainConfig(raw, flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
-  const result = await train(config, { resume: flags.resume === true, log: (line) => process.stderr.write(`${line}\n`) });
+  const result = await train(config, { resume: flags.resume === true, overwrite: flags.overwrite === true, log: (line) => process.stderr.write(`${line}\n`) });
   const last = result.history[result.history.length - 1];
   process.stdout.write(`${JSON.stringify({ out: result.out, backend: result.backend, last }, null, 2)}\n`);
 }

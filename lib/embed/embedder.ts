@@ -19,9 +19,11 @@ import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
+import { checkModelFile } from '../onnx/model-file.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
+import { checkBatchInputMemory } from './batch-memory.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { resolveModelSignature, type ModelSignature } from './model-signature.js';
 import { normalizeRowsInPlace } from './normalize.js';
@@ -63,7 +65,7 @@ export const DECODE_POOL_MIN_ITEMS = 256;
  */
 export function decodeProcessCount(itemCount: number, workers: number | undefined): number {
   if (itemCount === 0) return 0;
-  if (workers !== undefined) return workers;
+  if (workers !== undefined) return Math.min(workers, itemCount); // never more processes than images
   return itemCount >= DECODE_POOL_MIN_ITEMS ? defaultDecodeWorkers() : 0;
 }
 
@@ -173,6 +175,7 @@ export class OnnxEmbedder {
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? 32;
     checkPositiveInteger('batchSize', batchSize);
+    await checkModelFile(modelPath);
     let bytes: Uint8Array;
     try {
       bytes = await readFile(modelPath);
@@ -195,6 +198,7 @@ export class OnnxEmbedder {
     let signature: ModelSignature;
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
+      checkBatchInputMemory(signature.fixedBatch ?? batchSize, signature.preprocessing);
     } catch (err) {
       await session.release();
       throw err;

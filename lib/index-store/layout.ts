@@ -170,6 +170,16 @@ export function checkItemText(name: string, value: unknown): string {
   return value;
 }
 
+/**
+ * Checks an item id: {@link checkItemText}, and not `.` or `..`, the two ids whose image URL
+ * (`/items/<id>/image`, the id percent-encoded) a browser or client normalises into another path.
+ */
+export function checkItemId(name: string, value: unknown): string {
+  const id = checkItemText(name, value);
+  if (id === '.' || id === '..') throw invalidParameterError(name, 'an id other than "." and ".." (a URL path cannot carry them unchanged)', id);
+  return id;
+}
+
 /** Checks a query or item vector: a Float32Array of `dim` finite values, not all zero. */
 export function checkVector(name: string, vector: unknown, dim: number): Float32Array {
   if (!(vector instanceof Float32Array) || vector.length !== dim) {

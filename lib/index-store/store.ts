@@ -48,6 +48,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { sha256, sha256File } from '../util/hash.js';
 import { Journal } from './journal.js';
 import {
+  checkItemId,
   checkItemText,
   checkNewIndexFolder,
   checkVector,
@@ -128,7 +129,7 @@ export class SearchIndexStore {
     if (sources.length !== set.count || set.ids.length !== set.count || set.labels.length !== set.count) {
       throw invalidParameterError('sources', `${set.count} image sources (one per embedding)`, sources);
     }
-    set.ids.forEach((id, i) => checkItemText(`set.ids[${i}]`, id));
+    set.ids.forEach((id, i) => checkItemId(`set.ids[${i}]`, id));
     set.labels.forEach((label, i) => checkItemText(`set.labels[${i}]`, label));
     await checkNewIndexFolder(dir);
     const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
@@ -338,7 +339,7 @@ export class SearchIndexStore {
     if (!Array.isArray(items) || items.length === 0) throw invalidParameterError('items', 'a non-empty array', items);
     const ids = new Set<string>();
     items.forEach((item, i) => {
-      checkItemText(`items[${i}].id`, item.id);
+      checkItemId(`items[${i}].id`, item.id);
       checkItemText(`items[${i}].label`, item.label);
       checkVector(`items[${i}].vector`, item.vector, this.dim);
       if (ids.has(item.id)) throw invalidParameterError(`items[${i}].id`, 'an id not given twice', item.id);

@@ -145,8 +145,18 @@ export function perClassMarkdown(report: Report): string {
   return lines.join('\n');
 }
 
-/** report.md: the metrics table and notes, the warnings, each run's worst classes, the retrieval examples and the parameters. */
+/**
+ * `markdown` with no markup that came from data: Markdown viewers pass raw HTML through and follow
+ * links, so a folder or file name such as `<img src=x onerror=...>` or `[x](javascript:...)` would
+ * become live markup. `&`, `<` and `>` become entities, `[` and `]` are backslash-escaped; a viewer
+ * shows the same characters. (dmlkit's own Markdown in report.md uses none of them as markup.)
+ */
+export function escapeMarkdownMarkup(markdown: string): string {
+  return markdown.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/[[\]]/g, '\\$&');
+}
+
+/** report.md: the metrics table and notes, the warnings, each run's worst classes, the retrieval examples and the parameters; data escaped by {@link escapeMarkdownMarkup}. */
 export function reportMarkdownFile(report: Report): string {
   const warnings = report.warnings.length === 0 ? '' : `\nWarnings:\n\n${report.warnings.map((w) => `- ${w}`).join('\n')}\n`;
-  return `${reportMarkdown(report)}\n${warnings}${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`;
+  return escapeMarkdownMarkup(`${reportMarkdown(report)}\n${warnings}${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`);
 }

@@ -34,8 +34,9 @@ import { decodeImageSource } from '../image/decode.js';
 import { rawInput } from '../image/raw-image.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { accessPolicy, checkHost, checkWrite } from './access.js';
+import { redactingLogger, type ServiceLoggerOptions } from './log-redaction.js';
 import { errorBody, HttpError } from './errors.js';
-import { checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
+import { checkItemId, checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
 import { SearchIndexStore } from '../index-store/store.js';
 import { RequestMetrics } from './metrics.js';
 import { registerApiDocs } from './docs.js';
@@ -68,8 +69,8 @@ export interface SearchAppOptions {
   maxPending?: number;
   /** Journal lines after which the index takes a snapshot. */
   snapshotEvery?: number;
-  /** fastify's logger option: false (default), true, or pino options such as `{ level: 'info' }`. */
-  logger?: boolean | { level: string };
+  /** The request log: false (default), true (level info), or a level and destination; tokens are censored (log-redaction.ts). */
+  logger?: boolean | ServiceLoggerOptions;
   /** Open the index for writing and serve `POST /items` and `DELETE /items/:id`. Default false (read-only). */
   allowWrites?: boolean;
   /** The bearer token writes need (with `allowWrites`; at least 16 characters). */
@@ -153,6 +154,17 @@ function searchResult(hits: SearchHit[], k: number, started: number): { k: numbe
   };
 }
 
+/** A route's access class, in its fastify route `config`: `write` routes need the write check (access.ts). */
+interface RouteAccess {
+  write: boolean;
+}
+
+/** The config of the routes that change the index. */
+const WRITE_ROUTE: RouteAccess = { write: true };
+
+/** Methods that never change anything. */
+const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Opens the index, starts the workers and builds the app (see the file comment). */
 export async function createSearchApp(options: SearchAppOptions): Promise<FastifyInstance> {
   const maxUploadBytes = options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES;
@@ -165,7 +177,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
   });
   // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
+  const app = Fastify({ logger: redactingLogger(options.logger), bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
   let pool: InferenceWorkerPool;
   try {
     const { metadata } = store;
@@ -225,7 +237,11 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   // Hooks before any plugin with routes (Swagger UI), so that its routes get them too.
   app.addHook('onRequest', async (request) => {
     checkHost(access, request.headers.host);
-    if (request.method !== 'GET' && request.method !== 'HEAD' && request.url.startsWith('/items')) checkWrite(access, request.headers);
+    // The write check follows the route the router matched (however its path was spelled), never the
+    // raw URL; a request with an unsafe method that matched no route is held to the same check, so that
+    // probing spellings of a write path tells nothing without the token.
+    const config = request.routeOptions.config as Partial<RouteAccess> | undefined;
+    if (config?.write === true || (request.is404 && !SAFE_METHODS.has(request.method))) checkWrite(access, request.headers);
   });
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url;
@@ -296,10 +312,10 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return { total: labels.length, labels };
   });
 
-  app.post('/items', { schema: schemas.addItem }, async (request, reply) => {
+  app.post('/items', { schema: schemas.addItem, config: WRITE_ROUTE }, async (request, reply) => {
     const { bytes, name, fields } = await readImageRequest(request);
     const label = checkItemText('label', fields['label']);
-    const id = optionalText('id', fields['id']) ?? randomUUID();
+    const id = fields['id'] === undefined || fields['id'] === '' ? randomUUID() : checkItemId('id', fields['id']);
     const conflict = (): HttpError => new HttpError(409, 'E_ARG', `An item with id ${JSON.stringify(id)} is already in the index (expected a new id)`);
     if (store.get(id) !== undefined) throw conflict();
     const vector = await embed(bytes, name);
@@ -312,7 +328,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     return reply.status(201).send({ id, label, image: imageUrl(id), count: store.count });
   });
 
-  app.delete('/items/:id', { schema: schemas.removeItem }, async (request) => {
+  app.delete('/items/:id', { schema: schemas.removeItem, config: WRITE_ROUTE }, async (request) => {
     const { id } = request.params as { id: string };
     knownItem(id);
     await store.remove([id]);

@@ -28,6 +28,7 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { sha256 } from '../util/hash.js';
 import { layersModelFiles, layersModelFromArtifacts, parseModelJson, WEIGHTS_FILE } from './models/tfjs-files.js';
+import { setOptimizerWeights } from './optimizer.js';
 
 /** Format tag of checkpoint.json. */
 export const CHECKPOINT_FORMAT = 'dmlkit.checkpoint/1';
@@ -147,7 +148,7 @@ export async function restoreOptimizerState(files: OptimizerStateFiles, where: s
   const ordered = parsed.weights.map((spec) => ({ name: renameSlot(spec.name, names), tensor: decoded[spec.name] as tf.Tensor }));
   try {
     if (ordered.some((w) => w.tensor === undefined)) throw new DmlError('E_MODEL', `${where}: optimizer state names a weight twice`);
-    await target.setWeights(ordered);
+    await setOptimizerWeights(target, ordered);
   } finally {
     tf.dispose(Object.values(decoded));
   }
@@ -283,12 +284,37 @@ async function readVerified(dir: string, manifest: CheckpointManifest, name: str
 }
 
 /**
+ * Copies the weights of `saved` (a model rebuilt from a checkpoint) into `target`, a model built from
+ * the same configuration, and disposes `saved`. Errors: E_MODEL when the two do not hold the same
+ * weights (names and shapes, in order).
+ */
+function copyWeightsInto(saved: tf.LayersModel, target: tf.LayersModel, dir: string): tf.LayersModel {
+  try {
+    const describe = (m: tf.LayersModel): string[] => m.weights.map((w) => `${w.originalName} [${w.shape.join(',')}]`);
+    const [have, want] = [describe(saved), describe(target)];
+    const first = want.findIndex((w, i) => have[i] !== w);
+    if (have.length !== want.length || first >= 0) {
+      const at = first >= 0 ? first : Math.min(have.length, want.length);
+      throw new DmlError('E_MODEL', `Checkpoint ${dir} does not fit the model: weight ${at} is ${have[at] ?? 'missing'} in the checkpoint but ${want[at] ?? 'missing'} in the model`);
+    }
+    target.setWeights(saved.getWeights());
+    return target;
+  } finally {
+    saved.dispose();
+  }
+}
+
+/**
  * Loads the checkpoint in `dir`. With `options.optimizer`, the saved optimizer state is restored into
- * it (its class must match); otherwise a saved optimizer is rebuilt from its class and config.
+ * it (its class must match); otherwise a saved optimizer is rebuilt from its class and config. With
+ * `options.into`, a model built from the same configuration, the weights are copied into it (and the
+ * optimizer state bound to its variables), so that it keeps its own layer classes: the builders' training
+ * layers (training-batch-norm.ts, input-conv2d.ts), which model.json cannot name, compute in other
+ * rounding than the stock layers a plain load builds; a resumed run continues exactly with them.
  * Errors: E_NOT_FOUND when `dir` holds no checkpoint; E_MODEL when it is corrupt (a file missing,
  * truncated or altered, or unbuildable).
  */
-export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Optimizer } = {}): Promise<LoadedCheckpoint> {
+export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Optimizer; into?: tf.LayersModel } = {}): Promise<LoadedCheckpoint> {
   if (typeof dir !== 'string' || dir.length === 0) throw invalidParameterError('dir', 'a folder path', dir);
   const manifestPath = path.join(dir, MANIFEST);
   let text: string;
@@ -320,7 +346,8 @@ export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Opti
     groups.flatMap((g) => g.weights),
     weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.length) as ArrayBuffer,
   ]);
-  const model = await layersModelFromArtifacts(artifacts, modelJsonPath);
+  const saved = await layersModelFromArtifacts(artifacts, modelJsonPath);
+  const model = options.into === undefined ? saved : copyWeightsInto(saved, options.into, dir);
   const loaded: LoadedCheckpoint = { model };
 
   if (OPTIMIZER_JSON in manifest.files && OPTIMIZER_BIN in manifest.files) {

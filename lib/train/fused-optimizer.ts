@@ -174,6 +174,19 @@ abstract class FusedOptimizer extends tf.Optimizer {
   }
 }
 
+/**
+ * beta^(steps + 1) as an Adam optimiser holds it after `steps` steps: the float32 running product of
+ * `steps` multiplications by beta (float32 beta). tfjs's Adam restores beta ** (steps + 1) by tf.pow
+ * instead, which differs in the last bits, so a run resumed from saved optimizer state would move away
+ * from the uninterrupted run (optimizer.ts, setOptimizerWeights, puts the running product back).
+ */
+export function runningPower(beta: number, steps: number): number {
+  const b = f32(beta);
+  let acc = b;
+  for (let i = 0; i < steps; i++) acc = f32(acc * b);
+  return acc;
+}
+
 /** Whether `optimizer` is a fused optimiser of this file (and so applies weight decay in its step). */
 export function isFusedOptimizer(optimizer: tf.Optimizer): boolean {
   return FusedOptimizer.isFused(optimizer);
@@ -282,10 +295,10 @@ export class FusedAdamOptimizer extends FusedOptimizer {
   }
 
   protected override restored(): void {
-    // tfjs: accBeta = beta ** (iterations + 1), computed by tf.pow in float32.
-    const t = this.iterations + 1;
-    this.#accBeta1 = f32(this.#beta1 ** t);
-    this.#accBeta2 = f32(this.#beta2 ** t);
+    // The products afterStep would have reached, so that a resumed run continues with exactly the
+    // bias corrections of an uninterrupted one (see runningPower).
+    this.#accBeta1 = runningPower(this.#beta1, this.iterations);
+    this.#accBeta2 = runningPower(this.#beta2, this.iterations);
   }
 
   getConfig(): tf.serialization.ConfigDict {

@@ -12,7 +12,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from './config.js';
-import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, type DecayFilter, type FusedWeightDecay } from './fused-optimizer.js';
+import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from './fused-optimizer.js';
 import { ORT_CPU_BACKEND_NAME } from './ort-backend/ort-cpu-backend.js';
 
 /**
@@ -66,9 +66,32 @@ export function createOptimizer(config: OptimizerConfig, lr: number, options?: O
 export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
   const next = createOptimizer(config, lr, options);
   const weights = await optimizer.getWeights();
-  if (weights.length > 0) await next.setWeights(weights);
+  if (weights.length > 0) await setOptimizerWeights(next, weights);
   optimizer.dispose();
   return next;
+}
+
+/** tfjs's Adam's bias-correction products (TypeScript-private fields of tf.AdamOptimizer). */
+interface AdamProducts {
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly accBeta1: tf.Variable;
+  readonly accBeta2: tf.Variable;
+}
+
+/**
+ * `optimizer.setWeights(weights)`, after which tfjs's own Adam holds the bias-correction products an
+ * uninterrupted run would hold (the float32 running products of fused-optimizer.ts's runningPower, not
+ * tf.pow's), so that a run resumed from a checkpoint or moved to a new learning rate continues bit for bit.
+ */
+export async function setOptimizerWeights(optimizer: tf.Optimizer, weights: Array<{ name: string; tensor: tf.Tensor }>): Promise<void> {
+  await optimizer.setWeights(weights);
+  // tfjs's optimisers answer instanceof by duck typing: tell them apart by class name.
+  if (optimizer.getClassName() !== 'Adam' || isFusedOptimizer(optimizer)) return;
+  const adam = optimizer as unknown as AdamProducts;
+  const steps = (optimizer as unknown as { iterations: number }).iterations;
+  adam.accBeta1.assign(tf.scalar(runningPower(adam.beta1, steps)));
+  adam.accBeta2.assign(tf.scalar(runningPower(adam.beta2, steps)));
 }
 
 /**

@@ -37,7 +37,7 @@ import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { canonicalJson, sha256 } from '../util/hash.js';
+import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
@@ -102,6 +102,8 @@ export interface ValidationRecord {
 export interface TrainOptions {
   /** Continue from `<out>/checkpoints/last`. */
   resume?: boolean;
+  /** Replace the run `<out>` already holds; without it (or `resume`) such a folder is refused (run-identity.ts). */
+  overwrite?: boolean;
   /** One line per epoch and per notice (stderr in the CLI). */
   log?: (line: string) => void;
   signal?: AbortSignal;
@@ -147,8 +149,18 @@ interface CheckpointState {
   epoch: number;
   history: EpochRecord[];
   configHash: string;
+  /** The run's identity (run-identity.ts), so a refused resume names the differing fields. */
+  identity?: unknown;
   lossVariables?: number[][];
   lossGenerator?: number[] | undefined;
+}
+
+/**
+ * What identifies a run for a resume besides its config (run-identity.ts leaves out the budget): the
+ * budget's unit, and the run's total steps when the schedule depends on them.
+ */
+function identityOf(config: TrainConfig, unit: 'epochs' | 'steps', scheduleSteps: number): object {
+  return { ...config, budgetUnit: unit, ...(scheduleSteps > 0 ? { scheduleSteps } : {}) };
 }
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
@@ -216,6 +228,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
 
   // ---- setup: everything that can fail, before the first step ----
+  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
+  if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
   const backend = await selectBackend(config.backend);
   if (backend.warning) warn(backend.warning);
@@ -238,7 +252,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
   if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
-  let model = await buildModel(modelSpec, config.seed);
+  const model = await buildModel(modelSpec, config.seed);
   const inputShape = model.inputs[0]?.shape.slice(1) as number[];
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
@@ -281,9 +295,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
   const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
 
-  // The budget (epochs or steps) may grow between a run and its resumption; everything else must not.
-  // A schedule over the run's total steps (cosine, onecycle, a warm-up) fixes the budget too.
-  const configHash = sha256(canonicalJson({ ...config, epochs: undefined, steps: undefined, budgetUnit: budget.unit, scheduleSteps }));
+  // What a resume must share with the run it continues (run-identity.ts: all but epochs, steps, out,
+  // backend); the budget's unit too, and a schedule over the run's total steps (cosine, onecycle, a
+  // warm-up) fixes the budget itself.
+  const { identity, hash: configHash } = runIdentity(identityOf(config, budget.unit, scheduleSteps));
   let currentLearningRate = lrAt(0, 0);
   // The variables that get weight decay, set once the model is final (a resume replaces it below).
   let kernels: tf.Variable[] = [];
@@ -297,11 +312,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let resumedGenerator: number[] | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
-    const loaded = await loadCheckpoint(checkpointDir, { optimizer });
+    const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
     const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
-    if (!state || state.configHash !== configHash) {
-      throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it was written by a different configuration`);
-    }
+    if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
+    checkResumeIdentity(checkpointDir, state, identityOf(config, budget.unit, scheduleSteps));
     // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
     position = {
       epoch: state.epoch,
@@ -317,8 +331,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (budget.unit === 'steps' && position.globalStep > budget.steps) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it is at step ${position.globalStep}, past the ${budget.steps} step(s) asked for; give --steps ${position.globalStep} or more`);
     }
-    model.dispose();
-    model = loaded.model;
     optimizer = loaded.optimizer ?? optimizer;
     history = state.history;
     // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
@@ -365,6 +377,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { drawInputs, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
+  // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
+  // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
+  const statistics = model.nonTrainableWeights.map((w) => tf.clone(w.read()));
   for (;;) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
@@ -377,6 +392,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (moved.warning) warn(moved.warning);
     }
   }
+  model.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
+  tf.dispose(statistics);
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
@@ -387,7 +404,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const finished = (p: RunPosition): boolean =>
     budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
   const saveState = async (): Promise<void> => {
-    const state: CheckpointState & RunPosition = { ...position, history, configHash, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() };
+    const state: CheckpointState & RunPosition = { ...position, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() };
     await saveCheckpoint(checkpointDir, { model, optimizer, state });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */

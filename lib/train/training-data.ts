@@ -60,8 +60,19 @@ export interface TrainingImageSpec {
 export function trainingImagePreprocessing(image: TrainingImageSpec | undefined, model: tf.LayersModel): Preprocessing | undefined {
   const shape = model.inputs[0]?.shape ?? [];
   let size: { height: number; width: number; channels: number };
-  if (image) size = image;
-  else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
+  if (image) {
+    size = image;
+    // A model on image maps must take exactly these images: anything else trains on scrambled pixels.
+    if (shape.length === 4) {
+      const fields = ['height', 'width', 'channels'] as const;
+      fields.forEach((field, i) => {
+        const d = shape[i + 1];
+        if (typeof d === 'number' && d !== image[field]) {
+          throw new DmlError('E_ARG', `data.image.${field}: expected ${d}, as the model's input [${shape.map((x) => x ?? 'batch').join(', ')}] (height, width, channels) says, but received ${image[field]}; make data.image and the model's input shape agree`);
+        }
+      });
+    }
+  } else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
     const [height, width, channels] = shape.slice(1) as [number, number, number];
     size = { height, width, channels };
   } else return undefined;

@@ -1,10 +1,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
+import { writeTwoOutputModel } from '../helpers/special-files.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
 
@@ -81,6 +83,18 @@ describe('dml index', function () {
     await Promise.all(stores.map((store) => store.close()));
   });
 
+  it('build warns which output it uses when the model has several and no --output-name is given; --workers above 2 per core is capped with a warning', async () => {
+    const model = path.join(dir, 'two-outputs.onnx');
+    writeTwoOutputModel(model);
+    const many = 3 * availableParallelism();
+    const res = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', path.join(dir, 'two'), '--no-cache', '--device', 'cpu', '--workers', String(many)]);
+    expect(res.code, res.stderr).to.equal(0);
+    expect(res.stderr.split('\n').filter((l) => l.startsWith('warning: '))).to.deep.equal([
+      `warning: --workers ${many} is more than 2 per core on this machine's ${availableParallelism()} cores: using ${2 * availableParallelism()}`,
+      `warning: ${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
+    ]);
+  });
+
   it('add and remove change the index, print one line per item, and leave it unchanged when they fail', async () => {
     const out = path.join(dir, 'index');
     expect((await build(out, '--no-cache')).code).to.equal(0);
@@ -124,6 +138,11 @@ describe('dml index', function () {
       [['index', 'build', MODEL, path.join(dir, 'nothing'), '--out', path.join(dir, 'o3')], 1, /^dml: Dataset path .*nothing does not exist/],
       [['index', 'add', path.join(dir, 'o4'), `folder:${images}`], 1, /^dml: No search index at .*o4 \(index\.json is missing\)\n$/],
       [['index', 'remove', path.join(dir, 'o5'), 'a'], 1, /^dml: No search index at .*o5/],
+      // A model path that is a device (it used to be read until memory ran out), absurd parallelism, a batch that cannot be held.
+      [['index', 'build', '/dev/zero', `folder:${images}`, '--out', path.join(dir, 'o6'), '--no-cache'], 2, /^dml: Cannot read model \/dev\/zero: not a regular file \(expected an \.onnx file\)\n$/],
+      [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o7'), '--workers', '100000'], 2, new RegExp(`^dml: Expected an integer in \\[0, ${16 * availableParallelism()}\\] \\(at most 16 per core; this machine has ${availableParallelism()}\\) for --workers but received "100000"\n$`)],
+      [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o8'), '--threads', '100000'], 2, /^dml: Expected an integer in \[1, \d+\] \(at most 16 per core; this machine has \d+\) for --threads but received "100000"\n$/],
+      [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o9'), '--batch-size', '1000000000', '--no-cache'], 2, /^dml: Expected a batch whose float32 input fits in memory: at most \d+ images of 28x28x1 \(\d+ MiB, a quarter of this machine's memory or 4 GiB\) for batchSize but received "1000000000 \(\d+ MiB\)"\n$/],
     ];
     for (const [argv, code, stderr] of cases) {
       const res = await runCliCaptured(argv);

@@ -1,6 +1,7 @@
 /**
- * The shipped JSON Schema of report.json (schema/report.schema.json), compiled once with Ajv (JSON
- * Schema 2020-12, formats checked), for the specs that read reports.
+ * The shipped JSON Schemas of report.json (schema/report.schema.json for `dml eval`,
+ * schema/train-report.schema.json for `dml train`), compiled once with Ajv (JSON Schema 2020-12,
+ * formats checked), for the specs that read reports.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -17,6 +18,16 @@ export const REPORT_SCHEMA = JSON.parse(readFileSync('schema/report.schema.json'
 const ajv = new Ajv2020({ allErrors: true, strict: true, strictRequired: false });
 addFormats(ajv);
 const validate = ajv.compile(REPORT_SCHEMA);
+
+/** The training report's schema as shipped. */
+export const TRAIN_REPORT_SCHEMA = JSON.parse(readFileSync('schema/train-report.schema.json', 'utf8')) as Record<string, unknown>;
+const validateTrainReport = ajv.compile(TRAIN_REPORT_SCHEMA);
+
+/** Asserts that `report` (a parsed training report.json) validates against the shipped training schema. */
+export function expectValidTrainReport(report: unknown): void {
+  const errors = validateTrainReport(report) ? [] : (validateTrainReport.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
+  expect(errors).to.deep.equal([]);
+}
 
 /** The schema's errors for `report` (empty when it validates), as `path message` lines. */
 export function reportSchemaErrors(report: unknown): string[] {

@@ -145,6 +145,17 @@ describe('report', () => {
     expect(file).to.include('| parameters.index.kind | exact |');
   });
 
+  it('report.md carries no markup from data: HTML and link brackets in names are escaped', () => {
+    const hostile = run('<script>alert(1)</script>.onnx', 0.5, [[2, 0.3]]);
+    hostile.examples[0]?.neighbours.push({ id: '<img src=x onerror=alert(2)>.png', label: '[click](javascript:alert(3))', similarity: 0.5, correct: false });
+    const file = reportMarkdownFile(buildReport([hostile], ['dml', 'eval', '--data', 'folder:<x & y>']));
+    expect(file).not.to.match(/<(script|img)/);
+    expect(file).not.to.match(/(^|[^\\])\[click\]/);
+    expect(file).to.include('&lt;script&gt;alert(1)&lt;/script&gt;.onnx');
+    expect(file).to.include('✗ \\[click\\](javascript:alert(3)) (0.500) &lt;img src=x onerror=alert(2)&gt;.png');
+    expect(file).to.include('shirt &amp; &lt;tie&gt;');
+  });
+
   it('report.md\'s per-class section lists each run\'s worst classes', () => {
     const text = perClassMarkdown(buildReport([a, b], ['dml']));
     expect(text).to.include('Worst classes of a.onnx (2 of 2; values in %):');

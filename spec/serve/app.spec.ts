@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -9,6 +10,7 @@ import type { ErrorBody } from '../../lib/serve/errors.js';
 import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { encodeBombPng, makeTempDir } from '../image/image-fixtures.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { bruteForce, buildFixtureIndex, rowOf, type ExpectedHit, type FixtureIndex } from './fixtures.js';
 
 interface SearchBody {
@@ -224,6 +226,78 @@ describe('serve/createSearchApp', function () {
       }
       await expectDmlError(createSearchApp({ dir, device: 'cpu', allowWrites: true, token: 'short' }), 'E_ARG', /token/);
     });
+
+    it('never logs the token: Authorization and token/access_token query values are censored at every level', async () => {
+      const dir = path.join(tmp, `copy-${copies++}`);
+      spawnSync('cp', ['-r', fixture.dir, dir]);
+      for (const level of ['trace', 'info']) {
+        const lines: string[] = [];
+        const app = await createSearchApp({ dir, device: 'cpu', allowWrites: true, token: TOKEN, logger: { level, stream: { write: (line: string) => lines.push(line) } } });
+        try {
+          const image = png('coat/t10k-00006.png');
+          const multipart = await app.inject({ method: 'POST', url: `/items?token=${TOKEN}&x=1`, headers: { authorization: `Bearer ${TOKEN}` }, payload: form({ label: 'l', id: `logged-${level}` }, { bytes: image }) });
+          expect(multipart.statusCode, multipart.body).to.equal(201);
+          await app.inject({ url: `/healthz?access_token=${TOKEN}`, headers: { authorization: `Bearer ${TOKEN}` } });
+          await app.inject({ url: `/search?Token=${encodeURIComponent(TOKEN)}&id=nope` });
+        } finally {
+          await app.close();
+        }
+        const log = lines.join('');
+        expect(log, level).to.include('"url":"/items?token=[redacted]&x=1"');
+        expect(log, level).to.include('"url":"/healthz?access_token=[redacted]"');
+        expect(log, level).not.to.include(TOKEN);
+        if (level === 'trace') expect(log).to.include('"authorization":"[redacted]"');
+      }
+    });
+
+    it('the write check runs on the matched route: encoded, doubled, absolute-form and other path spellings of a write get 401/403 and change nothing', async () => {
+      const dir = path.join(tmp, `copy-${copies++}`);
+      spawnSync('cp', ['-r', fixture.dir, dir]);
+      const app = await createSearchApp({ dir, device: 'cpu', allowWrites: true, token: TOKEN });
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = app.server.address() as AddressInfo;
+      const image = png('coat/t10k-00006.png');
+      // Each spelling a router might take for POST /items or DELETE /items/:id (each delete aims at an item of its own).
+      const addTargets = ['/%69tems', '/it%65ms', '/%69%74%65%6d%73', '//items', '/items/', `http://127.0.0.1:${port}/items`, `http://127.0.0.1:${port}/%69tems`, '/items;x=1', '/ITEMS', '/Items', '/./items', '/x/../items', '/items?', '/items#x', '/items%3Flabel=y'];
+      const deleteTargets = [
+        (id: string) => `/%69tems/${id}`,
+        (id: string) => `/items/${id.replace(/^./, (c) => `%${c.charCodeAt(0).toString(16)}`)}`,
+        (id: string) => `//items/${id}`,
+        (id: string) => `/items/${id}/`,
+        (id: string) => `http://127.0.0.1:${port}/items/${id}`,
+        (id: string) => `/items/${id};x=1`,
+        (id: string) => `/ITEMS/${id}`,
+        (id: string) => `/./items/${id}`,
+        (id: string) => `/it%65ms/${id}`,
+      ];
+      let victims = 0;
+      try {
+        const sent: Array<{ target: string; status: number; origin: string | undefined }> = [];
+        for (const origin of [undefined, 'http://evil.example']) {
+          for (const target of addTargets) {
+            const query = target.includes('?') || target.includes('#') ? '' : '?label=x';
+            const res = await rawRequest(port, 'POST', `${target}${query}`, { 'content-type': 'image/png', ...(origin ? { origin } : {}) }, image);
+            sent.push({ target: `POST ${target}`, status: res.status, origin });
+          }
+          for (const spell of deleteTargets) {
+            const target = spell(encodeURIComponent(fixture.set.ids[victims++] as string));
+            const res = await rawRequest(port, 'DELETE', target, origin ? { origin } : {});
+            sent.push({ target: `DELETE ${target}`, status: res.status, origin });
+          }
+        }
+        // With the token but from another origin: refused as well.
+        for (const target of ['/%69tems', `http://127.0.0.1:${port}/items`]) {
+          const res = await rawRequest(port, 'POST', `${target}?label=x`, { 'content-type': 'image/png', authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }, image);
+          sent.push({ target: `POST ${target} (token)`, status: res.status, origin: 'http://evil.example' });
+        }
+        const accepted = sent.filter((r) => r.status !== 401 && r.status !== 403);
+        expect(accepted, JSON.stringify(accepted)).to.deep.equal([]);
+        const health = (await app.inject({ url: '/healthz' })).json<{ items: number; generation: number }>();
+        expect(health).to.deep.include({ items: 24, generation: 1 });
+      } finally {
+        await app.close();
+      }
+    });
   });
 
   describe('changing the index', () => {
@@ -362,6 +436,9 @@ describe('serve/createSearchApp', function () {
       const image = png(QUERY_ID);
       expectError(await post('/items', image, 'image/png'), 400, 'E_ARG', 'Expected a non-empty string of at most 512 characters without control characters for label but received undefined');
       expectError(await post('/items', form({ label: 'x', id: QUERY_ID }, { bytes: image })), 409, 'E_ARG', `An item with id "${QUERY_ID}" is already in the index (expected a new id)`);
+      for (const id of ['.', '..']) {
+        expectError(await post('/items', form({ label: 'x', id }, { bytes: image })), 400, 'E_ARG', `Expected an id other than "." and ".." (a URL path cannot carry them unchanged) for id but received "${id}"`);
+      }
       expectError(await app.inject({ method: 'DELETE', url: '/items/nope' }), 404, 'E_NOT_FOUND', 'No item with id "nope" in the index');
       expectError(await app.inject({ url: '/nothing/here?x=1' }), 404, 'E_NOT_FOUND', 'No route GET /nothing/here (see GET /docs, or GET /openapi.json)');
       expectError(await app.inject({ method: 'PUT', url: '/items/x' }), 404, 'E_NOT_FOUND', 'No route PUT /items/x (see GET /docs, or GET /openapi.json)');

@@ -74,6 +74,21 @@ describe('dml serve', function () {
     await store.close();
   });
 
+  it('--host 0.0.0.0 prints the address it listens on and warns that writes are open to the network', async () => {
+    const tokenFile = path.join(tmp, 'token-wide');
+    writeFileSync(tokenFile, 'serve-spec-token-0123456789\n');
+    const server = startServer(fixture.dir, ['--host', '0.0.0.0', '--allow-writes', '--token-file', tokenFile]);
+    const url = await server.url;
+    expect(url).to.match(/^http:\/\/0\.0\.0\.0:\d+$/);
+    const port = new URL(url).port;
+    expect(server.output().stderr).to.equal(
+      `dml serve: warning: listening on http://0.0.0.0:${port}, reachable from other machines; writes are open to the network, guarded by the token alone (requests must name an allowed Host: --allowed-host)\n`,
+    );
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).to.equal(200);
+    server.child.kill('SIGTERM');
+    expect(await exited(server.child)).to.equal(0);
+  });
+
   it('fails with one line and exit code 2 or 1 on bad flags or a missing index', async () => {
     const badPort = await runCliCaptured(['serve', fixture.dir, '--port', '70000']);
     expect(badPort).to.deep.equal({ code: 2, stdout: '', stderr: 'dml: Expected an integer in [0, 65535] for --port but received "70000"\n' });

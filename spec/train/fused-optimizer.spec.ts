@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../lib/train/fused-optimizer.js';
-import { applyWeightDecay, createOptimizer, setLearningRate, withLearningRate } from '../../lib/train/optimizer.js';
+import { applyWeightDecay, createOptimizer, setLearningRate, setOptimizerWeights, withLearningRate } from '../../lib/train/optimizer.js';
 import { Rng } from '../../lib/util/rng.js';
 import type { TrainConfig } from '../../lib/train/config.js';
 
@@ -119,6 +119,36 @@ describe('fused optimisers', () => {
   it('Adam keeps equal through a learning-rate change (state moved by getWeights/setWeights)', async () => {
     expect(await compare({ ...base, weightDecay: 0.01 }, 6, 3)).to.equal(0);
   });
+
+  for (const [kind, make] of [
+    ['fused Adam', () => new FusedAdamOptimizer(0.001)],
+    ["tfjs's Adam (through setOptimizerWeights)", () => tf.train.adam(0.001)],
+  ] as const) {
+    it(`${kind} restored from its weights after 150 steps continues bit for bit like the uninterrupted one (float32 running bias products)`, async () => {
+      const run = async (restoreAt: number | undefined, tag: string): Promise<number[]> => {
+        const vars = variables(new Rng(3), tag);
+        const rng = new Rng(4);
+        let optimizer: tf.Optimizer = make();
+        for (let step = 0; step < 300; step++) {
+          if (step === restoreAt) {
+            const restored = make();
+            await setOptimizerWeights(restored, await optimizer.getWeights());
+            optimizer.dispose();
+            optimizer = restored;
+          }
+          const grads = gradientsFor(step, vars, rng);
+          optimizer.applyGradients(grads);
+          tf.dispose(grads);
+        }
+        const values = vars.flatMap((v) => Array.from(v.dataSync()));
+        tf.dispose(vars);
+        optimizer.dispose();
+        return values;
+      };
+      const tag = kind.replace(/\W/g, '');
+      expect(await run(150, `resumed${tag}`)).to.deep.equal(await run(undefined, `whole${tag}`));
+    });
+  }
 
   it('momentum SGD with weight decay equals tfjs MomentumOptimizer + decay bit for bit', async () => {
     expect(await compare({ ...base, kind: 'momentum', weightDecay: 0.02 }, 6, 4)).to.equal(0);

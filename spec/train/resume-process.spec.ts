@@ -3,8 +3,11 @@
  * one epoch in one process, `dml train --resume --epochs 2` in another, against `dml train --epochs 2`
  * uninterrupted, on the cpu and the ort-cpu backends. A new process names its variables afresh
  * (`head/kernel`, where the first process had `head/kernel_1`), so the optimizer state must be matched
- * by the layers' stable names (checkpoint-io.ts). The runs agree to float rounding (measured: step
- * losses within 1e-9 relative, weights within 1.4e-7), not bit for bit as a resume in one process does.
+ * by the layers' stable names (checkpoint-io.ts). The runs agree bit for bit: the resumed run loads the
+ * checkpoint's weights into a model built by the same builders (so the training layers compute with the
+ * same rounding), the probe step leaves batch-norm statistics as they were, and the fused Adam restores
+ * its bias-correction products as the running float32 products (run-folder.spec.ts kills runs, with
+ * and without batch norm, in the middle of an epoch).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,14 +58,8 @@ describe('train: resume in a fresh process', function () {
       dmlTrain(config(split));
       dmlTrain(config(split), '--resume', '--epochs', '2');
       dmlTrain(config(whole), '--epochs', '2');
-      const [a, b] = [stepLosses(split), stepLosses(whole)];
-      expect(a).to.have.length(b.length);
-      a.forEach((loss, i) => expect(loss, `step ${i + 1}`).to.be.closeTo(b[i] as number, 1e-6 * Math.abs(b[i] as number)));
-      const [wa, wb] = [weights(split), weights(whole)];
-      expect(wa.length).to.equal(wb.length);
-      let worst = 0;
-      for (let i = 0; i < wa.length; i++) worst = Math.max(worst, Math.abs((wa[i] as number) - (wb[i] as number)));
-      expect(worst).to.be.below(1e-5);
+      expect(stepLosses(split)).to.deep.equal(stepLosses(whole));
+      expect(Array.from(weights(split))).to.deep.equal(Array.from(weights(whole)));
     });
   }
 });

@@ -86,7 +86,13 @@ describe('train: the run folder', function () {
     it('another configuration (--seed) is refused', () => {
       const res = dmlTrain(run.file, '--resume', '--epochs', '3', '--seed', '7');
       expect(res.code).to.equal(2);
-      expect(res.stderr).to.equal(`dml: Cannot resume from ${path.join(run.out, 'checkpoints', 'last')}: it was written by a different configuration\n`);
+      expect(res.stderr).to.equal(`dml: Cannot resume from ${path.join(run.out, 'checkpoints', 'last')}: it was written by a different configuration: seed (0 in the checkpoint, 7 now)\n`);
+    });
+
+    it('a new run into the folder without --resume is refused, naming --resume, a new --out and --overwrite', () => {
+      const res = dmlTrain(run.file, '--epochs', '1');
+      expect(res).to.deep.equal({ code: 2, stderr: `dml: ${run.out} already holds a training run (checkpoints/last/checkpoint.json): give --resume to continue it, a new --out, or --overwrite to replace it\n` });
+      expect(dmlTrain(run.file, '--resume', '--overwrite')).to.deep.equal({ code: 2, stderr: 'dml: Give --resume (continue the run) or --overwrite (replace it), not both\n' });
     });
 
     it('fewer epochs than the checkpoint has is refused (it used to rewrite config.json and report.json)', () => {
@@ -133,43 +139,76 @@ describe('train: the run folder', function () {
     });
   });
 
-  it('kill -9 in the middle of epoch 2, then --resume in a new process, ends where an uninterrupted run does', async () => {
-    // 6 rounds per epoch: 60 steps of about 15 ms, so the kill lands well inside epoch 2. Whenever it
-    // lands, the resume starts from the epoch-1 checkpoint, so the result does not depend on the timing.
-    const sampler = { kind: 'filled', groupSize: 6, batchSize: 30, repeat: 6 };
-    const killed = writeConfig('killed', { epochs: 2, sampler });
-    const whole = writeConfig('whole', { epochs: 2, sampler });
-    const log = path.join(killed.out, 'log.jsonl');
-    const child = spawn(process.execPath, [...DML, '--config', killed.file], { cwd: root, env, stdio: 'ignore' });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-    // Kill once epoch 2 has taken 10 steps: the epoch-1 checkpoint exists, epoch 2 is under way.
-    for (;;) {
-      const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
-      if (text.includes('"type":"step","epoch":2,"step":10,')) break;
-      if (child.exitCode !== null) throw new Error('the run ended before it could be killed');
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    process.kill(child.pid as number, 'SIGKILL');
-    expect(await exited).to.equal('SIGKILL');
-    const interrupted = logEntries(killed.out);
-    expect(interrupted.some((e) => e.type === 'epoch' && e.epoch === 2), 'killed before epoch 2 ended').to.equal(false);
-    expect(JSON.parse(readFileSync(path.join(killed.out, 'checkpoints', 'last', 'state.json'), 'utf8')).epoch).to.equal(1);
-
-    const resumed = dmlTrain(killed.file, '--resume');
-    expect(resumed.code, resumed.stderr).to.equal(0);
-    expect(resumed.stderr).to.match(/^resuming after epoch 1\n/);
-    expect(dmlTrain(whole.file).code).to.equal(0);
-
-    const [a, b] = [weights(killed.out), weights(whole.out)];
-    expect(a.length).to.equal(b.length);
-    let worst = 0;
-    for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs((a[i] as number) - (b[i] as number)));
-    expect(worst).to.be.below(1e-5);
-    // The log holds each step once: the lines of the interrupted epoch were cut before the resume wrote its own.
-    const [la, lb] = [logEntries(killed.out), logEntries(whole.out)];
-    expect(la.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''}`)).to.deep.equal(lb.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''}`));
-    la.forEach((e, i) => expect(e.loss ?? 0, `line ${i + 1}`).to.be.closeTo(lb[i]?.loss ?? 0, 1e-6 * Math.abs(lb[i]?.loss ?? 0) + 1e-12));
+  it('--overwrite replaces a finished run; a config with a byte-order mark is read', () => {
+    const run = writeConfig('overwritten');
+    writeFileSync(run.file, `\uFEFF${readFileSync(run.file, 'utf8')}`);
+    expect(dmlTrain(run.file).code).to.equal(0);
+    const first = snapshot(run.out);
+    const again = dmlTrain(run.file, '--overwrite', '--seed', '3');
+    expect(again.code, again.stderr).to.equal(0);
+    expect(JSON.parse(readFileSync(path.join(run.out, 'config.json'), 'utf8')).seed).to.equal(3);
+    expect(snapshot(run.out)['checkpoints/last/weights.bin']).not.to.equal(first['checkpoints/last/weights.bin']);
   });
+
+  it('the output path is not part of the run: relative, trailing-slash and moved spellings resume; so does another backend', () => {
+    const run = writeConfig('spelled');
+    expect(dmlTrain(run.file).code).to.equal(0);
+    const relative = path.relative(root, run.out);
+    const steps = [
+      ['--out', relative, '--epochs', '2'],
+      ['--out', `${run.out}/`, '--epochs', '3'],
+      ['--out', run.out, '--epochs', '4', '--backend', 'ort-cpu'],
+    ];
+    for (const extra of steps) {
+      const res = dmlTrain(run.file, '--resume', ...extra);
+      expect(res.code, `${extra.join(' ')}: ${res.stderr}`).to.equal(0);
+    }
+    const moved = path.join(dir, 'moved-copy');
+    spawnSync('cp', ['-r', run.out, moved]);
+    const res = dmlTrain(run.file, '--resume', '--out', moved, '--epochs', '5');
+    expect(res.code, res.stderr).to.equal(0);
+    expect(logEntries(moved).filter((e) => e.type === 'epoch').map((e) => e.epoch)).to.deep.equal([0, 1, 2, 3, 4, 5]);
+  });
+
+  const runs = [
+    { name: 'cpu, MLP', overrides: { backend: 'cpu' } },
+    { name: 'ort-cpu, MLP with batch norm', overrides: { backend: 'ort-cpu', model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4, batchNorm: true } } },
+  ];
+  for (const [i, { name, overrides }] of runs.entries()) {
+    it(`kill -9 in the middle of epoch 2, then --resume in a new process, ends bit for bit where an uninterrupted run does (${name})`, async () => {
+      // 6 rounds per epoch: 60 steps of about 15 ms, so the kill lands well inside epoch 2. Whenever it
+      // lands, the resume starts from the epoch-1 checkpoint, so the result does not depend on the timing.
+      const sampler = { kind: 'filled', groupSize: 6, batchSize: 30, repeat: 6 };
+      const killed = writeConfig(`killed-${i}`, { epochs: 2, sampler, ...overrides });
+      const whole = writeConfig(`whole-${i}`, { epochs: 2, sampler, ...overrides });
+      const log = path.join(killed.out, 'log.jsonl');
+      const child = spawn(process.execPath, [...DML, '--config', killed.file], { cwd: root, env, stdio: 'ignore' });
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+      // Kill once epoch 2 has taken 10 steps: the epoch-1 checkpoint exists, epoch 2 is under way.
+      for (;;) {
+        const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+        if (text.includes('"type":"step","epoch":2,"step":10,')) break;
+        if (child.exitCode !== null) throw new Error('the run ended before it could be killed');
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      process.kill(child.pid as number, 'SIGKILL');
+      expect(await exited).to.equal('SIGKILL');
+      const interrupted = logEntries(killed.out);
+      expect(interrupted.some((e) => e.type === 'epoch' && e.epoch === 2), 'killed before epoch 2 ended').to.equal(false);
+      expect(JSON.parse(readFileSync(path.join(killed.out, 'checkpoints', 'last', 'state.json'), 'utf8')).epoch).to.equal(1);
+
+      const resumed = dmlTrain(killed.file, '--resume');
+      expect(resumed.code, resumed.stderr).to.equal(0);
+      expect(resumed.stderr).to.match(/^resuming after epoch 1\n/);
+      expect(dmlTrain(whole.file).code).to.equal(0);
+
+      // Every weight (batch-norm moving statistics included) and every step loss, bit for bit.
+      expect(Array.from(weights(killed.out))).to.deep.equal(Array.from(weights(whole.out)));
+      // The log holds each step once: the lines of the interrupted epoch were cut before the resume wrote its own.
+      const [la, lb] = [logEntries(killed.out), logEntries(whole.out)];
+      expect(la.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''} ${e.loss}`)).to.deep.equal(lb.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''} ${e.loss}`));
+    });
+  }
 
   it('a batch larger than the training images is a warning on stderr and in report.json', () => {
     const run = writeConfig('big-batch', { data: { ...(tinyTrainConfig('').data as object), maxTrainItems: 12 } });

@@ -11,6 +11,7 @@ import { optimizerSchema, parseTrainConfig, type TrainConfigInput } from '../../
 import { scheduledLearningRate } from '../../lib/train/lr-schedule.js';
 import { train } from '../../lib/train/trainer.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { expectValidTrainReport } from '../helpers/report-schema.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 
 interface LogLine {
@@ -68,6 +69,7 @@ describe('train: step budget and per-step schedules', function () {
     expect(logLines(out).filter((l) => l.type === 'validation').map((l) => l.globalStep)).to.deep.equal(points);
     expect(existsSync(path.join(out, `scatter/step-${String(steps).padStart(6, '0')}.svg`))).to.equal(true);
     expect(existsSync(path.join(out, 'scatter/step-000004.json'))).to.equal(true);
+    expectValidTrainReport(JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')));
   });
 
   it('an epochs run logs each step\'s rate of a per-step schedule (cosine with warm-up over all its steps) and its global step', async () => {

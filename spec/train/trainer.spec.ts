@@ -11,6 +11,7 @@ import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.
 import type { TripletScatter } from '../../lib/train/scatter.js';
 import { train } from '../../lib/train/trainer.js';
 import { preloadImages } from '../../lib/train/training-data.js';
+import { expectValidTrainReport } from '../helpers/report-schema.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 /** Five Fashion-MNIST classes of the embedded default set train; the other five are held out. */
@@ -64,6 +65,9 @@ describe('train', function () {
     expect(config.loss['name']).to.equal('ephn');
     expect(config.loss).to.have.property('temperature');
     expect(config.sampler.kind).to.equal('filled');
+    const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as { history: unknown[] };
+    expectValidTrainReport(report);
+    expect(report.history).to.deep.equal(JSON.parse(JSON.stringify(result.history)));
     const scatter = JSON.parse(readFileSync(path.join(out, 'scatter/epoch-003.json'), 'utf8')) as TripletScatter;
     expect(scatter.points).to.have.length(200);
     expect(scatter).not.to.have.property('loop');
@@ -76,6 +80,7 @@ describe('train', function () {
   it('records the NMI curve and NMI+ over validation.clusterCounts as the evaluator computes them', async () => {
     const out = path.join(dir, 'curve');
     const result = await train(parseTrainConfig(tinyConfig(out, { epochs: 1, validation: { clusterCounts: ['2x', '10x', '1x'] } }), 'test'));
+    expectValidTrainReport(JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')));
     const recorded = result.history[1]!.validation!;
     // The same held-out items (all 300 of the five held-out classes), embedded by the saved model.
     const manifest = applyClassSplit(await openDataset('folder:data/default'), parseClassList('bag,coat,dress,pullover,sandal'));
@@ -233,6 +238,15 @@ describe('train', function () {
     it('an image size that does not match the model', async () => {
       await fails((c) => ({ ...c, model: { kind: 'mlp', inputDim: 100, hidden: [], embeddingDim: 4 } }), 'E_ARG', /model\.inputDim: expected 784/);
     });
+    it('a cnn whose input shape is not the images\' size (it used to train on scrambled pixels)', async () => {
+      const cnn = (inputShape: [number, number, number]): TrainConfigInput['model'] => ({ kind: 'cnn', inputShape, embeddingDim: 4, filters: [4], hidden: [] });
+      await fails(
+        (c) => ({ ...c, model: cnn([32, 32, 3]) }),
+        'E_ARG',
+        /^data\.image\.height: expected 32, as the model's input \[batch, 32, 32, 3\] \(height, width, channels\) says, but received 28; make data\.image and the model's input shape agree$/,
+      );
+      await fails((c) => ({ ...c, model: cnn([28, 28, 3]) }), 'E_ARG', /^data\.image\.channels: expected 3, .* but received 1;/);
+    });
     it('an unknown field', async () => {
       await fails((c) => ({ ...c, epochz: 3 }) as TrainConfigInput, 'E_ARG', /epochz/);
     });
@@ -281,6 +295,7 @@ describe('train', function () {
       expect(last.validation!.mapAtR!).to.be.above(first.validation!.mapAtR! + 0.02);
       expect(result.preprocessing).to.include({ height: 28, width: 28, channels: 1 });
       expect(readdirSync(path.join(dir, 'cache')).filter((f) => f.endsWith('.npy'))).to.have.length(2); // training + validation
+      expectValidTrainReport(JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')));
     });
 
     it('draws augmented views per row, deterministically for a seed', async () => {

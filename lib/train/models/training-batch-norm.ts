@@ -6,8 +6,9 @@
  * outputs, moving statistics and gradients.
  *
  * The class reports tfjs's class name `BatchNormalization`, so a saved model.json and the ONNX
- * exporter see the stock layer; it is deliberately not registered for deserialisation (a reloaded
- * model gets the stock layer, which computes the same function).
+ * exporter see the stock layer; it is not registered for deserialisation (a reloaded model gets the
+ * stock layer, which computes the same function in other rounding). A resumed training run therefore
+ * loads its checkpoint's weights into a freshly built model (checkpoint-io.ts, `into`).
  */
 import * as tf from '@tensorflow/tfjs';
 import { batchNormInTraining, hasFusedBatchNormTraining } from '../ops/batch-norm-training.js';
