@@ -28,7 +28,9 @@ export type DmlErrorCode =
   /** The operation was cancelled (SIGINT, AbortSignal). */
   | 'E_CANCELLED'
   /** Training diverged: a loss or weight became NaN or infinite. */
-  | 'E_NUMERIC';
+  | 'E_NUMERIC'
+  /** A request the server refuses whoever asks (HTTP 403): a Host outside the policy, a write to a read-only server, a cross-origin write. */
+  | 'E_FORBIDDEN';
 
 /** Marks DmlErrors across copies of this module (a registered symbol: the same in every copy). */
 const DML_ERROR_BRAND = Symbol.for('dmlkit.DmlError');

@@ -7,22 +7,28 @@
  *     import { evaluate } from 'dmlkit';
  *     const report = await evaluate({ model: 'model.onnx', data: 'folder:photos/by-class' });
  *     console.log(report.metrics.recall['1'], report.metrics.mapAtR);
+ *
+ * {@link evaluateArrays} scores embeddings held in plain arrays (PyTorch Metric Learning style).
  */
 import path from 'node:path';
 import { applyClassSplit } from './data/class-split.js';
 import { manifestHash, openDataset } from './data/open-dataset.js';
 import { OnnxEmbedder, type EmbedderOptions } from './embed/embedder.js';
 import type { EmbeddingSet } from './embed/embedding-set.js';
-import { invalidParameterError } from './errors.js';
+import { DmlError, invalidParameterError } from './errors.js';
 import { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
 import { evaluateModel } from './eval/evaluate-model.js';
-import type { ClusterSet, IndexParameters } from './eval/evaluation.js';
+import { evaluateEmbeddings, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
+import { DEFAULT_INDEX, type ClusterSet, type IndexParameters } from './eval/evaluation.js';
+
+import type { Preprocessing } from './image/preprocessing.js';
 import { readImageFile } from './image/decode.js';
 import { preprocessImageBytes } from './image/image-bytes.js';
 import type { KMeansInit } from './metrics/kmeans-options.js';
 import type { DeviceChoice } from './onnx/devices.js';
 import { buildReport, type SingleRunReport } from './report/report.js';
 import { concatFloat32 } from './util/concat.js';
+import { normalizeRowsInPlace } from './embed/normalize.js';
 
 /** Options of {@link evaluate}; everything but `model` and `data` has the CLI's default. */
 export interface EvaluateOptions {
@@ -54,11 +60,41 @@ export interface EvaluateOptions {
   skipBadImages?: boolean;
   /** Also write the embeddings to `<saveEmbeddings>.npy` and `.json` (as `dml eval --save-embeddings`, without `.npy`). */
   saveEmbeddings?: string;
+  /**
+   * Preprocessing fields that override the model's metadata (as `dml eval --size`, `--resize`,
+   * `--channels`, `--layout`, `--mean`, `--std`). Default: none, the model's own.
+   */
+  preprocessing?: Partial<Preprocessing>;
+  /** onnxruntime threads for inference, search and k-means. Default: onnxruntime's. */
+  threads?: number;
+  /** Retrieval examples: queries per selection (random, worst). Default {@link DEFAULT_EXAMPLES}. */
+  examples?: number;
+  /**
+   * Progress per stage: `embed` (images), `search`, `hnsw build`, `hnsw search`, `exact reference`,
+   * `k-means`; `done` of `total` units of that stage.
+   */
+  onProgress?: (stage: string, done: number, total: number) => void;
+  /** Cancels the evaluation between batches and chunks: the promise rejects with DmlError `E_CANCELLED`. */
+  signal?: AbortSignal;
 }
 
 /**
  * Evaluates `options.model` on `options.data` as `dml eval` does and returns what it would write to
  * report.json (metrics, parameters, dataset, model, versions, definitions).
+ *
+ * @example
+ * ```ts
+ * import { evaluate } from 'dmlkit';
+ * const controller = new AbortController();
+ * const report = await evaluate({
+ *   model: 'model.onnx',
+ *   data: 'folder:photos/by-class',
+ *   preprocessing: { resizeShorter: 256, height: 224, width: 224 },
+ *   onProgress: (stage, done, total) => console.error(stage, done, total),
+ *   signal: controller.signal,
+ * });
+ * console.log(report.metrics.recall['1'], report.metrics.mapAtR);
+ * ```
  */
 export async function evaluate(options: EvaluateOptions): Promise<SingleRunReport> {
   if (typeof options !== 'object' || options === null) throw invalidParameterError('options', 'an object with model and data', options);
@@ -67,14 +103,24 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   if (typeof data !== 'string' || data === '') throw invalidParameterError('data', 'a dataset spec such as folder:path/to/images', data);
   let manifest = await openDataset(data);
   if (options.trainClasses !== undefined) manifest = applyClassSplit(manifest, options.trainClasses, 'trainClasses');
-  const embedder = await OnnxEmbedder.open(model, { device: options.device ?? 'auto', batchSize: options.batchSize ?? 32 });
+  if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Evaluation cancelled before it started');
+  const embedder = await OnnxEmbedder.open(model, {
+    device: options.device ?? 'auto',
+    batchSize: options.batchSize ?? 32,
+    ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+  });
   try {
     const run = await evaluateModel(embedder, manifest, {
       ks: options.ks ?? manifest.defaultK,
       clusterCounts: options.clusterCounts ?? [...DEFAULT_CLUSTER_COUNTS],
       clusterSet: options.clusterSet ?? 'union',
-      index: options.index ?? { kind: 'exact', chunkSize: 512 },
+      index: options.index ?? DEFAULT_INDEX,
       kmeans: { seed: 0, ...options.kmeans },
+      ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      ...(options.examples !== undefined ? { examples: { count: options.examples } } : {}),
+      ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
       datasetSpec: data,
       manifestHash: await manifestHash(manifest),
       name: path.basename(model),
@@ -88,6 +134,84 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   } finally {
     await embedder.release();
   }
+}
+
+/** Options of {@link evaluateArrays}; everything has `dml eval`'s default. */
+export interface EvaluateArraysOptions {
+  /** Gallery vectors (row-major, N x D, any norm); default: the queries are the gallery (each query left out of its own ranking). */
+  gallery?: ArrayLike<number> | ReadonlyArray<ArrayLike<number>>;
+  /** Labels of the gallery rows; required with `gallery`. */
+  galleryLabels?: ReadonlyArray<string | number>;
+  /** Recall@K values. Default 1, 2, 4, 8. */
+  ks?: number[];
+  /** Cluster counts of the NMI curve. Default 1x, 2x, 5x, 10x, 30x. */
+  clusterCounts?: ClusterCountSpec[];
+  /** k-means seed. Default 0. */
+  seed?: number;
+}
+
+/** Rows of `vectors` as one L2-normalised Float32Array: a flat array of `count` rows, or an array of rows. */
+function matrixOf(name: string, vectors: ArrayLike<number> | ReadonlyArray<ArrayLike<number>>, count: number): { vectors: Float32Array; dim: number } {
+  const rows = vectors as ArrayLike<unknown>;
+  if (rows === null || typeof rows !== 'object' || typeof rows.length !== 'number' || rows.length === 0) {
+    throw invalidParameterError(name, 'a non-empty array of rows, or a flat row-major array', vectors);
+  }
+  let flat: Float32Array;
+  if (typeof rows[0] === 'object' && rows[0] !== null) {
+    const list = vectors as ReadonlyArray<ArrayLike<number>>;
+    const dim = list[0]?.length ?? 0;
+    list.forEach((row, i) => {
+      if (row?.length !== dim) throw invalidParameterError(`${name}[${i}]`, `a row of ${dim} numbers, as ${name}[0]`, row);
+    });
+    if (list.length !== count) throw invalidParameterError(name, `${count} rows, one per label`, `${list.length} rows`);
+    flat = new Float32Array(count * dim);
+    list.forEach((row, i) => flat.set(Array.from(row), i * dim));
+  } else {
+    flat = Float32Array.from(vectors as ArrayLike<number>);
+    if (flat.length % count !== 0) throw invalidParameterError(name, `a multiple of ${count} values (one row per label)`, `${flat.length} values`);
+  }
+  const dim = flat.length / count;
+  if (dim === 0) throw invalidParameterError(name, 'rows of at least one value', vectors);
+  normalizeRowsInPlace(flat, count, dim, name);
+  return { vectors: flat, dim };
+}
+
+/**
+ * Scores embeddings held in plain arrays, as PyTorch Metric Learning's `AccuracyCalculator` does:
+ * `queryVectors` (rows, or a flat row-major array) with their `queryLabels`, against
+ * `options.gallery` or, without one, against themselves (each query left out of its own ranking).
+ * Rows are L2-normalised here. Returns the metrics, parameters and examples as
+ * {@link evaluateEmbeddings} does; row i gets id `q<i>` (query) or `g<i>` (gallery).
+ *
+ * @example
+ * ```ts
+ * import { evaluateArrays } from 'dmlkit';
+ * const { metrics } = await evaluateArrays([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], [0, 0, 1, 1], { ks: [1] });
+ * console.log(metrics.recall['1'], metrics.mapAtR); // 1 1
+ * ```
+ */
+export async function evaluateArrays(
+  queryVectors: ArrayLike<number> | ReadonlyArray<ArrayLike<number>>,
+  queryLabels: ReadonlyArray<string | number>,
+  options: EvaluateArraysOptions = {},
+): Promise<EmbeddingEvaluation> {
+  if (!Array.isArray(queryLabels) || queryLabels.length === 0) throw invalidParameterError('queryLabels', 'a non-empty array of labels (strings or numbers)', queryLabels);
+  const query = matrixOf('queryVectors', queryVectors, queryLabels.length);
+  const querySet: EmbeddingSet = { ...query, count: queryLabels.length, ids: queryLabels.map((_, i) => `q${i}`), labels: queryLabels.map(String) };
+  let gallerySet: EmbeddingSet | null = null;
+  if ((options.gallery === undefined) !== (options.galleryLabels === undefined)) {
+    throw invalidParameterError('gallery/galleryLabels', 'both or neither', options.gallery === undefined ? 'galleryLabels only' : 'gallery only');
+  }
+  if (options.gallery !== undefined && options.galleryLabels !== undefined) {
+    if (!Array.isArray(options.galleryLabels) || options.galleryLabels.length === 0) throw invalidParameterError('galleryLabels', 'a non-empty array of labels', options.galleryLabels);
+    const gallery = matrixOf('gallery', options.gallery, options.galleryLabels.length);
+    gallerySet = { ...gallery, count: options.galleryLabels.length, ids: options.galleryLabels.map((_, i) => `g${i}`), labels: options.galleryLabels.map(String) };
+  }
+  return evaluateEmbeddings(querySet, gallerySet, {
+    ...(options.ks !== undefined ? { ks: options.ks } : {}),
+    ...(options.clusterCounts !== undefined ? { clusterCounts: options.clusterCounts } : {}),
+    kmeans: { seed: options.seed ?? 0 },
+  });
 }
 
 /**

@@ -34,6 +34,7 @@ export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/n
 
 export type { NeighbourBlock } from './search/neighbours.js';
 export { exactSearch, type ExactSearchOptions } from './search/exact.js';
+export { EmbeddingIndex, type EmbeddingIndexOptions, type SearchResult } from './search/embedding-index.js';
 export { HnswIndex, type HnswParams, type HnswBuildOptions, type HnswSearchOptions, type HnswLoadOptions, type HnswNeighbour } from './search/hnsw.js';
 
 export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics, type RetrievalMetricsOptions, type LabelRetrievalMetrics } from './metrics/retrieval.js';
@@ -43,10 +44,13 @@ export { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansIni
 export { encodeLabels, type EncodedLabels } from './metrics/labels.js';
 
 export { evaluateEmbeddings, type EvaluateEmbeddingsOptions, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
+export { NeighbourRecorder, neighboursCsv, NEIGHBOURS_CSV_HEADER } from './eval/saved-neighbours.js';
 export { evaluateModel, type EvaluateModelOptions, type ItemRole } from './eval/evaluate-model.js';
 export { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
 export {
   CLUSTER_SETS,
+  DEFAULT_INDEX,
+  DEFAULT_KS,
   METRIC_DEFINITIONS,
   type ClassMetrics,
   type ClusterSet,
@@ -58,6 +62,6 @@ export {
   type NmiCurvePoint,
 } from './eval/evaluation.js';
 export { buildReport, isSingleRunReport, REPORT_FORMAT, type DatasetInfo, type ModelInfo, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
-export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, type ExampleNeighbour, type RetrievalExample } from './eval/retrieval-examples.js';
+export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, type ExampleNeighbour, type ExampleSelection, type RetrievalExample } from './eval/retrieval-examples.js';
 
-export { evaluate, embedImages, type EvaluateOptions } from './facade.js';
+export { evaluate, evaluateArrays, embedImages, type EvaluateOptions, type EvaluateArraysOptions } from './facade.js';

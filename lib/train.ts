@@ -6,7 +6,7 @@ export { train, type TrainOptions, type TrainResult, type EpochRecord, type Vali
 export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
 export { selectBackend, type BackendAttempt, type BackendChoice, type BackendPreference, type SelectBackendOptions, type SelectedBackend } from './train/backend.js';
 export { buildModel } from './train/models/build-model.js';
-export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, TfjsBackboneModelSpec } from './train/models/model-spec.js';
+export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec } from './train/models/model-spec.js';
 export { L2Normalize, type L2NormalizeArgs } from './train/models/l2-normalize.js';
 export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
 export { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec, type LossName } from './train/losses/registry.js';
@@ -25,6 +25,7 @@ export {
 export type { FilledLengthRule } from './train/samplers/filled.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
+export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './report/training-html.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
 export {
   DEFAULT_DUPLICATE_THRESHOLD,

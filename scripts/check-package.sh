@@ -17,7 +17,9 @@ cd "$root"
 tarball=$(npm pack --silent --pack-destination "$work" 2>/dev/null | tail -1)
 mkdir "$work/app" && cd "$work/app"
 npm init -y >/dev/null
+install_start=$SECONDS
 ONNXRUNTIME_NODE_INSTALL=skip npm install --prefer-offline --no-audit --no-fund "$work/$tarball" >/dev/null 2>"$work/install.log" || { cat "$work/install.log"; echo "installing the tarball failed"; exit 1; }
+install_seconds=$((SECONDS - install_start))
 if [ -e node_modules/@tensorflow ]; then echo "TensorFlow.js was installed with dmlkit: $(ls node_modules/@tensorflow)"; exit 1; fi
 cat > check.mts <<'TS'
 import { createRequire } from 'node:module';
@@ -41,4 +43,7 @@ echo '{}' > train.json
 if npx dml train --config train.json 2>"$work/train.log"; then echo "dml train ran without TensorFlow.js"; exit 1; fi
 grep -q 'needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs' "$work/train.log" || { cat "$work/train.log"; echo "dml train did not name the missing packages"; exit 1; }
 echo "bin: dml train names the missing TensorFlow.js packages"
-echo "package check passed: $(du -h "$work/$tarball" | cut -f1) packed ($(tar -tzf "$work/$tarball" | wc -l) files), node_modules of the scratch project $(du -sh node_modules | cut -f1)"
+node --input-type=module -e "import('dmlkit/train').then(() => process.exit(1), (e) => { console.log(e.message); process.exit(e.code === 'E_NOT_FOUND' ? 0 : 1); })" >"$work/import.log" 2>&1 || { cat "$work/import.log"; echo "import 'dmlkit/train' without TensorFlow.js did not give dml train's message"; exit 1; }
+grep -q "^import 'dmlkit/train' needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs" "$work/import.log" || { cat "$work/import.log"; exit 1; }
+echo "api: import 'dmlkit/train' names the missing TensorFlow.js packages"
+echo "package check passed: $(( $(stat -c %s "$work/$tarball") / 1000 )) kB packed ($(tar -tzf "$work/$tarball" | wc -l) files), installed in ${install_seconds} s, node_modules of the scratch project $(du -sh node_modules | cut -f1)"

@@ -30,6 +30,8 @@ describe('README: Library', function () {
       const out = execFileSync(process.execPath, ['--import', 'tsx', file], { cwd: root, encoding: 'utf8' }).trim().split('\n');
       expect(out[0]).to.match(/^R@1 0\.\d+, MAP@R 0\.\d+, NMI\+ 0\.\d+$/);
       expect(out[1]).to.equal("2 64 [ 'data/default/ankle_boot/t10k-00000.png', '#1' ]");
+      expect(out[2]).to.equal('1 1');
+      expect(out[3]).to.equal("[ 'data/default/ankle_boot/t10k-00000.png' ]");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,6 +3,7 @@
  * build|add`): declared once, parsed once, as preprocessing-flags.ts does for the preprocessing.
  */
 import type { Command } from 'commander';
+import { DmlError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
 import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
 import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
@@ -23,11 +24,11 @@ export interface EmbedFlags {
 export function addEmbedOptions(command: Command, batchSizeHelp = 'images per inference call'): Command {
   return command
     .option('--device <device>', DEVICE_HELP, 'auto')
-    .option('--threads <n>', 'onnxruntime intra-op threads')
+    .option('--threads <n>', 'onnxruntime intra-op threads (default: onnxruntime\'s choice)')
     .option('--batch-size <n>', batchSizeHelp, '32')
-    .option('--workers <n>', 'image decode processes; default one per core, 0 = decode in the main process')
+    .option('--workers <n>', 'image decode processes, 0 = decode in the main process (default: one per core for 256 images or more)')
     .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
-    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs');
+    .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs (default: 40000000)');
 }
 
 /** The embedder options of the flags (device, batch size, threads). Errors: E_ARG naming the flag. */
@@ -47,4 +48,15 @@ export function limitInputPixels(flags: EmbedFlags): { limitInputPixels?: number
 /** `--workers`, or undefined for the embedder's default (one decode process per core for large sets); bounded as parseParallelism says. */
 export function decodeWorkers(flags: EmbedFlags): number | undefined {
   return flags.workers !== undefined ? parseParallelism(flags.workers, '--workers', 0, printWarning) : undefined;
+}
+
+/**
+ * `err` with a hint added when it is an undecodable image (E_IMAGE) and `--skip-bad-images` was not
+ * given: the same one line, ending with how to leave such images out. Any other error unchanged.
+ */
+export function withSkipBadImagesHint(err: unknown, flags: EmbedFlags): unknown {
+  if (err instanceof DmlError && err.code === 'E_IMAGE' && flags.skipBadImages !== true) {
+    return new DmlError('E_IMAGE', `${err.message}; pass --skip-bad-images to leave undecodable images out (they are listed in the report)`, { cause: err });
+  }
+  return err;
 }

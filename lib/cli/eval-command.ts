@@ -11,6 +11,7 @@
  */
 import { Option, type Command } from 'commander';
 import { DEFAULT_CLUSTER_COUNTS } from '../eval/cluster-counts.js';
+import { DEFAULT_EXAMPLES } from '../eval/retrieval-examples.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
 import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
@@ -39,6 +40,8 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   out?: string;
   json?: string;
   saveEmbeddings?: string;
+  saveNeighbours?: string;
+  examples: string;
   cacheDir?: string;
   cache: boolean;
 }
@@ -49,11 +52,11 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .command('eval')
     .description('Evaluate ONNX embedders (or precomputed embeddings): Recall@K, R-Precision, MAP@R, NMI, NMI+, F1')
     .argument('[models...]', 'ONNX embedders to evaluate side by side')
-    .option('--data <layout:path>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
+    .option('--data <layout:path>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path> (required with models)')
     .option('--train-classes <labels>', 'class-disjoint split: these labels (e.g. 0-4) are training classes, the rest is evaluated')
     .option('--hotels-test-set <name>', 'Hotels-50K query set: unoccluded, low_occlusions, medium_occlusions, high_occlusions')
-    .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D')
-    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings')
+    .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D (required without models)')
+    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings (required with --query-embeddings)')
     .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
     .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
@@ -64,12 +67,14 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--kmeans-tolerance <t>', 'k-means stops when an iteration lowers the inertia by at most this fraction (0: run to a fixed point)', String(DEFAULT_TOLERANCE))
     .option('--kmeans-init <method>', 'k-means seeding: k-means++ (D² sampling in rounds), greedy-k-means++ (scikit-learn\'s: best of 2 + ln k draws per centroid; slower, its NMI) or random', 'k-means++')
     .option('--kmeans-restarts <n>', 'k-means restarts (the lowest inertia is kept)', '1')
-    .option('--index <kind>', 'exact (chunked GEMM + top-k) or hnsw', 'exact')
+    .option('--index <kind>', 'exact (chunked GEMM + top-k: no recall loss, and the faster one unless the gallery is very large) or hnsw (approximate, for galleries of hundreds of thousands of items; its recall against exact search is reported; ef is raised to R + 1 for MAP@R, with a warning)', 'exact')
     .option('--chunk-size <n>', 'queries per exact-search chunk (memory: chunk x gallery floats)', '512')
     .option('--seed <n>', 'seed of k-means and HNSW', '0')
     .option('--out <dir>', 'write report.json, report.md, report.html (and the embedding cache) here')
     .option('--json <file>', 'write report.json to this file (- for stdout: then the table goes to stderr)')
     .option('--save-embeddings <file.npy>', 'also write the evaluated items\' embeddings: <file>.npy (float32 N x D, L2-normalised) and <file>.json (ids, labels, query/gallery roles, provenance); with several models <file>.<model>.npy each')
+    .option('--save-neighbours <file.csv>', 'also write every query\'s top K neighbours (K = the largest --k) as CSV, one row per model, query and rank: model, query_id, query_label, rank, neighbour_id, neighbour_label, similarity, correct (pandas: pd.read_csv)')
+    .option('--examples <n>', 'retrieval examples in the reports: n seeded random queries (the same for every model) and each model\'s n worst queries (lowest AP@R); 0 for none', String(DEFAULT_EXAMPLES))
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
     .option('--output-name <name>', 'model output holding the embeddings (default: the first)');

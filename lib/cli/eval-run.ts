@@ -15,7 +15,8 @@ import { readNpy } from '../embed/npy.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
 import { evaluateModel } from '../eval/evaluate-model.js';
-import { CLUSTER_SETS, type IndexParameters } from '../eval/evaluation.js';
+import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
+import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 import { reportHtml } from '../report/html.js';
 import { reportMarkdown, reportMarkdownFile } from '../report/markdown.js';
@@ -25,9 +26,10 @@ import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { printWarning } from './warning.js';
 import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
-import { createProgress } from '../util/progress.js';
+import { createProgress, formatSeconds, progressMode } from '../util/progress.js';
 import {
   parseChoice,
+  parseNonNegativeInt,
   parseNonNegativeNumber,
   parseParallelism,
   parsePositiveInt,
@@ -35,7 +37,7 @@ import {
   parseSeed,
 } from './parse-options.js';
 import type { EvalFlags } from './eval-command.js';
-import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.js';
+import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
 
@@ -100,6 +102,7 @@ function outputFiles(flags: EvalFlags, models: readonly string[]): Array<{ file:
   const files: Array<{ file: string; flag: string }> = [];
   if (flags.out !== undefined) for (const name of REPORT_FILES) files.push({ file: path.join(flags.out, name), flag: `--out ${flags.out}` });
   if (flags.json !== undefined && flags.json !== '-') files.push({ file: flags.json, flag: `--json ${flags.json}` });
+  if (flags.saveNeighbours !== undefined) files.push({ file: flags.saveNeighbours, flag: `--save-neighbours ${flags.saveNeighbours}` });
   if (flags.saveEmbeddings !== undefined) {
     const names = models.map((m) => path.basename(m));
     for (let i = 0; i < models.length; i++) {
@@ -121,7 +124,9 @@ function checkDistinctOutputs(files: ReadonlyArray<{ file: string; flag: string 
   }
 }
 
+/** `dml eval`: checks every flag, evaluates each model (or the .npy embeddings), prints the table and writes the reports. */
 export async function runEval(models: string[], flags: EvalFlags, argv: string[]): Promise<void> {
+  const started = performance.now();
   const usingNpy = flags.queryEmbeddings !== undefined || flags.queryLabels !== undefined;
   if (usingNpy && (models.length > 0 || flags.data !== undefined)) {
     throw invalidParameterError('dml eval', 'either models with --data, or --query-embeddings with --query-labels, not both', argv.join(' '));
@@ -137,7 +142,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       : { kind: 'hnsw', ...hnswParameters(flags) };
   const seed = parseSeed(flags.seed, '--seed');
   const workers = decodeWorkers(flags);
-  const common: Omit<EvaluateEmbeddingsOptions, 'ks'> = {
+  const common: EvaluateEmbeddingsOptions = {
     clusterCounts: clusterCountsFlag(flags),
     clusterSet: parseChoice(flags.clusterSet, CLUSTER_SETS, '--cluster-set'),
     index,
@@ -149,6 +154,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       seed,
     },
     ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
+    examples: { count: parseNonNegativeInt(flags.examples, '--examples') },
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
@@ -165,6 +171,12 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       throw invalidParameterError('--save-embeddings', 'a file name ending in .npy', flags.saveEmbeddings);
     }
     await checkWritableFolder(path.dirname(flags.saveEmbeddings), `--save-embeddings ${flags.saveEmbeddings}`);
+  }
+  if (flags.saveNeighbours !== undefined) {
+    if (!flags.saveNeighbours.endsWith('.csv') || path.basename(flags.saveNeighbours) === '.csv') {
+      throw invalidParameterError('--save-neighbours', 'a file name ending in .csv', flags.saveNeighbours);
+    }
+    await checkWritableFile(flags.saveNeighbours, `--save-neighbours ${flags.saveNeighbours}`);
   }
   if (flags.out !== undefined) {
     await checkWritableFolder(flags.out, `--out ${flags.out}`);
@@ -189,10 +201,19 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   };
 
   const runs: RunReport[] = [];
+  /** With --save-neighbours, each run's top-K neighbours, written as one CSV once every run succeeded. */
+  const recorders: NeighbourRecorder[] = [];
+  const recordNeighbours = (name: string, ks: readonly number[]): Pick<EvaluateEmbeddingsOptions, 'onNeighbours'> => {
+    if (flags.saveNeighbours === undefined) return {};
+    const recorder = new NeighbourRecorder(name, Math.max(...ks));
+    recorders.push(recorder);
+    return { onNeighbours: recorder.add };
+  };
   /** Where each item's image is, for the examples' thumbnails (none for .npy embeddings). */
   const sources = new Map<string, ImageSource>();
   if (usingNpy) {
-    runs.push(await evaluateNpy(flags, { ...common, ks: explicitKs ?? [1, 2, 4, 8], onProgress }));
+    const ks = explicitKs ?? [...DEFAULT_KS];
+    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress, ...recordNeighbours(path.basename(flags.queryEmbeddings as string), ks) }));
     printWarnings(runs[0]?.warnings ?? []);
   } else {
     const spec = flags.data as string;
@@ -208,12 +229,14 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     const names = models.map((m) => path.basename(m));
     for (const [i, model] of models.entries()) {
       const embedder = await OnnxEmbedder.open(model, openOptions);
+      const name = names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string);
       try {
         runs.push(
           await evaluateModel(embedder, manifest, {
             ...common,
             ks,
             onProgress,
+            ...recordNeighbours(name, ks),
             datasetSpec: spec,
             manifestHash: hash,
             ...(trainClasses !== undefined ? { trainClasses } : {}),
@@ -221,10 +244,12 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
             skipBadImages: flags.skipBadImages === true,
             ...(workers !== undefined ? { workers } : {}),
             ...pixelLimit,
-            name: names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string),
+            name,
             ...(flags.saveEmbeddings !== undefined ? { saveEmbeddings: savedEmbeddingsPrefix(flags.saveEmbeddings, names, i) } : {}),
           }),
         );
+      } catch (err) {
+        throw withSkipBadImagesHint(err, flags);
       } finally {
         await embedder.release();
       }
@@ -235,6 +260,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const report = buildReport(runs, ['dml', ...argv]);
   const table = reportMarkdown(report);
   await writeOutputs(report, flags, sources, pixelLimit.limitInputPixels);
+  if (flags.saveNeighbours !== undefined) await writeFileAtomic(flags.saveNeighbours, neighboursCsv(recorders));
   if (flags.json === '-') {
     // stdout carries report.json alone, for pipes (`dml eval ... --json - | jq`); the table goes to stderr.
     process.stderr.write(`${table}\n`);
@@ -242,6 +268,30 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   } else {
     process.stdout.write(`${table}\n`);
   }
+  if (progressMode() !== 'none') {
+    const written = [...outputFiles(flags, models).map((o) => o.file), ...(flags.json === '-' ? ['report.json to standard output'] : [])];
+    process.stderr.write(`${evalSummary(runs, written, (performance.now() - started) / 1000)}\n`);
+  }
+}
+
+/**
+ * The last line of `dml eval` on stderr: the total time, the time of each stage summed over the runs
+ * (embed, HNSW build, search, exact reference, k-means; stages that did not run are left out) and the
+ * files written. E.g. `dml eval: done in 12.4s (embed 9.8s, search 0.6s, k-means 1.9s); wrote runs/a/report.json, ...`.
+ */
+export function evalSummary(runs: readonly RunReport[], files: readonly string[], totalSeconds: number): string {
+  const stages: Array<[string, keyof RunReport['timings']]> = [
+    ['embed', 'embedSeconds'],
+    ['hnsw build', 'indexBuildSeconds'],
+    ['search', 'searchSeconds'],
+    ['exact reference', 'exactReferenceSeconds'],
+    ['k-means', 'clusteringSeconds'],
+  ];
+  const parts = stages.flatMap(([name, key]) => {
+    const values = runs.map((r) => r.timings[key]).filter((v): v is number => v !== undefined);
+    return values.length === 0 ? [] : [`${name} ${formatSeconds(values.reduce((a, b) => a + b, 0))}`];
+  });
+  return `dml eval: done in ${formatSeconds(totalSeconds)} (${parts.join(', ')}); ${files.length === 0 ? 'no files written (use --out or --json)' : `wrote ${files.join(', ')}`}`;
 }
 
 /**

@@ -23,7 +23,7 @@ export function registerExportCommand(program: Command): void {
     .argument('<checkpoint>', 'a dml train output folder, or a checkpoint folder in it (e.g. <out>/checkpoints/last)')
     .requiredOption('--out <file.onnx>', 'the ONNX file to write')
     .option('--backbone <file.onnx>', "frozen ONNX backbone the head was trained on (default: the run config's data.features.backbone)")
-    .option('--layout <layout>', 'image input layout of a model without a backbone: NCHW or NHWC (default NCHW)')
+    .option('--layout <layout>', 'image input layout of a model without a backbone: NCHW or NHWC (default: NCHW)')
     .action(async (checkpoint: string, flags: ExportFlags) => {
       const { runExport } = await import('./export-run.js').catch((err: unknown) => {
         throw explainMissingTensorflow(err, 'dml export');

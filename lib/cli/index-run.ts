@@ -12,7 +12,7 @@ import { checkNewIndexFolder } from '../index-store/layout.js';
 import { SearchIndexStore } from '../index-store/store.js';
 import { createProgress } from '../util/progress.js';
 import { parsePositiveInt } from './parse-options.js';
-import { decodeWorkers, embedderOptions, limitInputPixels } from './embed-flags.js';
+import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import type { AddFlags, BuildFlags } from './index-command.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
@@ -41,17 +41,19 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
   });
   for (const message of embedder.warnings) warn(message); // e.g. several outputs and no --output-name
   try {
-    const bar = createProgress('embedding');
+    const bar = createProgress('embed');
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
       skipBadImages: flags.skipBadImages === true,
       ...pixelLimit,
       ...(workers !== undefined ? { workers } : {}),
       onProgress: (done, total) => bar.update(done, total),
+    }).catch((err: unknown) => {
+      throw withSkipBadImagesHint(err, flags);
     });
     bar.stop();
     reportFailures(failures);
     const sources = new Map(manifest.items.map((item) => [item.id, item.source]));
-    const graphBar = createProgress('hnsw');
+    const graphBar = createProgress('hnsw build');
     await SearchIndexStore.create(flags.out, {
       modelPath: model,
       metadata: {

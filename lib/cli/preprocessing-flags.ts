@@ -21,12 +21,12 @@ export interface PreprocessingFlags {
 /** Declares the preprocessing override flags on `command`. */
 export function addPreprocessingOptions(command: Command): Command {
   return command
-    .option('--size <HxW>', 'input size override, e.g. 224 or 224x224')
-    .option('--resize <n>', 'shorter side before the centre crop')
-    .option('--channels <n>', '1 or 3')
-    .option('--layout <layout>', 'NCHW or NHWC')
-    .option('--mean <list>', 'per-channel mean on [0,1] pixels, e.g. 0.485,0.456,0.406')
-    .option('--std <list>', 'per-channel std, e.g. 0.229,0.224,0.225');
+    .option('--size <HxW>', 'input size override, e.g. 224 or 224x224 (default: the model\'s)')
+    .option('--resize <n>', 'shorter side before the centre crop (default: the model\'s, else the larger input side / 0.875)')
+    .option('--channels <n>', '1 or 3 (default: the model\'s)')
+    .option('--layout <layout>', 'NCHW or NHWC (default: the model\'s)')
+    .option('--mean <list>', 'per-channel mean on [0,1] pixels, e.g. 0.485,0.456,0.406 (default: the model\'s, else ImageNet\'s for 3 channels, 0 for 1)')
+    .option('--std <list>', 'per-channel std, e.g. 0.229,0.224,0.225 (default: the model\'s, else ImageNet\'s for 3 channels, 1 for 1)');
 }
 
 /** The fields the flags override (empty when none is given); E_ARG naming the flag for a bad value. */

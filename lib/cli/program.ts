@@ -6,11 +6,37 @@ import { Command, CommanderError } from 'commander';
 import { DmlError } from '../errors.js';
 import { collectVersions } from '../report/report.js';
 import { silenceProgress } from '../util/progress.js';
+import { addHelpFooter, HELP_CONFIGURATION } from './help.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerExportCommand } from './export-command.js';
 import { registerIndexCommand } from './index-command.js';
 import { registerServeCommand } from './serve-command.js';
 import { registerTrainCommand } from './train-command.js';
+
+/** One example per command, by command path, shown at the end of its `--help` (with the exit codes). */
+export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
+  eval: ['dml eval models/default.onnx --data folder:data/default --out runs/default --examples 6'],
+  train: ['dml train --config scripts/configs/fashion-mnist-mlp.json --out runs/mlp'],
+  export: ['dml export runs/mlp --out runs/mlp/model.onnx'],
+  index: ['dml index build models/default.onnx folder:data/default --out runs/index'],
+  'index build': ['dml index build models/default.onnx folder:data/default --out runs/index'],
+  'index add': ['dml index add runs/index folder:more-images'],
+  'index remove': ['dml index remove runs/index ankle_boot/t10k-00000.png'],
+  'index info': ['dml index info runs/index'],
+  serve: ['dml serve runs/index --port 8080'],
+};
+
+/** `command` and every command below it. */
+function allCommands(command: Command): Command[] {
+  return command.commands.flatMap((c) => [c, ...allCommands(c)]);
+}
+
+/** `index build` for the build command under index. */
+function commandPath(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c !== null && c.parent !== null; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
 
 /** The program with every command registered; `commandLine` is recorded in reports. */
 export function createProgram(commandLine: string[]): Command {
@@ -20,8 +46,11 @@ export function createProgram(commandLine: string[]): Command {
     .description('dmlkit: train, export, evaluate and serve deep-metric-learning image embedders')
     .version(collectVersions()['dmlkit'] ?? 'unknown')
     .option('--verbose', 'print stack traces on errors')
-    .option('--quiet', 'no progress bars on stderr (warnings and errors still print); the CI environment variable does the same')
+    .option('--quiet', 'no progress on stderr (no bars on a terminal, no progress lines elsewhere, no summary line); warnings and errors still print')
     .exitOverride()
+    .configureHelp(HELP_CONFIGURATION)
+    // One prefix for every error line, commander's usage errors included.
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'dml: ')) })
     .showHelpAfterError('(run dml help for usage)')
     .hook('preAction', () => {
       if (program.opts<{ quiet?: boolean }>().quiet === true) silenceProgress();
@@ -31,6 +60,11 @@ export function createProgram(commandLine: string[]): Command {
   registerExportCommand(program);
   registerIndexCommand(program);
   registerServeCommand(program);
+  addHelpFooter(program, ['dml eval models/default.onnx --data folder:data/default --out runs/default', 'dml eval --help']);
+  for (const command of allCommands(program)) {
+    const examples = COMMAND_EXAMPLES[commandPath(command)];
+    if (examples !== undefined) addHelpFooter(command, examples);
+  }
   return program;
 }
 

@@ -9,6 +9,7 @@ import { parseTrainConfig } from '../train/config.js';
 import { train } from '../train/trainer.js';
 import { parsePositiveInt, parseSeed } from './parse-options.js';
 import type { TrainFlags } from './train-command.js';
+import { writeTrainingReportHtml } from '../report/training-html.js';
 
 /** Runs `dml train` with the flags commander parsed. */
 export async function runTrain(flags: TrainFlags): Promise<void> {
@@ -43,6 +44,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   const config = parseTrainConfig(raw, flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
   const result = await train(config, { resume: flags.resume === true, overwrite: flags.overwrite === true, log: (line) => process.stderr.write(`${line}\n`) });
+  await writeTrainingReportHtml(result.out, result.backend, result.history);
   const last = result.history[result.history.length - 1];
   process.stdout.write(`${JSON.stringify({ out: result.out, backend: result.backend, last }, null, 2)}\n`);
 }

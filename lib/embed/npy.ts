@@ -70,6 +70,9 @@ export function halfToFloat(bits: number): number {
 /** Decodes the bytes of a `.npy` file (float16 is widened to float32). `name` is used in error messages. */
 export function parseNpy(bytes: Uint8Array, name: string): NpyArray {
   const bad = (what: string): DmlError => new DmlError('E_DATASET', `${name} is not a readable .npy file: ${what}`);
+  if (bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 3 && bytes[3] === 4) {
+    throw new DmlError('E_DATASET', `${name} is a NumPy .npz archive, which dmlkit does not read: save each array as its own .npy file (numpy.save('queries.npy', array)) and pass those`);
+  }
   if (bytes.length < 10 || MAGIC.some((b, i) => bytes[i] !== b)) throw bad('missing the \\x93NUMPY magic');
   const major = bytes[6] as number;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

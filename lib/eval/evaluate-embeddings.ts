@@ -14,8 +14,10 @@ import { RetrievalMetricsAccumulator } from '../metrics/retrieval.js';
 import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
-import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES_PER_KIND, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
-import { clampedClusterCountsWarning, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
+import type { NeighbourRecorder } from './saved-neighbours.js';
+import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
+import { clampedClusterCountsWarning, DEFAULT_CLUSTER_COUNTS, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
+import { CLUSTER_SETS, DEFAULT_INDEX, DEFAULT_KS } from './evaluation.js';
 import type {
   ClassMetrics,
   ClusterSet,
@@ -27,25 +29,42 @@ import type {
   NmiCurvePoint,
 } from './evaluation.js';
 
-/** Options of {@link evaluateEmbeddings}. */
+/** Options of {@link evaluateEmbeddings}; every one has `dml eval`'s default. */
 export interface EvaluateEmbeddingsOptions {
-  ks: number[];
-  /** Cluster counts of the NMI curve (1x is always added: it gives NMI and F1). */
-  clusterCounts: readonly ClusterCountSpec[];
-  clusterSet: ClusterSet;
-  index: IndexParameters;
-  /** k-means settings; omitted fields take the k-means defaults (k-means++, 100 iterations, tolerance 1e-4, 1 restart). */
-  kmeans: { seed: number; maxIterations?: number; tolerance?: number; restarts?: number; init?: KMeansInit; roundFraction?: number };
+  /** K values of Recall@K. Default {@link DEFAULT_KS} (1, 2, 4, 8). */
+  ks?: readonly number[];
+  /** Cluster counts of the NMI curve (1x is always added: it gives NMI and F1). Default {@link DEFAULT_CLUSTER_COUNTS}. */
+  clusterCounts?: readonly ClusterCountSpec[];
+  /** Which embeddings are clustered for NMI/F1. Default `union`. */
+  clusterSet?: ClusterSet;
+  /** Exact search or HNSW. Default {@link DEFAULT_INDEX} (exact, 512 queries per chunk). */
+  index?: IndexParameters;
   /**
-   * Retrieval examples kept for the reports: failures and successes per kind (default
-   * {@link DEFAULT_EXAMPLES_PER_KIND}, 0 for none) and neighbours each (default
-   * {@link DEFAULT_EXAMPLE_NEIGHBOURS}); sampled with the k-means seed.
+   * k-means settings; omitted fields take the k-means defaults (seed 0, k-means++, 100 iterations,
+   * tolerance 1e-4, 1 restart).
    */
-  examples?: { perKind?: number; neighbours?: number };
-  /** onnxruntime threads for the search and k-means kernels. */
+  kmeans?: { seed?: number; maxIterations?: number; tolerance?: number; restarts?: number; init?: KMeansInit; roundFraction?: number };
+  /**
+   * Retrieval examples kept for the reports: `count` queries per selection, a seeded random sample
+   * (the same queries for every model) and the lowest AP@R (default {@link DEFAULT_EXAMPLES}, 0 for
+   * none), with `neighbours` each (default {@link DEFAULT_EXAMPLE_NEIGHBOURS}); sampled with the
+   * k-means seed.
+   */
+  examples?: { count?: number; neighbours?: number };
+  /** onnxruntime threads for the search and k-means kernels. Default: onnxruntime's. */
   threads?: number;
-  /** Progress per stage: `stage` is `search`, `hnsw`, `exact reference` or `k-means` (runs done of restarts x cluster counts). */
+  /**
+   * Called with every block of neighbours the metrics are computed from (rows of `sets.gallery`
+   * nearest first, the query itself excluded; HNSW's with `index.kind` `hnsw`), with the query and
+   * gallery sets the rows index; for saving them (see {@link NeighbourRecorder}).
+   */
+  onNeighbours?: (block: NeighbourBlock, sets: { query: EmbeddingSet; gallery: EmbeddingSet }) => void;
+  /**
+   * Progress per stage: `stage` is `search`, `hnsw search`, `exact reference` (queries done),
+   * `hnsw build` (gallery rows added) or `k-means` (runs done of restarts x cluster counts).
+   */
   onProgress?: (stage: string, done: number, total: number) => void;
+  /** Stops the work between chunks; the promise then rejects with DmlError `E_CANCELLED`. */
   signal?: AbortSignal;
 }
 
@@ -94,7 +113,7 @@ function checkSet(set: EmbeddingSet, name: string): void {
 export async function evaluateEmbeddings(
   query: EmbeddingSet,
   gallery: EmbeddingSet | null,
-  options: EvaluateEmbeddingsOptions,
+  options: EvaluateEmbeddingsOptions = {},
 ): Promise<EmbeddingEvaluation> {
   const g = gallery ?? query;
   checkSet(query, 'query');
@@ -102,11 +121,17 @@ export async function evaluateEmbeddings(
   if (query.dim !== g.dim) {
     throw new DmlError('E_EMBEDDING', `Query embeddings have dimension ${query.dim} but gallery embeddings have ${g.dim}`);
   }
-  if (options.ks.length === 0) throw invalidParameterError('ks', 'at least one K', options.ks);
+  const ks = [...(options.ks ?? DEFAULT_KS)];
+  if (ks.length === 0 || !ks.every((k) => Number.isInteger(k) && k > 0)) throw invalidParameterError('ks', 'a non-empty list of positive integers', options.ks);
+  const index = options.index ?? DEFAULT_INDEX;
+  const clusterCountSpecs = options.clusterCounts ?? DEFAULT_CLUSTER_COUNTS;
+  const clusterSet = options.clusterSet ?? 'union';
+  if (!CLUSTER_SETS.includes(clusterSet)) throw invalidParameterError('clusterSet', `one of ${CLUSTER_SETS.join(', ')}`, clusterSet);
+  const kmeansSeed = options.kmeans?.seed ?? 0;
   const selfIndex = selfIndexById(query.ids, g.ids);
   const sameSet = g === query || (query.count === g.count && selfIndex.every((row) => row >= 0));
   const anySelf = selfIndex.some((row) => row >= 0);
-  const maxK = Math.max(...options.ks);
+  const maxK = Math.max(...ks);
   const reachable = g.count - (anySelf ? 1 : 0);
   if (maxK > reachable) {
     throw new DmlError(
@@ -125,54 +150,70 @@ export async function evaluateEmbeddings(
   const accumulator = new RetrievalMetricsAccumulator({
     queryLabelCodes: labels.queryCodes,
     galleryLabelCodes: labels.galleryCodes,
-    recallK: options.ks,
+    recallK: ks,
     querySelfIndex: selfIndex,
   });
-  const examples = new RetrievalExampleSampler(query, g, (q) => accumulator.relevantCount(q) > 0, {
-    perKind: options.examples?.perKind ?? DEFAULT_EXAMPLES_PER_KIND,
+  const scores = { hasPositive: (q: number) => accumulator.relevantCount(q) > 0, averagePrecision: (q: number) => accumulator.averagePrecisionAtR(q) };
+  const examples = new RetrievalExampleSampler(query, g, scores, {
+    count: options.examples?.count ?? DEFAULT_EXAMPLES,
     neighbours: options.examples?.neighbours ?? DEFAULT_EXAMPLE_NEIGHBOURS,
-    seed: options.kmeans.seed,
+    seed: kmeansSeed,
   });
   // Rows of queries that are in the gallery come back padded where fewer than k others exist.
   const k = Math.min(accumulator.requiredNeighbours, g.count);
   const threads = options.threads !== undefined ? { threads: options.threads } : {};
   const signal = options.signal !== undefined ? { signal: options.signal } : {};
   const timings: EvaluationTimings = { searchSeconds: 0, clusteringSeconds: 0 };
+  const sets = { query, gallery: g };
   let annRecall: Record<string, number> | undefined;
-  let effectiveIndex = options.index;
+  let effectiveIndex = index;
 
-  if (options.index.kind === 'exact') {
+  if (index.kind === 'exact') {
     const start = performance.now();
     for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
       k,
       selfIndex,
-      chunkSize: options.index.chunkSize,
+      chunkSize: index.chunkSize,
       onProgress: (done, total) => options.onProgress?.('search', done, total),
       ...threads,
       ...signal,
     })) {
       accumulator.add(block);
       examples.add(block);
+      options.onNeighbours?.(block, sets);
     }
     timings.searchSeconds = seconds(start);
   } else {
-    const p = options.index;
+    const p = index;
     let start = performance.now();
-    const index = await HnswIndex.build(g.vectors, g.count, g.dim, { m: p.m, efConstruction: p.efConstruction, ef: p.ef, seed: p.seed });
+    const hnsw = await HnswIndex.build(g.vectors, g.count, g.dim, {
+      m: p.m,
+      efConstruction: p.efConstruction,
+      ef: p.ef,
+      seed: p.seed,
+      onProgress: (done, total) => options.onProgress?.('hnsw build', done, total),
+      ...signal,
+    });
     timings.indexBuildSeconds = seconds(start);
+    if (k + 1 > p.ef && k > maxK) {
+      warnings.push(
+        `--index hnsw: ef is raised from ${p.ef} to ${k + 1} so that every query gets its R same-label neighbours for MAP@R and R-Precision (R is up to ${k} here); with ef that large HNSW is often slower than exact search, which is the better choice unless the gallery is very large`,
+      );
+    }
     // Keep the HNSW top-maxK of every query to compare with the exact top-maxK afterwards.
     const approxTop = new Int32Array(query.count * maxK);
     start = performance.now();
-    for await (const block of index.search(query.vectors, query.count, { k, selfIndex })) {
+    for await (const block of hnsw.search(query.vectors, query.count, { k, selfIndex })) {
       accumulator.add(block);
       examples.add(block);
+      options.onNeighbours?.(block, sets);
       copyTopColumns(block, maxK, approxTop);
-      options.onProgress?.('hnsw', block.queryOffset + block.queryCount, query.count);
+      options.onProgress?.('hnsw search', block.queryOffset + block.queryCount, query.count);
     }
     timings.searchSeconds = seconds(start);
-    effectiveIndex = { ...p, ef: index.params.ef };
+    effectiveIndex = { ...p, ef: hnsw.params.ef };
     start = performance.now();
-    const hits = new Float64Array(options.ks.length);
+    const hits = new Float64Array(ks.length);
     for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
       k: maxK,
       selfIndex,
@@ -180,11 +221,11 @@ export async function evaluateEmbeddings(
       ...threads,
       ...signal,
     })) {
-      countOverlap(block, approxTop, maxK, options.ks, hits);
+      countOverlap(block, approxTop, maxK, ks, hits);
     }
     timings.exactReferenceSeconds = seconds(start);
     annRecall = {};
-    options.ks.forEach((kk, i) => {
+    ks.forEach((kk, i) => {
       (annRecall as Record<string, number>)[String(kk)] = (hits[i] as number) / (kk * query.count);
     });
   }
@@ -195,19 +236,19 @@ export async function evaluateEmbeddings(
 
   // Clustering: the union of query and gallery items (by id), or the queries or the gallery alone.
   const start = performance.now();
-  const clustered = sameSet || options.clusterSet === 'query' ? query : options.clusterSet === 'gallery' ? g : unionById(query, g);
+  const clustered = sameSet || clusterSet === 'query' ? query : clusterSet === 'gallery' ? g : unionById(query, g);
   const clusterLabels = encodeLabels(clustered.labels, []).queryCodes;
   const labelCount = new Set(clustered.labels).size;
-  const clusterCounts = resolveClusterCounts(options.clusterCounts, labelCount, clustered.count);
-  const capped = clampedClusterCountsWarning(options.clusterCounts, labelCount, clustered.count);
+  const clusterCounts = resolveClusterCounts(clusterCountSpecs, labelCount, clustered.count);
+  const capped = clampedClusterCountsWarning(clusterCountSpecs, labelCount, clustered.count);
   if (capped !== undefined) warnings.push(capped);
   const kmeansParameters: KMeansParameters = {
-    init: options.kmeans.init ?? 'k-means++',
-    roundFraction: options.kmeans.roundFraction ?? DEFAULT_ROUND_FRACTION,
-    maxIterations: options.kmeans.maxIterations ?? DEFAULT_MAX_ITERATIONS,
-    tolerance: options.kmeans.tolerance ?? DEFAULT_TOLERANCE,
-    restarts: options.kmeans.restarts ?? 1,
-    seed: options.kmeans.seed,
+    init: options.kmeans?.init ?? 'k-means++',
+    roundFraction: options.kmeans?.roundFraction ?? DEFAULT_ROUND_FRACTION,
+    maxIterations: options.kmeans?.maxIterations ?? DEFAULT_MAX_ITERATIONS,
+    tolerance: options.kmeans?.tolerance ?? DEFAULT_TOLERANCE,
+    restarts: options.kmeans?.restarts ?? 1,
+    seed: kmeansSeed,
   };
   // One sweep: the seeding is drawn once at the largest count and shared (see metrics/kmeans.ts).
   const results = await kmeansSweep(clustered.vectors, clustered.count, clustered.dim, clusterCounts, {
@@ -228,7 +269,7 @@ export async function evaluateEmbeddings(
   const atLabelCount = nmiCurve.find((p) => p.clusters === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
 
   const recall: Record<string, number> = {};
-  for (const kk of options.ks) recall[String(kk)] = retrieval.recall[kk] as number;
+  for (const kk of ks) recall[String(kk)] = retrieval.recall[kk] as number;
   const metrics: EvaluationMetrics = {
     recall,
     precisionAt1: retrieval.precisionAt1,
@@ -246,10 +287,10 @@ export async function evaluateEmbeddings(
     ...(annRecall !== undefined ? { annRecall } : {}),
   };
   const parameters: EvaluationParameters = {
-    ks: [...options.ks],
-    clusterCounts: [...options.clusterCounts],
+    ks,
+    clusterCounts: [...clusterCountSpecs],
     resolvedClusterCounts: clusterCounts,
-    clusterSet: options.clusterSet,
+    clusterSet,
     index: effectiveIndex,
     kmeans: kmeansParameters,
     selfExclusion: 'by-id',

@@ -6,12 +6,19 @@
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
 import type { KMeansInit } from '../metrics/kmeans-options.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
+import { DEFAULT_QUERY_CHUNK } from '../search/neighbours.js';
 import type { ClusterCountSpec } from './cluster-counts.js';
 
 /** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */
 export type IndexParameters =
   | { kind: 'exact'; chunkSize: number }
   | { kind: 'hnsw'; m: number; efConstruction: number; ef: number; seed: number };
+
+/** Recall@K values when neither the caller nor the dataset protocol gives any. */
+export const DEFAULT_KS: readonly number[] = [1, 2, 4, 8];
+
+/** The index when none is asked for: exact search, 512 queries per chunk (`dml eval --index exact --chunk-size 512`). */
+export const DEFAULT_INDEX: IndexParameters = { kind: 'exact', chunkSize: DEFAULT_QUERY_CHUNK };
 
 /** k-means settings used for NMI, NMI+ and F1. */
 export interface KMeansParameters {

@@ -324,7 +324,7 @@ export class SearchIndexStore {
       label === undefined && excluded === undefined
         ? undefined
         : (slot: number): boolean => slot !== excluded && (label === undefined || this.#items.get(slot)?.label === label);
-    return this.#graph.nearest(query, wanted, filter).map(({ label: slot, similarity }) => {
+    return this.#graph.nearest(query, wanted, filter).map(({ row: slot, similarity }) => {
       const item = this.#items.get(slot) as IndexedItem;
       return { id: item.id, label: item.label, score: similarity };
     });

@@ -61,7 +61,10 @@ export interface KMeansSweepOptions {
    * of the centroid sums (default: onnxruntime's choice, and one per core for the sums).
    */
   threads?: number;
-  /** Called after each (restart, cluster count) run with the runs done and the total. */
+  /**
+   * Called after each Lloyd iteration with the iterations done and the most there can be (restarts x
+   * cluster counts x maxIterations); a run that converges early counts its unused iterations as done.
+   */
   onProgress?: (done: number, total: number) => void;
   /** Cancels between Lloyd iterations with DmlError E_CANCELLED. */
   signal?: AbortSignal;
@@ -168,7 +171,7 @@ function checkCancelled(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new DmlError('E_CANCELLED', 'k-means cancelled');
 }
 
-async function lloyd(data: Data, k: number, initial: Float32Array, maxIterations: number, tolerance: number): Promise<RunResult> {
+async function lloyd(data: Data, k: number, initial: Float32Array, maxIterations: number, tolerance: number, onIteration?: (done: number) => void): Promise<RunResult> {
   const { vectors, count, dim, squaredNorms, threads } = data;
   let centroids = initial;
   let nearest: NearestCentroids = await nearestCentroids(vectors, count, dim, squaredNorms, centroids, k, threads);
@@ -180,6 +183,7 @@ async function lloyd(data: Data, k: number, initial: Float32Array, maxIterations
     centroids = await updateCentroids(data, k, centroids, nearest.assignments);
     const next = await nearestCentroids(vectors, count, dim, squaredNorms, centroids, k, threads);
     iterationsRun++;
+    onIteration?.(iterationsRun);
     const nextInertia = sum(next.distances);
     const fixedPoint = sameAssignments(next.assignments, nearest.assignments);
     const small = tolerance > 0 && inertia - nextInertia <= tolerance * nextInertia;
@@ -254,11 +258,15 @@ async function sweep(data: Data, ks: readonly number[], o: CheckedSweep, onProgr
     const shared = o.init === 'greedy-k-means++' ? undefined : await seedRows(vectors, count, dim, maxK, restartRng, seedingOptions);
     for (const [i, k] of ks.entries()) {
       const seeds = shared ?? (await seedRows(vectors, count, dim, k, rngAt(state), seedingOptions));
-      const run = await lloyd(data, k, rowsOf(vectors, dim, seeds.subarray(0, k)), o.maxIterations, o.tolerance);
+      const base = (r * ks.length + i) * o.maxIterations;
+      const total = o.restarts * ks.length * o.maxIterations;
+      const run = await lloyd(data, k, rowsOf(vectors, dim, seeds.subarray(0, k)), o.maxIterations, o.tolerance, (done) => {
+        if (done < o.maxIterations) onProgress?.(base + done, total);
+      });
       inertias[i]?.push(run.inertia);
       const kept = best[i];
       if (kept === undefined || run.inertia < kept.inertia) best[i] = run;
-      onProgress?.(r * ks.length + i + 1, o.restarts * ks.length);
+      onProgress?.(base + o.maxIterations, total);
     }
   }
   return ks.map((k, i) => ({ k, ...(best[i] as RunResult), restartInertias: inertias[i] as number[] }));

@@ -156,6 +156,14 @@ export class RetrievalMetricsAccumulator {
   }
 
   /**
+   * AP@R of query row `query` once its block has been added: (1/R) * sum over ranks i <= R of
+   * precision@i at every hit; 0 for a lone query or one not added yet.
+   */
+  averagePrecisionAtR(query: number): number {
+    return this.averagePrecisionAtRPerQuery[query] ?? 0;
+  }
+
+  /**
    * Scores the queries of one block. Each row must list at least `requiredNeighbours` gallery rows,
    * nearest first, the query itself already excluded; index -1 (padding) counts as a non-match.
    * Each query must be added exactly once.

@@ -167,6 +167,9 @@ export async function createSession(model: string | Uint8Array, options: CreateS
       executionProviders: PROVIDER_LISTS[provider],
       graphOptimizationLevel: 'all',
       logId: name,
+      // Per session too, not only ort.env: a process (or worker thread) whose onnxruntime environment
+      // was set up before quietOrtLogging still keeps the failed GPU attempt's [E:onnxruntime ...] line off stderr.
+      logSeverityLevel: 3,
       ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
     };
     try {

@@ -1,23 +1,28 @@
 /**
  * @file A self-contained HTML page for a report: the metrics table and its notes as HTML, the Recall@K
- * and NMI-curve plots as inline SVG, each run's worst classes, its retrieval examples (thumbnails as
+ * and NMI-curve plots as inline SVG, the per-class table (one run's worst classes, or several runs
+ * side by side), the retrieval examples (the same random queries for every run, then each run's worst) (thumbnails as
  * `data:` URIs, see thumbnails.ts), the parameters as a table and the metric definitions. No scripts,
  * no external resources.
  */
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
-import { exampleMark, exampleTitle, metricsTable, parametersTable, reportNotes, WORST_CLASSES_SHOWN, worstClassesTable } from './markdown.js';
+import { exampleMark, exampleTitle, metricsTable, parametersTable, perClassTable, perClassTitle, randomExamplesByQuery, reportNotes } from './markdown.js';
 import type { Report } from './report.js';
-import { escapeXml, lineChartSvg } from './svg-line-chart.js';
+import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
 
-/** Recall@K against K, one line per run. */
+/** Recall@K against K, one line per run; the y axis is fitted to the values (see {@link autoRange}), and its label says so. */
 export function recallChartSvg(report: Report): string {
-  return lineChartSvg(
-    report.runs.map((r) => ({
-      name: r.name,
-      points: Object.entries(r.metrics.recall).map(([k, v]) => ({ x: Number(k), y: v })),
-    })),
-    { title: 'Recall@K', xLabel: 'K', yLabel: 'Recall@K', logX: true },
-  );
+  const series = report.runs.map((r) => ({
+    name: r.name,
+    points: Object.entries(r.metrics.recall).map(([k, v]) => ({ x: Number(k), y: v })),
+  }));
+  const [low, high] = autoRange(series.flatMap((s) => s.points.map((p) => p.y)));
+  return lineChartSvg(series, { title: 'Recall@K', xLabel: 'K', yLabel: `Recall@K (axis ${low.toFixed(2)} to ${high.toFixed(2)}, fitted to the values)`, logX: true, yRange: [low, high] });
+}
+
+/** A y range in [0, 1] that shows where `values` are (see {@link fittedRange}), so 0.95 to 0.99 is a slope, not a flat line at the top. */
+export function autoRange(values: readonly number[]): [number, number] {
+  return fittedRange(values, [0, 1]);
 }
 
 /** NMI against the number of k-means clusters, one line per run. */
@@ -29,13 +34,13 @@ export function nmiChartSvg(report: Report): string {
 }
 
 /** An HTML table; with `numeric`, cells after the first column are numbers, right-aligned. */
-function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
+export function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
   const cell = (tag: 'th' | 'td', text: string, i: number): string => `<${tag}${numeric && i > 0 ? ' class="num"' : ''}>${escapeXml(text)}</${tag}>`;
   return [
-    '<table>',
+    '<div class="table-wrap"><table>',
     `<thead><tr>${header.map((h, i) => cell('th', h, i)).join('')}</tr></thead>`,
     `<tbody>${rows.map((row) => `<tr>${row.map((c, i) => cell('td', c, i)).join('')}</tr>`).join('\n')}</tbody>`,
-    '</table>',
+    '</table></div>',
   ].join('\n');
 }
 
@@ -54,15 +59,38 @@ function exampleFigure(item: { id: string; label: string }, role: 'query' | { co
   return `<figure class="${cls}">${picture}<figcaption>${caption}</figcaption></figure>`;
 }
 
-function examplesHtml(examples: RetrievalExample[], thumbnails: ReadonlyMap<string, string>): string {
-  return examples
-    .map(
-      (e) =>
-        `<div class="example ${e.kind}"><div class="example-kind">${escapeXml(exampleTitle(e))}</div><div class="example-row">${exampleFigure(e.query, 'query', thumbnails)}${e.neighbours
-          .map((n) => exampleFigure(n, n, thumbnails))
-          .join('')}</div></div>`,
-    )
-    .join('\n');
+/** One example's row: its query (unless `withQuery` is false), then its neighbours. */
+function exampleRow(e: RetrievalExample, thumbnails: ReadonlyMap<string, string>, withQuery: boolean): string {
+  return `<div class="example-row">${withQuery ? exampleFigure(e.query, 'query', thumbnails) : ''}${e.neighbours.map((n) => exampleFigure(n, n, thumbnails)).join('')}</div>`;
+}
+
+const apCaption = (e: RetrievalExample): string => `AP@R ${(100 * e.averagePrecision).toFixed(2)}`;
+
+/**
+ * The examples section: each random query once, with one row of neighbours per run under it (the same
+ * queries for every run); then each run's worst queries (lowest AP@R).
+ */
+function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, string>): string {
+  const parts: string[] = [];
+  const random = randomExamplesByQuery(report);
+  if (random.length > 0) {
+    parts.push(`<h3>${random.length} seeded random queries${report.runs.length > 1 ? ', the same for every model' : ''}</h3>`);
+    for (const { query, runs } of random) {
+      const rows = runs
+        .map(({ name, example }) => `<div class="example ${example.kind}" data-model="${escapeXml(name)}"><div class="example-kind">${escapeXml(name)}: ${escapeXml(exampleTitle(example))}, ${apCaption(example)}</div>${exampleRow(example, thumbnails, false)}</div>`)
+        .join('\n');
+      parts.push(`<div class="example-query" data-query="${escapeXml(query.id)}">${exampleFigure(query, 'query', thumbnails)}<div class="example-runs">\n${rows}\n</div></div>`);
+    }
+  }
+  for (const run of report.runs) {
+    const worst = run.examples.filter((e) => e.selection === 'worst');
+    if (worst.length === 0) continue;
+    parts.push(`<h3>Worst queries of ${escapeXml(run.name)} (lowest AP@R)</h3>`);
+    for (const e of worst) {
+      parts.push(`<div class="example worst ${e.kind}" data-model="${escapeXml(run.name)}"><div class="example-kind">${escapeXml(exampleTitle(e))}, ${apCaption(e)}</div>${exampleRow(e, thumbnails, true)}</div>`);
+    }
+  }
+  return parts.join('\n');
 }
 
 /** The whole page: the metrics table and its notes, the plots, each run's worst classes and examples, parameters and definitions. */
@@ -71,25 +99,22 @@ export function reportHtml(report: Report, options: ReportHtmlOptions = {}): str
   const definitions = Object.entries(report.definitions)
     .map(([k, v]) => `<dt>${escapeXml(k)}</dt><dd>${escapeXml(v)}</dd>`)
     .join('\n');
-  const perClass = report.runs
-    .map((run) => `<h3>${escapeXml(run.name)}: the ${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} worst of ${run.metrics.perClass.length} classes</h3>\n${htmlTable(worstClassesTable(run))}`)
-    .join('\n');
-  const examples = report.runs
-    .filter((run) => run.examples.length > 0)
-    .map((run) => `<h3>${escapeXml(run.name)}</h3>\n${examplesHtml(run.examples, thumbnails)}`)
-    .join('\n');
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>dmlkit evaluation report</title>
 <style>
-body { font-family: DejaVu Sans, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: DejaVu Sans, sans-serif; margin: 2em auto; padding: 0 12px; max-width: 1100px; color: #222; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+code, dd, p, li { overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 14px; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f3f3f3; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
+.charts svg { max-width: 100%; height: auto; }
 dt { font-weight: bold; margin-top: 0.5em; }
 .warnings { color: #8a4b00; }
 .example { margin: 0.6em 0 1em; }
@@ -102,6 +127,14 @@ figure.query img, figure.query .no-thumb { border-color: #3b6fb6; }
 figure.correct img, figure.correct .no-thumb { border-color: #2e8b3a; }
 figure.incorrect img, figure.incorrect .no-thumb { border-color: #c0392b; }
 figure.query { margin-right: 1em; }
+.example-query { display: flex; gap: 0.4em; align-items: flex-start; margin: 0.6em 0 1.2em; padding-bottom: 0.6em; border-bottom: 1px solid #eee; }
+.example-runs { flex: 1; min-width: 0; }
+.example-runs .example { margin: 0 0 0.5em; }
+@media (max-width: 600px) {
+  figure { width: 68px; font-size: 10px; }
+  figure img, .no-thumb { width: 60px; height: 60px; border-width: 3px; }
+  .example-query { flex-direction: column; }
+}
 </style>
 </head>
 <body>
@@ -118,10 +151,11 @@ ${recallChartSvg(report)}
 ${nmiChartSvg(report)}
 </div>
 <h2>Per class</h2>
-${perClass}
+<h3>${escapeXml(perClassTitle(report))}</h3>
+${htmlTable(perClassTable(report))}
 <h2>Retrieval examples</h2>
-<p>A seeded sample of queries whose nearest neighbour has another label (failures) and of queries whose nearest neighbour has their label (successes), with their top neighbours: ✓ and a green frame = the query's label, ✗ and red = another label; the number is the cosine similarity.</p>
-${examples}
+<p>Seeded random queries (the same for every model) and each model's worst queries (lowest AP@R), with their top neighbours: ✓ and a green frame = the query's label, ✗ and red = another label; the number is the cosine similarity.</p>
+${examplesHtml(report, thumbnails)}
 <h2>Parameters</h2>
 ${htmlTable(parametersTable(report), false)}
 <h2>Definitions</h2>

@@ -9,11 +9,28 @@ import type { Report, RunReport } from './report.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
 
-/** The runs' metrics as a table (percent strings): the header and one row per run. */
+/**
+ * The cluster count of a run's NMI column (1x = its label count), and of its NMI+ point (10x, capped
+ * at the items clustered, which is then the largest count of the curve), null without NMI+.
+ */
+function nmiPointsOf(run: RunReport): { nmi: number; nmiPlus: number | null } {
+  const largest = Math.max(...run.parameters.resolvedClusterCounts);
+  return { nmi: run.metrics.labelCount, nmiPlus: run.metrics.nmiPlus === null ? null : Math.min(10 * run.metrics.labelCount, largest) };
+}
+
+/**
+ * The runs' metrics as a table (percent strings): the header and one row per run. The NMI curve's
+ * points are columns `NMI k=<clusters>`, except the 1x point (the NMI column already) and the 10x
+ * point, labelled `NMI+ k=<clusters>`.
+ */
 export function metricsTable(report: Report): { header: string[]; rows: string[][] } {
   const runs: RunReport[] = report.runs;
   const ks = [...new Set(runs.flatMap((r) => Object.keys(r.metrics.recall).map(Number)))].sort((a, b) => a - b);
-  const curveKs = [...new Set(runs.flatMap((r) => r.metrics.nmiCurve.map((p) => p.clusters)))].sort((a, b) => a - b);
+  const points = runs.map(nmiPointsOf);
+  const curveKs = [...new Set(runs.flatMap((r) => r.metrics.nmiCurve.map((p) => p.clusters)))]
+    .filter((k) => !runs.every((r, i) => points[i]?.nmi === k || !r.metrics.nmiCurve.some((p) => p.clusters === k)))
+    .sort((a, b) => a - b);
+  const curveHeader = (k: number): string => (points.some((p) => p.nmiPlus === k) ? `NMI+ k=${k}` : `NMI k=${k}`);
   const hasAnn = runs.some((r) => r.metrics.annRecall !== undefined);
   const header = [
     'model',
@@ -22,7 +39,7 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
     'MAP@R',
     'NMI',
     'F1',
-    ...curveKs.map((k) => `NMI k=${k}`),
+    ...curveKs.map(curveHeader),
     ...(hasAnn ? ks.map((k) => `ANN R@${k}`) : []),
     'lone q',
   ];
@@ -72,6 +89,60 @@ export function worstClassesTable(run: RunReport): { header: string[]; rows: str
   };
 }
 
+/** Signed percentage points, e.g. `+12.50`, `-3.00`, `0.00`; n/a when either side is missing. */
+const deltaPoints = (value: number | null | undefined, base: number | null | undefined): string => {
+  if (value === null || value === undefined || base === null || base === undefined) return 'n/a';
+  const d = 100 * (value - base);
+  return `${d > 0 ? '+' : ''}${d.toFixed(2)}`;
+};
+
+/**
+ * The per-class comparison of several runs: one row per class, MAP@R per run, then each later run's
+ * difference to the first in percentage points (`Δ <run>`), sorted by the largest disagreement (the
+ * largest |Δ| of the row, classes without MAP@R last, then by label). `shown` rows at most (default
+ * {@link WORST_CLASSES_SHOWN}); `total` is the number of classes compared.
+ */
+export function perClassComparisonTable(report: Report, shown = WORST_CLASSES_SHOWN): { header: string[]; rows: string[][]; total: number } {
+  const runs = report.runs;
+  const byLabel = runs.map((r) => new Map(r.metrics.perClass.map((c) => [c.label, c])));
+  const labels = [...new Set(runs.flatMap((r) => r.metrics.perClass.map((c) => c.label)))];
+  const values = (label: string): Array<number | null> => byLabel.map((m) => m.get(label)?.mapAtR ?? null);
+  const disagreement = (label: string): number => {
+    const [base, ...rest] = values(label);
+    const ds = rest.filter((v): v is number => v !== null && base !== null && base !== undefined).map((v) => Math.abs(v - (base as number)));
+    return ds.length === 0 ? -1 : Math.max(...ds);
+  };
+  const sorted = labels
+    .map((label) => ({ label, key: disagreement(label) }))
+    .sort((a, b) => b.key - a.key || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0))
+    .map((e) => e.label);
+  const queries = (label: string): string => String(byLabel.find((m) => m.has(label))?.get(label)?.queryCount ?? 0);
+  return {
+    header: ['class', 'queries', ...runs.map((r) => `MAP@R ${r.name}`), ...runs.slice(1).map((r) => `Δ ${r.name}`)],
+    rows: sorted.slice(0, shown).map((label) => {
+      const v = values(label);
+      return [label, queries(label), ...v.map(pct), ...v.slice(1).map((x) => deltaPoints(x, v[0]))];
+    }),
+    total: labels.length,
+  };
+}
+
+/** The title of the per-class section: the worst classes of one run, or the classes several runs disagree on most. */
+export function perClassTitle(report: Report): string {
+  if (report.runs.length === 1) {
+    const run = report.runs[0] as RunReport;
+    return `Worst classes of ${run.name} (${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} of ${run.metrics.perClass.length}; values in %)`;
+  }
+  const { rows, total } = perClassComparisonTable(report);
+  const first = (report.runs[0] as RunReport).name;
+  return `Per class, the ${rows.length} of ${total} classes where the models disagree most (MAP@R in %; Δ = percentage points against ${first})`;
+}
+
+/** The per-class table of the reports: {@link worstClassesTable} for one run, {@link perClassComparisonTable} for several. */
+export function perClassTable(report: Report): { header: string[]; rows: string[][] } {
+  return report.runs.length === 1 ? worstClassesTable(report.runs[0] as RunReport) : perClassComparisonTable(report);
+}
+
 /** The parameters (of the first run), the dataset and the versions as name/value rows; nested keys joined with dots. */
 export function parametersTable(report: Report): { header: string[]; rows: string[][] } {
   const first = report.runs[0] as RunReport;
@@ -97,26 +168,65 @@ export function exampleTitle(example: RetrievalExample): string {
 /** Escapes what would break a Markdown table cell. */
 const cellText = (text: string): string => text.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
 
-/** The retrieval examples of every run as Markdown tables: query, then its neighbours (✓ same label, ✗ another). */
+/**
+ * The random selection lined up across runs: each query (the seeded sample, the same for every run)
+ * with every run's example for it, in the first run's order.
+ */
+export function randomExamplesByQuery(report: Report): Array<{ query: RetrievalExample['query']; runs: Array<{ name: string; example: RetrievalExample }> }> {
+  const order: Array<RetrievalExample['query']> = [];
+  const seen = new Set<string>();
+  for (const run of report.runs) {
+    for (const e of run.examples) {
+      if (e.selection === 'random' && !seen.has(e.query.id)) {
+        seen.add(e.query.id);
+        order.push(e.query);
+      }
+    }
+  }
+  return order.map((query) => ({
+    query,
+    runs: report.runs.flatMap((run) => {
+      const example = run.examples.find((e) => e.selection === 'random' && e.query.id === query.id);
+      return example === undefined ? [] : [{ name: run.name, example }];
+    }),
+  }));
+}
+
+/** The neighbours of an example as Markdown cells, padded to `width`. */
+function neighbourCells(example: RetrievalExample, width: number): string[] {
+  return Array.from({ length: width }, (_, i) => {
+    const n = example.neighbours[i];
+    return n === undefined ? '' : cellText(`${exampleMark(n.correct, n.label)} (${n.similarity.toFixed(3)}) ${n.id}`);
+  });
+}
+
+const apText = (example: RetrievalExample): string => pct(example.averagePrecision);
+
+/**
+ * The retrieval examples as Markdown tables: the random queries, the same for every run, one row per
+ * query and run; then each run's worst queries (lowest AP@R). ✓ = the query's label.
+ */
 export function examplesMarkdown(report: Report): string {
   const lines: string[] = [];
-  for (const run of report.runs) {
-    if (run.examples.length === 0) continue;
-    const width = Math.max(...run.examples.map((e) => e.neighbours.length));
-    lines.push('', `Retrieval examples of ${run.name} (a seeded sample of failing and succeeding queries; ✓ = the query's label, similarity in brackets):`, '');
+  const all = report.runs.flatMap((r) => r.examples);
+  if (all.length === 0) return '';
+  const width = Math.max(...all.map((e) => e.neighbours.length));
+  const numbered = Array.from({ length: width }, (_, i) => `#${i + 1}`);
+  const random = randomExamplesByQuery(report);
+  if (random.length > 0) {
+    lines.push('', `Retrieval examples: ${random.length} seeded random queries, the same for every model (kind = whether the nearest neighbour has the query's label; AP@R in %; ✓ = the query's label, similarity in brackets):`, '');
     lines.push(
       ...markdownTable({
-        header: ['kind', 'query', ...Array.from({ length: width }, (_, i) => `#${i + 1}`)],
-        rows: run.examples.map((e) => [
-          e.kind,
-          cellText(`${e.query.label} (${e.query.id})`),
-          ...Array.from({ length: width }, (_, i) => {
-            const n = e.neighbours[i];
-            return n === undefined ? '' : cellText(`${exampleMark(n.correct, n.label)} (${n.similarity.toFixed(3)}) ${n.id}`);
-          }),
-        ]),
+        header: ['query', 'model', 'kind', 'AP@R', ...numbered],
+        rows: random.flatMap(({ query, runs }) => runs.map(({ name, example }) => [cellText(`${query.label} (${query.id})`), cellText(name), example.kind, apText(example), ...neighbourCells(example, width)])),
       }, false),
     );
+  }
+  for (const run of report.runs) {
+    const worst = run.examples.filter((e) => e.selection === 'worst');
+    if (worst.length === 0) continue;
+    lines.push('', `Worst queries of ${run.name} (the ${worst.length} of lowest AP@R):`, '');
+    lines.push(...markdownTable({ header: ['query', 'kind', 'AP@R', ...numbered], rows: worst.map((e) => [cellText(`${e.query.label} (${e.query.id})`), e.kind, apText(e), ...neighbourCells(e, width)]) }, false));
   }
   return lines.join('\n');
 }
@@ -136,13 +246,9 @@ export function reportMarkdown(report: Report): string {
   return [...markdownTable(metricsTable(report)), '', ...reportNotes(report)].join('\n');
 }
 
-/** The per-class section of report.md: each run's worst classes. */
+/** The per-class section of report.md: one run's worst classes, or the classes several runs disagree on most. */
 export function perClassMarkdown(report: Report): string {
-  const lines: string[] = [];
-  for (const run of report.runs) {
-    lines.push('', `Worst classes of ${run.name} (${Math.min(WORST_CLASSES_SHOWN, run.metrics.perClass.length)} of ${run.metrics.perClass.length}; values in %):`, '', ...markdownTable(worstClassesTable(run)));
-  }
-  return lines.join('\n');
+  return ['', `${perClassTitle(report)}:`, '', ...markdownTable(perClassTable(report))].join('\n');
 }
 
 /**

@@ -11,12 +11,14 @@ import type { RetrievalExample } from '../eval/retrieval-examples.js';
 
 /**
  * Format tag of report.json, described by the JSON Schema `dmlkit/report.schema.json`
- * (schema/report.schema.json). Version 3: a report of several runs holds them side by side in `runs`
+ * (schema/report.schema.json). Version 4: every example names its `selection` (`random`: the seeded
+ * sample, the same queries for every run; `worst`: the run's lowest AP@R) and its query's
+ * `averagePrecision`. Version 3: a report of several runs holds them side by side in `runs`
  * alone (version 2 also copied the first run's fields to the top, so they silently read as the first
  * model's); every run carries `examples`. Version 2: the NMI curve's points name their cluster count
  * `clusters`, the parameters `clusterCounts` and `resolvedClusterCounts`, and the metrics `nmiPlus`.
  */
-export const REPORT_FORMAT = 'dmlkit.report/3';
+export const REPORT_FORMAT = 'dmlkit.report/4';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
@@ -59,7 +61,7 @@ export interface RunReport {
   metrics: EvaluationMetrics;
   parameters: EvaluationParameters;
   timings: EvaluationTimings;
-  /** A seeded sample of failing and succeeding queries with their top neighbours (see eval/retrieval-examples.ts). */
+  /** Seeded random queries (the same for every run) and the run's worst queries, with their top neighbours (see eval/retrieval-examples.ts). */
   examples: RetrievalExample[];
   /** Warnings about this run (the lines `dml eval` prints as `warning: ...`); empty when none. */
   warnings: string[];

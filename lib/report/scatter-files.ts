@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { TripletScatter } from '../train/scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { histogramSvg, scatterSvg } from './svg-scatter.js';
+import { histogramSvg, scatterRanges, scatterSvg } from './svg-scatter.js';
 
 /** Writes the scatter files of `epoch` (or of global step `epoch` with unit `step`) into `<out>/scatter/`; `setName` names the embedded set (`validation`, `train`). */
 export async function writeScatterFiles(out: string, epoch: number, scatter: TripletScatter, setName: string, unit: 'epoch' | 'step' = 'epoch'): Promise<void> {
@@ -17,6 +17,8 @@ export async function writeScatterFiles(out: string, epoch: number, scatter: Tri
   await writeFileAtomic(
     path.join(out, 'scatter', `${name}.svg`),
     scatterSvg(scatter.points, {
+      ...scatterRanges([...scatter.points, ...(scatter.loop?.points ?? [])]),
+      mainLabel: 'anchors (easiest positive, hardest negative)',
       title: scatter.loop
         ? `${at[0]?.toUpperCase()}${at.slice(1)}, ${setName}: ${below} below diagonal, LoOp ${(100 * scatter.loop.correctFraction).toFixed(1)}%`
         : `Triplet scatter, ${at} (${setName}; ${below} below diagonal)`,

@@ -19,6 +19,7 @@ export interface LineChartOptions {
   /** y range; default [0, 1]. */
   yRange?: [number, number];
   width?: number;
+  /** Height of the plot and its axes; the legend below adds a row per series. Default 400. */
   height?: number;
 }
 
@@ -29,15 +30,52 @@ export function escapeXml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
 }
 
-const fmt = (v: number): string => (Number.isInteger(v) ? String(v) : v.toFixed(2));
+const fmt = (v: number, decimals = 2): string => (Number.isInteger(v) ? String(v) : v.toFixed(decimals));
 
-/** Renders the series as a standalone `<svg>` element. */
+/** A round tick step (1, 2 or 5 times a power of ten) giving 4 to 10 ticks over `span`. */
+export function tickStep(span: number): number {
+  const raw = span / 5;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const unit = raw / power;
+  return (unit < 1.5 ? 1 : unit < 3.5 ? 2 : unit < 7.5 ? 5 : 10) * power;
+}
+
+/**
+ * An axis range that shows where `values` are: from the smallest to the largest, widened by a tenth of
+ * their spread (at least `minPad`, default 0.02, and `minPad` / 2 of the largest magnitude), rounded out to the
+ * {@link tickStep} of the widened span and kept within `bounds` when given. [0, 1] (or `bounds`)
+ * when there is no finite value.
+ */
+export function fittedRange(values: readonly number[], bounds?: readonly [number, number], minPad = 0.02): [number, number] {
+  const finite = values.filter((v) => Number.isFinite(v));
+  if (finite.length === 0) return bounds ? [bounds[0], bounds[1]] : [0, 1];
+  const min = Math.min(...finite);
+  const max = Math.max(...finite);
+  const pad = Math.max(minPad, (max - min) / 10, Math.max(Math.abs(min), Math.abs(max)) * minPad / 2);
+  const step = tickStep(max - min + 2 * pad);
+  let lo = Math.floor((min - pad) / step + 1e-9) * step;
+  let hi = Math.ceil((max + pad) / step - 1e-9) * step;
+  if (bounds) {
+    lo = Math.max(bounds[0], lo);
+    hi = Math.min(bounds[1], hi);
+  }
+  return [Number(lo.toPrecision(12)), Number(hi.toPrecision(12))];
+}
+
+/** Height of one legend row below the plot. */
+export const LEGEND_ROW = 18;
+
+/**
+ * Renders the series as a standalone `<svg>` element. The legend sits below the x axis label, one row
+ * per series, so it never covers a curve.
+ */
 export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): string {
   const width = options.width ?? 640;
-  const height = options.height ?? 400;
+  const axesHeight = options.height ?? 400;
+  const height = axesHeight + series.length * LEGEND_ROW;
   const margin = { left: 64, right: 24, top: 40, bottom: 56 };
   const plotW = width - margin.left - margin.right;
-  const plotH = height - margin.top - margin.bottom;
+  const plotH = axesHeight - margin.top - margin.bottom;
   const xs = [...new Set(series.flatMap((s) => s.points.map((p) => p.x)))].sort((a, b) => a - b);
   const tx = (x: number): number => (options.logX ? Math.log10(x) : x);
   const xMin = xs.length > 0 ? tx(xs[0] as number) : 0;
@@ -45,6 +83,9 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
   const xSpan = xMax - xMin || 1;
   const [yMin, yMax] = options.yRange ?? [0, 1];
   const ySpan = yMax - yMin || 1;
+  const yStep = tickStep(ySpan);
+  // Enough decimals for the step (0.01 -> 2, 0.005 -> 3), at least 2.
+  const yDecimals = Math.max(2, (String(Number(yStep.toPrecision(6))).split('.')[1] ?? '').length);
   const px = (x: number): number => margin.left + (xs.length === 1 ? plotW / 2 : ((tx(x) - xMin) / xSpan) * plotW);
   const py = (y: number): number => margin.top + plotH - ((y - yMin) / ySpan) * plotH;
 
@@ -54,12 +95,12 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(options.title)}</text>`,
   );
-  for (let i = 0; i <= 5; i++) {
-    const y = yMin + (ySpan * i) / 5;
+  for (let i = Math.ceil(yMin / yStep - 1e-9); i * yStep <= yMax + 1e-9; i++) {
+    const y = i * yStep;
     const yy = py(y).toFixed(1);
     parts.push(
       `<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${yy}" y2="${yy}" stroke="#ddd"/>`,
-      `<text x="${margin.left - 8}" y="${yy}" text-anchor="end" dominant-baseline="middle">${fmt(y)}</text>`,
+      `<text x="${margin.left - 8}" y="${yy}" text-anchor="end" dominant-baseline="middle">${fmt(Number(y.toFixed(6)), yDecimals)}</text>`,
     );
   }
   for (const x of xs) {
@@ -71,7 +112,7 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
   }
   parts.push(
     `<rect x="${margin.left}" y="${margin.top}" width="${plotW}" height="${plotH}" fill="none" stroke="#444"/>`,
-    `<text x="${margin.left + plotW / 2}" y="${height - 14}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
+    `<text x="${margin.left + plotW / 2}" y="${axesHeight - 14}" text-anchor="middle">${escapeXml(options.xLabel)}</text>`,
     `<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
   );
   series.forEach((s, i) => {
@@ -82,10 +123,10 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
       const [cx, cy] = pt.split(',');
       parts.push(`<circle cx="${cx}" cy="${cy}" r="3.5" fill="${colour}"/>`);
     }
-    const ly = margin.top + 14 + i * 16;
+    const ly = axesHeight + i * LEGEND_ROW + LEGEND_ROW / 2;
     parts.push(
-      `<rect x="${margin.left + 10}" y="${ly - 9}" width="12" height="12" fill="${colour}"/>`,
-      `<text x="${margin.left + 28}" y="${ly}" dominant-baseline="middle">${escapeXml(s.name)}</text>`,
+      `<g class="legend"><rect x="${margin.left}" y="${ly - 6}" width="12" height="12" fill="${colour}"/>`,
+      `<text x="${margin.left + 18}" y="${ly}" dominant-baseline="middle">${escapeXml(s.name)}</text></g>`,
     );
   });
   parts.push('</svg>');

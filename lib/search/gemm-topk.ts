@@ -19,10 +19,9 @@ import ort from '../onnx/ort.js';
 import { invalidParameterError } from '../errors.js';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../onnx/builder.js';
 import { createSession } from '../onnx/session.js';
-import type { NeighbourBlock } from './neighbours.js';
+import { DEFAULT_QUERY_CHUNK, type NeighbourBlock } from './neighbours.js';
 
-/** Queries per onnxruntime run unless told otherwise (measured sweet spot 512-4096 on 2 vCPUs). */
-export const DEFAULT_QUERY_CHUNK = 512;
+export { DEFAULT_QUERY_CHUNK };
 
 /** Options of {@link gemmTopK}. */
 export interface GemmTopKOptions {

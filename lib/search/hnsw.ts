@@ -86,8 +86,8 @@ export interface HnswLoadOptions {
 
 /** One neighbour of {@link HnswIndex.nearest}. */
 export interface HnswNeighbour {
-  /** The hnswlib label the item was added under. */
-  label: number;
+  /** The row the item was added under (its hnswlib label: row i of {@link HnswIndex.build}, or `add`'s `label`). */
+  row: number;
   /** Cosine similarity (1 - hnswlib's cosine distance), rounded to float32. */
   similarity: number;
 }
@@ -272,8 +272,8 @@ export class HnswIndex {
     checkRows('query', query, 1, this.#dim);
     this.#native.setEf(Math.max(this.#params.ef, checkInteger('k', k, 1)));
     const { distances, neighbors } = this.#native.searchKnn(Array.from(query), k, filter);
-    const found = neighbors.map((label, j) => ({ label, similarity: Math.fround(1 - (distances[j] as number)) }));
-    return found.sort((a, b) => b.similarity - a.similarity || a.label - b.label);
+    const found = neighbors.map((row, j) => ({ row, similarity: Math.fround(1 - (distances[j] as number)) }));
+    return found.sort((a, b) => b.similarity - a.similarity || a.row - b.row);
   }
 
   /** The index's parameters (a copy). */
@@ -327,8 +327,8 @@ export class HnswIndex {
   /** {@link nearest} for `wanted` neighbours, written to the candidate arrays; returns how many were found. */
   #nearest(query: Float32Array, wanted: number, outIndices: Int32Array, outSimilarities: Float32Array): number {
     const found = this.nearest(query, wanted);
-    found.forEach(({ label, similarity }, j) => {
-      outIndices[j] = label;
+    found.forEach(({ row, similarity }, j) => {
+      outIndices[j] = row;
       outSimilarities[j] = similarity;
     });
     return found.length;

@@ -56,7 +56,7 @@ function hostOf(header: string): string {
 /** Refuses a request whose Host header names a host outside the policy (403). */
 export function checkHost(policy: AccessPolicy, host: string | undefined): void {
   if (host === undefined || !policy.allowedHosts.has(hostOf(host))) {
-    throw new HttpError(403, 'E_ARG', `Host ${JSON.stringify(host ?? '')} is not allowed (allowed: ${[...policy.allowedHosts].join(', ')}; start dml serve with --allowed-host to add one)`);
+    throw new HttpError(403, 'E_FORBIDDEN', `Host ${JSON.stringify(host ?? '')} is not allowed (allowed: ${[...policy.allowedHosts].join(', ')}; start dml serve with --allowed-host to add one)`);
   }
 }
 
@@ -66,7 +66,7 @@ function digest(text: string): Buffer {
 
 /** Refuses a write the policy does not allow: read-only (403), missing or wrong token (401), cross-origin (403). */
 export function checkWrite(policy: AccessPolicy, headers: { authorization?: string | undefined; origin?: string | undefined }): void {
-  if (!policy.allowWrites) throw new HttpError(403, 'E_ARG', 'This server is read-only (start dml serve with --allow-writes and a token to add or remove items)');
+  if (!policy.allowWrites) throw new HttpError(403, 'E_FORBIDDEN', 'This server is read-only (start dml serve with --allow-writes and a token to add or remove items)');
   const given = /^Bearer (.+)$/.exec(headers.authorization ?? '')?.[1];
   if (given === undefined || !timingSafeEqual(digest(given), digest(policy.token as string))) {
     throw new HttpError(401, 'E_ARG', 'A write needs the header Authorization: Bearer <token> with the token the server was started with');
@@ -79,7 +79,7 @@ export function checkWrite(policy: AccessPolicy, headers: { authorization?: stri
       originHost = undefined;
     }
     if (originHost === undefined || !policy.allowedHosts.has(originHost)) {
-      throw new HttpError(403, 'E_ARG', `Cross-origin write from ${JSON.stringify(headers.origin)} refused`);
+      throw new HttpError(403, 'E_FORBIDDEN', `Cross-origin write from ${JSON.stringify(headers.origin)} refused`);
     }
   }
 }

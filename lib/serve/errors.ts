@@ -33,6 +33,7 @@ export const STATUS_OF_CODE: Readonly<Record<DmlErrorCode, number>> = {
   E_IO: 500,
   E_CANCELLED: 503,
   E_NUMERIC: 500,
+  E_FORBIDDEN: 403,
 };
 
 /** A DmlError with an explicit HTTP status, for conditions the code alone does not place (409, 413, 415, 503). */

@@ -15,11 +15,15 @@ const SECRET_QUERY_PARAMETERS = /^(token|access_token)$/i;
 /** Log-object paths of request headers that hold credentials (pino redaction syntax). */
 const SECRET_HEADER_PATHS = ['headers.authorization', '*.headers.authorization', '*.*.headers.authorization', 'req.headers.cookie', '*.headers.cookie'];
 
-/** The logger options of {@link redactingLogger}: a level and, for specs, a destination stream. */
+/** The search service's request-log options: a level and, for specs, a destination stream; tokens are always censored. */
 export interface ServiceLoggerOptions {
+  /** pino's level: trace, debug, info, warn, error, fatal or silent. */
   level: string;
   /** Where log lines go (pino's destination); standard output when absent. */
-  stream?: { write(line: string): void };
+  stream?: {
+    /** Receives each log line (JSON, newline-terminated). */
+    write(line: string): void;
+  };
 }
 
 /** `url` with the values of its `token`/`access_token` query parameters replaced by {@link REDACTED}. */

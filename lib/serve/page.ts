@@ -1,8 +1,9 @@
 /**
  * @file The search service's web page (`GET /`): one self-contained HTML document with inline CSS and
- * JavaScript and no external assets. Upload an image (or pick a gallery item) and see its neighbours
- * with scores and labels; k and a label filter (the select lists `GET /labels`; changing either
- * repeats the last query). Everything shown comes from the JSON API (`/search`, `/items`, `/labels`),
+ * JavaScript and no external assets (the favicon is a `data:` URI). Upload, drop or paste an image (or
+ * pick a gallery item) and see it large beside its neighbours with scores and labels; k and a label
+ * filter (the select lists `GET /labels`; changing either repeats the last query); the gallery can be
+ * filtered by label too (`GET /items?label=`). Everything shown comes from the JSON API (`/search`, `/items`, `/labels`),
  * and text from the index is inserted as text, never as HTML.
  *
  * A failed query (an upload that is not an image, say) shows the server's message in the `#error`
@@ -10,6 +11,11 @@
  * on screen; the query image is shown only once the server has accepted the query. Only the answer to
  * the latest query is shown, whatever order the answers arrive in.
  */
+
+/** The favicon: a small SVG (four dots, two of them close: neighbours), inline so the page needs no other request. */
+export const FAVICON = `data:image/svg+xml,${encodeURIComponent(
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#1d2330"/><circle cx="10" cy="11" r="4" fill="#9cc3ff"/><circle cx="17" cy="14" r="4" fill="#9cc3ff"/><circle cx="23" cy="24" r="3" fill="#f0a05a"/><circle cx="9" cy="24" r="3" fill="#f0a05a"/></svg>',
+)}`;
 
 /** Settings the page needs. */
 export interface PageSettings {
@@ -25,6 +31,7 @@ export function searchPage(settings: PageSettings): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>dmlkit image search</title>
+<link rel="icon" href="${FAVICON}">
 <style>
   body { font: 15px/1.4 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f5f6f8; }
   header { background: #1d2330; color: #fff; padding: 12px 20px; display: flex; gap: 16px; align-items: baseline; }
@@ -34,7 +41,9 @@ export function searchPage(settings: PageSettings): string {
   section { background: #fff; border-radius: 8px; padding: 12px 16px; box-shadow: 0 1px 2px rgba(0,0,0,.08); }
   h2 { font-size: 15px; margin: 0 0 8px; }
   form { display: flex; flex-wrap: wrap; gap: 12px; align-items: center; }
-  #query img { max-width: 160px; max-height: 160px; image-rendering: pixelated; border: 1px solid #ccd; }
+  #query img { width: 192px; height: 192px; object-fit: contain; image-rendering: pixelated; border: 1px solid #ccd; background: #fafbfc; margin-top: 8px; }
+  #drop-zone { border: 2px dashed #aab; border-radius: 8px; padding: 10px 12px; color: #556; }
+  #drop-zone.dragging { border-color: #4a7bd0; background: #eef4ff; color: #1d2330; }
   .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(128px, 1fr)); gap: 10px; }
   .card { border: 1px solid #dde; border-radius: 6px; padding: 6px; text-align: center; cursor: pointer; background: #fff; }
   .card:hover { border-color: #4a7bd0; }
@@ -48,8 +57,9 @@ export function searchPage(settings: PageSettings): string {
 <body>
 <header><h1>dmlkit image search</h1><span id="status">loading...</span><a href="/docs">API docs</a><a href="/metrics">metrics</a></header>
 <main>
-  <section>
+  <section id="drop-zone">
     <h2>Query</h2>
+    <p class="hint">Choose a file, drop an image here, or paste one (Ctrl+V).</p>
     <form id="search-form">
       <input id="file" name="image" type="file" accept="image/*">
       <label>k <input id="k" type="number" min="1" max="${settings.maxK}" value="${settings.defaultK}" style="width: 4em"></label>
@@ -65,6 +75,7 @@ export function searchPage(settings: PageSettings): string {
   </section>
   <section>
     <h2>Gallery (click an item to search with it)</h2>
+    <p><label>show label <select id="gallery-label"><option value="">all</option></select></label> <span id="gallery-count"></span></p>
     <div id="gallery" class="grid"></div>
     <p><button id="more" type="button">More</button></p>
   </section>
@@ -175,27 +186,62 @@ function searchUpload() {
 async function loadLabels() {
   try {
     const { labels } = await call("/labels");
-    for (const { label, count } of labels) {
-      const option = document.createElement("option");
-      option.value = label;
-      option.textContent = label + " (" + count + ")";
-      $("label").append(option);
+    for (const select of [$("label"), $("gallery-label")]) {
+      for (const { label, count } of labels) {
+        const option = document.createElement("option");
+        option.value = label;
+        option.textContent = label + " (" + count + ")";
+        select.append(option);
+      }
     }
   } catch (err) {
     showError(err.message);
   }
 }
 
+/** Number of the latest gallery request; pages of an earlier filter are dropped. */
+let gallerySeq = 0;
+
 async function loadGallery() {
+  const seq = gallerySeq;
+  const label = $("gallery-label").value;
   try {
-    const page = await call("/items?limit=40&offset=" + galleryOffset);
+    const search = new URLSearchParams({ limit: "40", offset: String(galleryOffset) });
+    if (label) search.set("label", label);
+    const page = await call("/items?" + search);
+    if (seq !== gallerySeq) return;
     $("gallery").append(...page.items.map((item) => card(item, false)));
     galleryOffset += page.items.length;
     $("more").disabled = galleryOffset >= page.total;
-    $("status").textContent = page.total + " items";
+    $("gallery-count").textContent = label ? page.total + " items labelled " + label : "";
+    if (!label) $("status").textContent = page.total + " items";
   } catch (err) {
     showError(err.message);
   }
+}
+
+/** Shows the gallery from its start with the chosen label filter. */
+function filterGallery() {
+  gallerySeq++;
+  galleryOffset = 0;
+  $("gallery").replaceChildren();
+  loadGallery();
+}
+
+/** The first image file of a drop or a paste, or null. */
+function imageFileOf(transfer) {
+  for (const file of transfer ? transfer.files : []) if (file.type.startsWith("image/")) return file;
+  return null;
+}
+
+/** Searches with a dropped or pasted image, or says why it cannot. */
+function searchTransferred(transfer) {
+  const file = imageFileOf(transfer);
+  if (!file) {
+    clearQuery();
+    return showError("That is not an image file: drop or paste a PNG, JPEG, WebP, GIF or TIFF image.");
+  }
+  runQuery({ file });
 }
 
 function repeatQuery() {
@@ -210,6 +256,23 @@ $("file").addEventListener("change", searchUpload);
 $("label").addEventListener("change", repeatQuery);
 $("k").addEventListener("change", repeatQuery);
 $("more").addEventListener("click", loadGallery);
+$("gallery-label").addEventListener("change", filterGallery);
+const dropZone = $("drop-zone");
+dropZone.addEventListener("dragover", (event) => {
+  event.preventDefault();
+  dropZone.classList.add("dragging");
+});
+dropZone.addEventListener("dragleave", () => dropZone.classList.remove("dragging"));
+dropZone.addEventListener("drop", (event) => {
+  event.preventDefault();
+  dropZone.classList.remove("dragging");
+  searchTransferred(event.dataTransfer);
+});
+document.addEventListener("paste", (event) => {
+  if (!imageFileOf(event.clipboardData)) return;
+  event.preventDefault();
+  searchTransferred(event.clipboardData);
+});
 loadLabels();
 loadGallery();
 </script>

@@ -5,6 +5,7 @@
  * class cannot satisfy, missing data) fails before the first step with one message naming the field.
  */
 import { z } from 'zod';
+import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 
@@ -329,11 +330,67 @@ export function runBudget(config: Pick<TrainConfig, 'epochs' | 'steps'>): RunBud
   throw new DmlError('E_ARG', 'epochs: give exactly one of epochs and steps, got neither');
 }
 
-/** Validates `input`; `source` names the file in the error. One line naming the first bad field. */
+/** The wrappers, unions and containers a config schema walk looks through. */
+type SchemaDef = {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  out?: z.ZodType;
+  options?: z.ZodType[];
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+  left?: z.ZodType;
+  right?: z.ZodType;
+};
+const defOf = (schema: z.ZodType): SchemaDef => (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
+
+/** The schemas of zod type `type` that `schema` can be at its top (through optional, default, pipe, union...). */
+function reachable(schema: z.ZodType, type: 'object' | 'array', depth = 0): SchemaDef[] {
+  if (depth > 8) return [];
+  const def = defOf(schema);
+  if (def.type === type) return [def];
+  const inner = [def.innerType, def.in, def.out, def.left, def.right, ...(def.options ?? [])].filter((s): s is z.ZodType => s !== undefined);
+  return inner.flatMap((s) => reachable(s, type, depth + 1));
+}
+
+/** The keys a config object at `path` may have (every union branch's), for "did you mean". */
+function keysAt(path: readonly PropertyKey[]): Set<string> {
+  let schemas: z.ZodType[] = [trainConfigSchema];
+  for (const segment of path) {
+    schemas = schemas.flatMap((schema) =>
+      typeof segment === 'number'
+        ? reachable(schema, 'array').flatMap((a) => (a.element !== undefined ? [a.element] : []))
+        : reachable(schema, 'object').flatMap((o) => {
+            const field = o.shape?.[String(segment)];
+            return field !== undefined ? [field] : [];
+          }),
+    );
+  }
+  return new Set(schemas.flatMap((schema) => reachable(schema, 'object').flatMap((o) => Object.keys(o.shape ?? {}))));
+}
+
+/** One issue as `where: message`, an unknown key with the nearest known one ("did you mean"). */
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+  if (issue.code === 'unrecognized_keys') {
+    const known = keysAt(issue.path);
+    const keys = issue.keys.map((key) => {
+      const near = didYouMean(key, known);
+      return near === undefined ? `"${key}"` : `"${key}" (did you mean "${near}"?)`;
+    });
+    return `${where}: unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+  }
+  return `${where}: ${issue.message}`;
+}
+
+/**
+ * Validates `input`; `source` names the file in the error: one line naming every bad field (`file:
+ * field: problem; field: problem`), with "did you mean" for unknown keys near a known one.
+ */
 export function parseTrainConfig(input: unknown, source: string): TrainConfig {
   const result = trainConfigSchema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0] as z.core.$ZodIssue;
-  const where = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
-  throw new DmlError('E_ARG', `${source}: ${where}: ${issue.message}`);
+  const problems = result.error.issues.map(describeIssue);
+  throw new DmlError('E_ARG', `${source}: ${problems.length > 1 ? `${problems.length} problems: ` : ''}${problems.join('; ')}`);
 }

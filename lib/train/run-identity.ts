@@ -12,7 +12,7 @@ import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
-/** Configuration fields a resume may change (see the file comment). */
+/** Configuration fields a resume may change (see the file comment): the budget, where the folder is, the backend. */
 export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend'] as const;
 
 /** The identity of `config`: a copy without {@link RESUMABLE_FIELDS}, and its hash. */
@@ -22,9 +22,12 @@ export function runIdentity(config: object): { identity: Record<string, unknown>
   return { identity, hash: sha256(canonicalJson(identity)) };
 }
 
-/** The hash checkpoints written before identities were kept used: everything but `epochs`. */
+/**
+ * The hash checkpoints written before identities were kept used: the configuration but `epochs`, with
+ * none of the fields the trainer now adds to the identity (`budgetUnit`, `scheduleSteps`).
+ */
 export function legacyConfigHash(config: object): string {
-  return sha256(canonicalJson({ ...config, epochs: undefined }));
+  return sha256(canonicalJson({ ...config, epochs: undefined, budgetUnit: undefined, scheduleSteps: undefined }));
 }
 
 /** Dotted paths of the leaves where `a` and `b` differ (arrays compare whole), with both values. */

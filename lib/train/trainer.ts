@@ -149,18 +149,10 @@ interface CheckpointState {
   epoch: number;
   history: EpochRecord[];
   configHash: string;
-  /** The run's identity (run-identity.ts), so a refused resume names the differing fields. */
-  identity?: unknown;
+  /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
+  identity?: Record<string, unknown>;
   lossVariables?: number[][];
   lossGenerator?: number[] | undefined;
-}
-
-/**
- * What identifies a run for a resume besides its config (run-identity.ts leaves out the budget): the
- * budget's unit, and the run's total steps when the schedule depends on them.
- */
-function identityOf(config: TrainConfig, unit: 'epochs' | 'steps', scheduleSteps: number): object {
-  return { ...config, budgetUnit: unit, ...(scheduleSteps > 0 ? { scheduleSteps } : {}) };
 }
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
@@ -295,10 +287,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
   const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
 
-  // What a resume must share with the run it continues (run-identity.ts: all but epochs, steps, out,
-  // backend); the budget's unit too, and a schedule over the run's total steps (cosine, onecycle, a
-  // warm-up) fixes the budget itself.
-  const { identity, hash: configHash } = runIdentity(identityOf(config, budget.unit, scheduleSteps));
+  // What a resume must share with the run it continues (run-identity.ts: all but the budget, out and
+  // backend). A schedule over the run's total steps (cosine, onecycle, a warm-up) fixes the budget too.
+  const { identity, hash: configHash } = runIdentity({ ...config, budgetUnit: budget.unit, scheduleSteps });
   let currentLearningRate = lrAt(0, 0);
   // The variables that get weight decay, set once the model is final (a resume replaces it below).
   let kernels: tf.Variable[] = [];
@@ -315,7 +306,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
     const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
-    checkResumeIdentity(checkpointDir, state, identityOf(config, budget.unit, scheduleSteps));
+    checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
     // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
     position = {
       epoch: state.epoch,

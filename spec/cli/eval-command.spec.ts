@@ -7,15 +7,16 @@ import sharp from 'sharp';
 import { writeNpy } from '../../lib/embed/npy.js';
 import { loadEmbeddingSet } from '../../lib/embed/store.js';
 import { savedEmbeddingsPrefix } from '../../lib/cli/eval-run.js';
+import { escapeMarkdownMarkup } from '../../lib/report/markdown.js';
 import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
-import { runCliCaptured } from '../helpers/run-cli.js';
-import { escapeMarkdownMarkup } from '../../lib/report/markdown.js';
+import { beforeSummary, runCliCaptured } from '../helpers/run-cli.js';
 import { fifoWithReader, writeTwoOutputModel } from '../helpers/special-files.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
 
 const MODEL = path.resolve('models/default.onnx');
+
 
 describe('dml eval', function () {
   let dir: string;
@@ -40,7 +41,9 @@ describe('dml eval', function () {
     const out = path.join(dir, 'run');
     const args = ['eval', MODEL, '--data', 'folder:data/default', '--out', out, '--cluster-counts', '1x,5x'];
     const first = await runCliCaptured(args);
-    expect(first.stderr).to.equal('');
+    expect(beforeSummary(first.stderr)).to.equal('');
+    // The summary names the stages' times and every file written.
+    expect(first.stderr).to.match(new RegExp(`(^|\\n)dml eval: done in \\d+\\.\\ds \\(embed \\d+\\.\\ds, search \\d+\\.\\ds, k-means \\d+\\.\\ds\\); wrote ${out}/report\\.json, ${out}/report\\.md, ${out}/report\\.html\\n$`));
     expect(first.code).to.equal(0);
     expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
     // --device auto (the default) names the provider it got and why the ones before it failed.
@@ -88,7 +91,7 @@ describe('dml eval', function () {
     const other = path.join(dir, 'copy.onnx');
     copyFileSync(MODEL, other);
     const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--index', 'hnsw', '--json', json, '--cluster-counts', '1x', '--k', '1,4']);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
     expectValidReport(report);
@@ -103,11 +106,44 @@ describe('dml eval', function () {
     expect(res.stdout).to.contain('ANN R@4');
   });
 
+  it('--examples n keeps n random queries (the same for every model) and n worst; --save-neighbours writes every top K as CSV', async () => {
+    const json = path.join(dir, 'r.json');
+    const csv = path.join(dir, 'nn', 'neighbours.csv');
+    const other = path.join(dir, 'copy.onnx');
+    copyFileSync(MODEL, other);
+    const res = await runCliCaptured(['eval', MODEL, other, '--data', smallFolder(), '--json', json, '--cluster-counts', '1x', '--k', '1,3', '--examples', '2', '--save-neighbours', csv, '--device', 'cpu']);
+    expect(beforeSummary(res.stderr)).to.equal('');
+    expect(res.code).to.equal(0);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as Report;
+    expectValidReport(report);
+    const [first, second] = report.runs;
+    expect(first!.examples.map((e) => e.selection)).to.deep.equal(['random', 'random', 'worst', 'worst']);
+    const randomIds = (run: typeof first): string[] => run!.examples.filter((e) => e.selection === 'random').map((e) => e.query.id);
+    expect(randomIds(second)).to.deep.equal(randomIds(first));
+    const worst = first!.examples.filter((e) => e.selection === 'worst');
+    expect(worst[0]!.averagePrecision).to.be.at.most(worst[1]!.averagePrecision);
+    // 2 models x 24 queries x K = 3 rows, after the header.
+    const lines = readFileSync(csv, 'utf8').trimEnd().split('\n');
+    expect(lines[0]).to.equal('model,query_id,query_label,rank,neighbour_id,neighbour_label,similarity,correct');
+    expect(lines).to.have.length(1 + 2 * 24 * 3);
+    expect(lines.filter((l) => l.startsWith('copy.onnx,'))).to.have.length(24 * 3);
+    // The CSV holds exactly the neighbours the report's examples show.
+    const example = first!.examples[0]!;
+    const rows = lines.filter((l) => l.startsWith(`default.onnx,${example.query.id},`));
+    expect(rows).to.deep.equal(
+      example.neighbours.slice(0, 3).map((n, i) => `default.onnx,${example.query.id},${example.query.label},${i + 1},${n.id},${n.label},${n.similarity.toFixed(6)},${n.correct ? 1 : 0}`),
+    );
+    const bad = await runCliCaptured(['eval', MODEL, '--data', smallFolder(), '--save-neighbours', path.join(dir, 'n.txt')]);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--save-neighbours');
+    expect(bad.stderr).to.contain('a file name ending in .csv');
+  });
+
   it('--save-embeddings writes <file>.npy and <file>.json that reproduce the report\'s metrics', async () => {
     const json = path.join(dir, 'r.json');
     const file = path.join(dir, 'saved', 'emb.npy');
     const res = await runCliCaptured(['eval', MODEL, '--data', `folder:${smallFolder()}`, '--json', json, '--cluster-counts', '1x', '--k', '1,4', '--save-embeddings', file, '--device', 'cpu']);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
     const { set, provenance } = await loadEmbeddingSet(path.join(dir, 'saved', 'emb'));
@@ -158,7 +194,7 @@ describe('dml eval', function () {
       '--gallery-labels', path.join(dir, 'gl.npy'),
       '--k', '1,2', '--cluster-counts', '1x', '--json', json,
     ]);
-    expect(res.stderr).to.equal('');
+    expect(beforeSummary(res.stderr)).to.equal('');
     expect(res.code).to.equal(0);
     const report = JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
     expectValidReport(report);
@@ -210,6 +246,15 @@ describe('dml eval', function () {
       );
     });
 
+    it('a .npz archive: says it is not read and what to pass instead', async () => {
+      writeFileSync(path.join(dir, 'e.npz'), Buffer.from([0x50, 0x4b, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0]));
+      await expectFailure(
+        ['eval', '--query-embeddings', path.join(dir, 'e.npz'), '--query-labels', path.join(dir, 'e.npz')],
+        1,
+        new RegExp(`^dml: ${path.join(dir, 'e.npz')} is a NumPy \\.npz archive, which dmlkit does not read: save each array as its own \\.npy file \\(numpy\\.save\\('queries\\.npy', array\\)\\) and pass those\\n$`),
+      );
+    });
+
     it('K larger than the gallery', async () => {
       await expectFailure(['eval', MODEL, '--data', smallFolder(2, 3), '--k', '1,8'], 1, /K = 8 is larger than the gallery: 6 items, minus the query itself, so at most K = 5/);
     });
@@ -226,9 +271,9 @@ describe('dml eval', function () {
       await writeNpy(path.join(dir, 'ql2.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
       const old = await runCliCaptured(['eval', ...npy, '--nmi-k', '1x,2']);
       expect(old.code).to.equal(0);
-      expect(old.stderr).to.equal('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
+      expect(beforeSummary(old.stderr)).to.equal('warning: --nmi-k is now called --cluster-counts; the old name will go in a later release\n');
       const current = await runCliCaptured(['eval', ...npy, '--cluster-counts', '1x,2']);
-      expect(current.stderr).to.equal('');
+      expect(beforeSummary(current.stderr)).to.equal('');
       expect(current.stdout).to.equal(old.stdout.replace('--nmi-k', '--cluster-counts'));
       await expectFailure(['eval', ...npy, '--nmi-k', '1x', '--cluster-counts', '2x'], 2, /^dml: --nmi-k is the old name of --cluster-counts: give one of them, not both\n$/);
     });
@@ -245,6 +290,7 @@ describe('dml eval', function () {
       expectValidReport(report);
       expect(report.metrics.recall).to.deep.equal({ '1': 1 });
       expect(res.stderr).to.match(/^\| model \| R@1 \|/);
+      expect(res.stderr).to.match(/\ndml eval: done in \d+\.\ds \(search \d+\.\ds, k-means \d+\.\ds\); wrote report\.json to standard output\n$/);
       expect(existsSync(path.join(process.cwd(), '-'))).to.equal(false);
     });
 
@@ -266,6 +312,7 @@ describe('dml eval', function () {
         const failed = await runCliCaptured(['eval', MODEL, '--data', root, '--workers', workers]);
         expect(failed.code).to.equal(1);
         expect(failed.stderr).to.match(/^dml: \S*broken\.png: not an image in a supported format [^\n]*\n$/);
+        expect(failed.stderr).to.match(/; pass --skip-bad-images to leave undecodable images out \(they are listed in the report\)\n$/);
         messages.push(failed.stderr);
         const json = path.join(dir, `r${workers}.json`);
         const res = await runCliCaptured(['eval', MODEL, '--data', root, '--skip-bad-images', '--json', json, '--cluster-counts', '1x', '--workers', workers]);
@@ -317,7 +364,7 @@ describe('dml eval', function () {
       return { stderr: res.stderr, report };
     };
     const expectWarnings = (result: { stderr: string; report: SingleRunReport }, warnings: string[]): void => {
-      expect(result.stderr).to.equal(warnings.map((w) => `warning: ${w}\n`).join(''));
+      expect(beforeSummary(result.stderr)).to.equal(warnings.map((w) => `warning: ${w}\n`).join(''));
       expect(result.report.warnings).to.deep.equal(warnings);
       expect(result.report.runs[0]?.warnings).to.deep.equal(warnings);
     };

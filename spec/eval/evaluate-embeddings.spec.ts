@@ -130,6 +130,17 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     });
   }
 
+  it('--index hnsw warns when MAP@R raises ef to R + 1, and not when ef already covers it', async () => {
+    const set = clusteredSet(2, 20, 4, 'p', 3);
+    const low = await evaluateEmbeddings(set, null, { ks: [1], clusterCounts: ['1x'], index: { kind: 'hnsw', m: 8, efConstruction: 50, ef: 4, seed: 1 } });
+    expect(low.warnings).to.deep.equal([
+      '--index hnsw: ef is raised from 4 to 20 so that every query gets its R same-label neighbours for MAP@R and R-Precision (R is up to 19 here); with ef that large HNSW is often slower than exact search, which is the better choice unless the gallery is very large',
+    ]);
+    expect(low.parameters.index).to.deep.include({ ef: 20 });
+    const high = await evaluateEmbeddings(set, null, { ks: [1], clusterCounts: ['1x'], index: { kind: 'hnsw', m: 8, efConstruction: 50, ef: 64, seed: 1 } });
+    expect(high.warnings).to.deep.equal([]);
+  });
+
   it('a query that is also a gallery item (same id) is excluded from its own neighbours', async () => {
     // g2 (A, 60 deg) without itself ranks g1 B, g3 B, g0 A, g4 A: R = 2, AP@R 0, R-Precision 0, first hit at rank 3.
     const queries = circleSet([

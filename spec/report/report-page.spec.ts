@@ -2,8 +2,10 @@
  * Browser test of report.html: a real evaluation of the default model on the embedded images, its
  * page (with the examples' thumbnails) opened in headless Chromium (Debian package `chromium`, driven
  * by playwright-core) with every network request refused. Checks that the page needs nothing outside
- * itself, that the tables are real tables that fit the page, that every thumbnail decodes and that the
- * examples are framed by correctness; a screenshot is left in runs/spec-artefacts/report.png.
+ * itself, that the tables are real tables that fit the page, that every thumbnail decodes, that two
+ * models show the same random queries side by side and the examples are framed by correctness, that
+ * chart legends sit below the curves, and that the page fits a 390 px phone; screenshots are left in
+ * runs/spec-artefacts/report.png and report-390.png.
  * Skipped, with a message saying why, only when /usr/bin/chromium is not installed.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +16,7 @@ import { launchChromiumOrSkip } from '../helpers/chromium.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { evaluate } from '../../lib/facade.js';
 import { reportHtml } from '../../lib/report/html.js';
+import { buildReport } from '../../lib/report/report.js';
 import { exampleThumbnails } from '../../lib/report/thumbnails.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 
@@ -33,13 +36,16 @@ describe('report.html in headless Chromium', function () {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  it('is self-contained, with real tables, decoded thumbnails and examples framed by correctness', async () => {
+  it('is self-contained, with real tables, decoded thumbnails, the same random queries for both models, and fits 390 px', async () => {
     const data = 'folder:data/default';
     const report = await evaluate({ model: 'models/default.onnx', data, clusterCounts: ['1x'], device: 'cpu', workers: 0 });
+    const run = report.runs[0]!;
+    // A second "model": the same run under another name, so the page lines two runs up.
+    const two = buildReport([run, { ...run, name: 'other.onnx' }], ['dml', 'eval']);
     const manifest = await openDataset(data);
-    const thumbnails = await exampleThumbnails(report, new Map(manifest.items.map((it) => [it.id, it.source])));
+    const thumbnails = await exampleThumbnails(two, new Map(manifest.items.map((it) => [it.id, it.source])));
     const file = path.join(tmp, 'report.html');
-    writeFileSync(file, reportHtml(report, { thumbnails }));
+    writeFileSync(file, reportHtml(two, { thumbnails }));
 
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const requests: string[] = [];
@@ -53,27 +59,46 @@ describe('report.html in headless Chromium', function () {
     page.on('pageerror', (err) => errors.push(err.message));
     await page.goto(`file://${file}`);
 
-    // The metrics, worst-classes and parameters tables are real tables, none wider than the page.
+    // The metrics, per-class comparison and parameters tables are real tables, none wider than the page.
     expect(await page.locator('table').count()).to.equal(3);
     expect(await page.locator('pre').count()).to.equal(0);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
     expect(await page.locator('table').first().locator('tbody tr td').first().textContent()).to.equal('default.onnx');
+    expect(await page.locator('table').nth(1).locator('thead th').allTextContents()).to.deep.equal(['class', 'queries', 'MAP@R default.onnx', 'MAP@R other.onnx', 'Δ other.onnx']);
 
-    // 4 failures and 4 successes, each a query and 5 neighbours; every thumbnail decoded (28 px source, shown 4x).
-    expect(await page.locator('.example.failure').count()).to.equal(4);
-    expect(await page.locator('.example.success').count()).to.equal(4);
-    const images = page.locator('.example img');
-    expect(await images.count()).to.equal(8 * 6);
-    expect(await page.evaluate("[...document.querySelectorAll('.example img')].every((img) => img.complete && img.naturalWidth === 96 && img.naturalHeight === 96)")).to.equal(true);
+    // 4 random queries, each shown once with a row of 5 neighbours per model; then 4 worst queries per model.
+    expect(await page.locator('.example-query').count()).to.equal(4);
+    expect(await page.locator('.example-query > figure.query').count()).to.equal(4);
+    expect(await page.locator('.example-query .example[data-model="default.onnx"]').count()).to.equal(4);
+    expect(await page.locator('.example-query .example[data-model="other.onnx"]').count()).to.equal(4);
+    expect(await page.locator('.example.worst').count()).to.equal(8);
+    const images = page.locator('.example-query img, .example img');
+    expect(await images.count()).to.equal(4 * (1 + 2 * 5) + 8 * 6);
+    expect(await page.evaluate("[...document.querySelectorAll('img')].every((img) => img.complete && img.naturalWidth === 96 && img.naturalHeight === 96)")).to.equal(true);
     expect(await page.locator('.no-thumb').count()).to.equal(0);
     // Frames: the first neighbour of a failure is red, of a success green.
     const border = (selector: string): Promise<unknown> => page.evaluate(`getComputedStyle(document.querySelector('${selector}')).borderTopColor`);
-    expect(await border('.example.failure figure:nth-child(2) img')).to.equal('rgb(192, 57, 43)');
-    expect(await border('.example.success figure:nth-child(2) img')).to.equal('rgb(46, 139, 58)');
-    expect(await page.locator('.example.failure figure:nth-child(2) figcaption').first().textContent()).to.match(/^✗ /);
+    expect(await border('.example.failure .example-row figure:nth-child(1) img')).to.equal('rgb(192, 57, 43)');
+    expect(await border('.example.success .example-row figure:nth-child(1) img')).to.equal('rgb(46, 139, 58)');
+
+    // Charts: the legend sits below the plot area, and the Recall@K axis says it is fitted.
+    const legendBelowPlot = await page.evaluate(`[...document.querySelectorAll('.charts svg')].every((svg) => {
+      const plot = svg.querySelectorAll('rect')[1].getBoundingClientRect();
+      return [...svg.querySelectorAll('.legend')].every((g) => g.getBoundingClientRect().top >= plot.bottom);
+    })`);
+    expect(legendBelowPlot).to.equal(true);
+    expect(await page.locator('.charts svg text').filter({ hasText: /^Recall@K \(axis 0\.70 to 1\.00, fitted to the values\)$/ }).count()).to.equal(1);
 
     mkdirSync(ARTEFACTS, { recursive: true });
     await page.screenshot({ path: path.join(ARTEFACTS, 'report.png'), fullPage: true });
+
+    // A phone: nothing wider than 390 px, text kept off the edges, charts scaled down.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
+    const left = (await page.evaluate("document.querySelector('h1').getBoundingClientRect().left")) as number;
+    expect(left).to.be.at.least(8);
+    expect(await page.evaluate("[...document.querySelectorAll('.charts svg')].every((svg) => svg.getBoundingClientRect().right <= window.innerWidth)")).to.equal(true);
+    await page.screenshot({ path: path.join(ARTEFACTS, 'report-390.png'), fullPage: true });
     expect(requests).to.deep.equal([]);
     expect(errors).to.deep.equal([]);
     await page.close();

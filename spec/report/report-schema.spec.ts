@@ -40,8 +40,16 @@ describe('schema/report.schema.json', function () {
     const unknownInRun = copy();
     unknownInRun.runs[0].score = 1;
     expect(reportSchemaErrors(unknownInRun)).to.include('/runs/0 must NOT have unevaluated properties (score)');
+    // Format 4: every example names its selection (random or worst) and its AP@R.
+    expect(report.examples.map((e) => e.selection)).to.deep.equal([...Array(4).fill('random'), ...Array(4).fill('worst')]);
+    const noSelection = copy();
+    delete noSelection.runs[0].examples[0].selection;
+    expect(reportSchemaErrors(noSelection)).to.include("/runs/0/examples/0 must have required property 'selection'");
+    const badAp = copy();
+    badAp.runs[0].examples[0].averagePrecision = 1.5;
+    expect(reportSchemaErrors(badAp)).to.include('/runs/0/examples/0/averagePrecision must be <= 1');
     const oldFormat = copy();
-    oldFormat.format = 'dmlkit.report/2';
+    oldFormat.format = 'dmlkit.report/3';
     expect(reportSchemaErrors(oldFormat)).to.include('/format must be equal to constant');
   });
 

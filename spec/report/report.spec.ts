@@ -8,10 +8,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
-import { reportHtml } from '../../lib/report/html.js';
-import { examplesMarkdown, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
+import { autoRange, nmiChartSvg, recallChartSvg, reportHtml } from '../../lib/report/html.js';
+import { examplesMarkdown, perClassComparisonTable, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
 import { buildReport, isSingleRunReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
 import { writeScatterFiles } from '../../lib/report/scatter-files.js';
+import { fittedRange, tickStep } from '../../lib/report/svg-line-chart.js';
+import { scatterRanges } from '../../lib/report/svg-scatter.js';
 import { tripletScatter } from '../../lib/train/scatter.js';
 import { describeEpoch } from '../../lib/train/trainer.js';
 
@@ -53,14 +55,16 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     timings: { searchSeconds: 0.1, clusteringSeconds: 0.2 },
     examples: [
       {
+        selection: 'random',
         kind: 'failure',
         query: { id: 'bag/1.png', label: 'bag' },
+        averagePrecision: 0.5,
         neighbours: [
           { id: 'shirt|2.png', label: 'shirt & <tie>', similarity: 0.9, correct: false },
           { id: 'bag/3.png', label: 'bag', similarity: 0.8, correct: true },
         ],
       },
-      { kind: 'success', query: { id: 'bag/3.png', label: 'bag' }, neighbours: [{ id: 'bag/1.png', label: 'bag', similarity: 0.8, correct: true }] },
+      { selection: 'worst', kind: 'success', query: { id: 'bag/3.png', label: 'bag' }, averagePrecision: 0.25, neighbours: [{ id: 'bag/1.png', label: 'bag', similarity: 0.8, correct: true }] },
     ],
     warnings: [],
   };
@@ -68,7 +72,21 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
 
 describe('report', () => {
   const a = run('a.onnx', 0.5, [[2, 0.3], [20, 0.4]], { nmiPlus: 0.4 });
-  const b = { ...run('b.onnx', 0.75, [[2, 0.35]]), warnings: ['w1', 'w2'] };
+  const b: RunReport = {
+    ...run('b.onnx', 0.75, [[2, 0.35]], {
+      perClass: [
+        { label: 'bag', queryCount: 6, recallAt1: 0.5, rPrecision: 0.4, mapAtR: 0.2 },
+        { label: 'shirt & <tie>', queryCount: 4, recallAt1: 0.75, rPrecision: 0.5, mapAtR: 0.5 },
+        { label: 'hat', queryCount: 2, recallAt1: 1, rPrecision: 0.6, mapAtR: 0.6 },
+      ],
+    }),
+    warnings: ['w1', 'w2'],
+  };
+  // b's example for the same random query: its nearest neighbour is right.
+  b.examples = [
+    { selection: 'random', kind: 'success', query: { id: 'bag/1.png', label: 'bag' }, averagePrecision: 1, neighbours: [{ id: 'bag/3.png', label: 'bag', similarity: 0.95, correct: true }] },
+    { selection: 'worst', kind: 'failure', query: { id: 'bag/4.png', label: 'bag' }, averagePrecision: 0, neighbours: [{ id: 'shirt|2.png', label: 'shirt & <tie>', similarity: 0.7, correct: false }] },
+  ];
 
   it('report.json: format tag, definitions, command; one run repeated at the top, several only side by side in runs', () => {
     const report = buildReport([a, b], ['dml', 'eval', 'a.onnx', 'b.onnx']);
@@ -93,18 +111,22 @@ describe('report', () => {
     expect(() => buildReport([], [])).to.throw(RangeError);
   });
 
-  it('the Markdown table: one row per run, the union of the curves as columns, n/a where a run lacks a point', () => {
+  it('the Markdown table: one row per run, NMI once, the 10x point labelled NMI+, n/a where a run lacks a point', () => {
     const table = reportMarkdown(buildReport([a, b], ['dml']));
     const lines = table.split('\n');
-    expect(lines[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI k=2 | NMI k=20 | lone q |');
-    expect(lines[1]).to.equal('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-    expect(lines[2]).to.equal('| a.onnx | 50.00 | 100.00 | 50.00 | 25.00 | 30.00 | 50.00 | 30.00 | 40.00 | 1 |');
-    expect(lines[3]).to.equal('| b.onnx | 75.00 | 100.00 | 50.00 | 25.00 | 35.00 | 50.00 | 35.00 | n/a | 1 |');
+    // The 1x point (k=2, the 2 labels) is the NMI column already: no "NMI k=2" beside it.
+    expect(lines[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI+ k=20 | lone q |');
+    expect(lines[1]).to.equal('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    expect(lines[2]).to.equal('| a.onnx | 50.00 | 100.00 | 50.00 | 25.00 | 30.00 | 50.00 | 40.00 | 1 |');
+    expect(lines[3]).to.equal('| b.onnx | 75.00 | 100.00 | 50.00 | 25.00 | 35.00 | 50.00 | n/a | 1 |');
     expect(table).to.include('Index: exact search.');
     expect(table).to.include('10 queries, 10 gallery items, query set = gallery set (self excluded by id)');
+    // Other points keep "NMI k=": a 5x point at 10 clusters.
+    const c = run('c.onnx', 0.5, [[2, 0.3], [10, 0.35], [20, 0.4]], { nmiPlus: 0.4 });
+    expect(reportMarkdown(buildReport([c], ['dml'])).split('\n')[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI k=10 | NMI+ k=20 | lone q |');
   });
 
-  it('the HTML page: real tables (metrics, worst classes, parameters), escaped text, both charts', () => {
+  it('the HTML page: real tables (metrics, per class, parameters), escaped text, both charts', () => {
     const report = buildReport([a, b], ['dml', 'eval', '--data', 'folder:<x & y>']);
     const html = reportHtml(report);
     expect(html).to.include('folder:&lt;x &amp; y&gt;');
@@ -114,35 +136,90 @@ describe('report', () => {
     expect(html).to.include('NMI curve (NMI over cluster counts)');
     expect(html).to.include('<th>model</th><th class="num">R@1</th>');
     expect(html).to.include('<tr><td>a.onnx</td><td class="num">50.00</td><td class="num">100.00</td>');
-    expect(html).to.include('<h3>a.onnx: the 2 worst of 2 classes</h3>');
-    expect(html).to.include('<tr><td>shirt &amp; &lt;tie&gt;</td><td class="num">4</td><td class="num">25.00</td><td class="num">20.00</td><td class="num">10.00</td></tr>');
+    expect(html).to.include('<h3>Per class, the 3 of 3 classes where the models disagree most (MAP@R in %; Δ = percentage points against a.onnx)</h3>');
+    expect(html).to.include('<tr><td>shirt &amp; &lt;tie&gt;</td><td class="num">4</td><td class="num">10.00</td><td class="num">50.00</td><td class="num">+40.00</td></tr>');
     expect(html).to.include('<tr><td>parameters.kmeans.seed</td><td>0</td></tr>');
     expect(html).to.include('<tr><td>parameters.clusterCounts</td><td>1x, 10x</td></tr>');
     expect(html).to.include('<tr><td>dataset.skippedImages</td><td>0</td></tr>');
+    // One run: its worst classes.
+    const single = reportHtml(buildReport([a], ['dml']));
+    expect(single).to.include('<h3>Worst classes of a.onnx (2 of 2; values in %)</h3>');
+    expect(single).to.include('<tr><td>shirt &amp; &lt;tie&gt;</td><td class="num">4</td><td class="num">25.00</td><td class="num">20.00</td><td class="num">10.00</td></tr>');
   });
 
-  it('the HTML page\'s retrieval examples: thumbnails where given, ids in a box where not, ✓/✗ with similarity', () => {
-    const html = reportHtml(buildReport([a], ['dml']), { thumbnails: new Map([['bag/1.png', 'data:image/jpeg;base64,AAAA']]) });
-    const failure = html.slice(html.indexOf('<div class="example failure">'), html.indexOf('<div class="example success">'));
-    expect(failure).to.include('failure (nearest neighbour has another label)');
-    expect(failure).to.include('<figure class="query"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>query: bag</figcaption></figure>');
-    expect(failure).to.include('<figure class="incorrect"><span class="no-thumb" title="shirt|2.png">shirt|2.png</span><figcaption>✗ shirt &amp; &lt;tie&gt;<br>0.900</figcaption></figure>');
-    expect(failure).to.include('<figure class="correct"><span class="no-thumb" title="bag/3.png">bag/3.png</span><figcaption>✓ bag<br>0.800</figcaption></figure>');
-    const success = html.slice(html.indexOf('<div class="example success">'));
-    expect(success).to.include('<figure class="correct"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>✓ bag<br>0.800</figcaption></figure>');
+  it('compares models per class in one table: MAP@R per model, Δ against the first, largest disagreement first', () => {
+    const { header, rows, total } = perClassComparisonTable(buildReport([a, b], ['dml']));
+    expect(header).to.deep.equal(['class', 'queries', 'MAP@R a.onnx', 'MAP@R b.onnx', 'Δ b.onnx']);
+    expect(total).to.equal(3);
+    expect(rows).to.deep.equal([
+      ['shirt & <tie>', '4', '10.00', '50.00', '+40.00'],
+      ['bag', '6', '30.00', '20.00', '-10.00'],
+      ['hat', '2', 'n/a', '60.00', 'n/a'],
+    ]);
+    const text = perClassMarkdown(buildReport([a, b], ['dml']));
+    expect(text).to.include('| class | queries | MAP@R a.onnx | MAP@R b.onnx | Δ b.onnx |');
+    expect(text).to.include('| shirt & <tie> | 4 | 10.00 | 50.00 | +40.00 |');
+    expect(perClassComparisonTable(buildReport([a, b], ['dml']), 1).rows).to.have.length(1);
   });
 
-  it('report.md: metrics, worst classes, examples (pipes escaped) and parameters', () => {
+  it('the HTML page\'s examples: each random query once with every model\'s neighbours under it, then each model\'s worst', () => {
+    const thumbnails = new Map([['bag/1.png', 'data:image/jpeg;base64,AAAA']]);
+    const html = reportHtml(buildReport([a, b], ['dml']), { thumbnails });
+    expect(html.match(/<div class="example-query"/g)).to.have.length(1);
+    const query = html.slice(html.indexOf('<div class="example-query" data-query="bag/1.png">'), html.indexOf('Worst queries of a.onnx'));
+    expect(query).to.include('<figure class="query"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>query: bag</figcaption></figure>');
+    expect(query).to.include('<div class="example failure" data-model="a.onnx"><div class="example-kind">a.onnx: failure (nearest neighbour has another label), AP@R 50.00</div>');
+    expect(query).to.include('<div class="example success" data-model="b.onnx"><div class="example-kind">b.onnx: success (nearest neighbour has the same label), AP@R 100.00</div>');
+    expect(query).to.include('<figure class="incorrect"><span class="no-thumb" title="shirt|2.png">shirt|2.png</span><figcaption>✗ shirt &amp; &lt;tie&gt;<br>0.900</figcaption></figure>');
+    expect(query).to.include('<figure class="correct"><span class="no-thumb" title="bag/3.png">bag/3.png</span><figcaption>✓ bag<br>0.800</figcaption></figure>');
+    // Worst queries: per model, with the query's own figure.
+    const worstA = html.slice(html.indexOf('Worst queries of a.onnx'), html.indexOf('Worst queries of b.onnx'));
+    expect(worstA).to.include('<div class="example worst success" data-model="a.onnx"><div class="example-kind">success (nearest neighbour has the same label), AP@R 25.00</div>');
+    expect(worstA).to.include('<figure class="correct"><img src="data:image/jpeg;base64,AAAA" alt="bag/1.png" title="bag/1.png"><figcaption>✓ bag<br>0.800</figcaption></figure>');
+  });
+
+  it('report.md: metrics, per class, the random queries lined up across models, the worst per model, parameters', () => {
     const report = buildReport([a, b], ['dml']);
     const examples = examplesMarkdown(report);
-    expect(examples).to.include('Retrieval examples of a.onnx');
-    expect(examples).to.include('| kind | query | #1 | #2 |');
-    expect(examples).to.include('| failure | bag (bag/1.png) | ✗ shirt & <tie> (0.900) shirt\\|2.png | ✓ bag (0.800) bag/3.png |');
-    expect(examples).to.include('| success | bag (bag/3.png) | ✓ bag (0.800) bag/1.png |  |');
+    expect(examples).to.include('Retrieval examples: 1 seeded random queries, the same for every model');
+    expect(examples).to.include('| query | model | kind | AP@R | #1 | #2 |');
+    expect(examples).to.include('| bag (bag/1.png) | a.onnx | failure | 50.00 | ✗ shirt & <tie> (0.900) shirt\\|2.png | ✓ bag (0.800) bag/3.png |');
+    expect(examples).to.include('| bag (bag/1.png) | b.onnx | success | 100.00 | ✓ bag (0.950) bag/3.png |  |');
+    expect(examples).to.include('Worst queries of a.onnx (the 1 of lowest AP@R):');
+    expect(examples).to.include('| bag (bag/3.png) | success | 25.00 | ✓ bag (0.800) bag/1.png |  |');
     const file = reportMarkdownFile(report);
-    expect(file.indexOf('| model |')).to.be.below(file.indexOf('Worst classes of a.onnx'));
-    expect(file.indexOf('Worst classes of a.onnx')).to.be.below(file.indexOf('Retrieval examples of a.onnx'));
+    expect(file.indexOf('| model |')).to.be.below(file.indexOf('Per class, the 3 of 3 classes'));
+    expect(file.indexOf('Per class, the 3 of 3 classes')).to.be.below(file.indexOf('Retrieval examples: 1 seeded'));
     expect(file).to.include('| parameters.index.kind | exact |');
+    expect(perClassMarkdown(buildReport([a], ['dml']))).to.include('| shirt & <tie> | 4 | 25.00 | 20.00 | 10.00 |');
+  });
+
+  it('the Recall@K axis fits the values (0.95 to 0.99 is a slope, not a flat line at the top) and says so', () => {
+    expect(autoRange([0.95, 0.97, 0.99])).to.deep.equal([0.92, 1]);
+    expect(autoRange([0.5, 0.9])).to.deep.equal([0.4, 1]);
+    expect(autoRange([0.1, 0.2, 0.3])).to.deep.equal([0.05, 0.35]);
+    expect(fittedRange([2.3, 0.41, 0.12])).to.deep.equal([-0.5, 3]);
+    expect(fittedRange([2.3, 0.41, 0.12], [0, Infinity])).to.deep.equal([0, 3]);
+    expect(scatterRanges([{ x: 0.8, y: 0.6 }, { x: 0.95, y: 0.9 }])).to.deep.equal({ xRange: [0.75, 1], yRange: [0.55, 0.95] });
+    expect(autoRange([])).to.deep.equal([0, 1]);
+    const c = run('c.onnx', 0.95, [[2, 0.3]], { recall: { '1': 0.95, '2': 0.97, '4': 0.99 } });
+    const svg = recallChartSvg(buildReport([c], ['dml']));
+    expect(svg).to.include('Recall@K (axis 0.92 to 1.00, fitted to the values)');
+    // Round ticks (every 0.02 over 0.92 to 1), two decimals.
+    expect([...svg.matchAll(/dominant-baseline="middle">(0\.\d+|1)<\/text>/g)].map((m) => m[1])).to.deep.equal(['0.92', '0.94', '0.96', '0.98', '1']);
+    expect(tickStep(1)).to.equal(0.2);
+    expect(tickStep(0.26)).to.equal(0.05);
+    expect(tickStep(0.02)).to.equal(0.005);
+  });
+
+  it('draws the legend below the plot, never over a curve', () => {
+    const svg = nmiChartSvg(buildReport([a, b], ['dml']));
+    // 400 px of axes (plot from y=40 to y=344) and one 18 px legend row per run below them.
+    expect(svg).to.match(/<svg [^>]*height="436" viewBox="0 0 640 436"/);
+    const legendYs = [...svg.matchAll(/<g class="legend"><rect x="64" y="([\d.]+)"/g)].map((m) => Number(m[1]));
+    expect(legendYs).to.deep.equal([403, 421]);
+    const curveYs = [...svg.matchAll(/<circle cx="[\d.]+" cy="([\d.]+)"/g)].map((m) => Number(m[1]));
+    expect(Math.max(...curveYs)).to.be.at.most(344);
   });
 
   it('report.md carries no markup from data: HTML and link brackets in names are escaped', () => {
@@ -154,14 +231,6 @@ describe('report', () => {
     expect(file).to.include('&lt;script&gt;alert(1)&lt;/script&gt;.onnx');
     expect(file).to.include('✗ \\[click\\](javascript:alert(3)) (0.500) &lt;img src=x onerror=alert(2)&gt;.png');
     expect(file).to.include('shirt &amp; &lt;tie&gt;');
-  });
-
-  it('report.md\'s per-class section lists each run\'s worst classes', () => {
-    const text = perClassMarkdown(buildReport([a, b], ['dml']));
-    expect(text).to.include('Worst classes of a.onnx (2 of 2; values in %):');
-    expect(text).to.include('| class | queries | R@1 | R-Prec | MAP@R |');
-    expect(text).to.include('| shirt & <tie> | 4 | 25.00 | 20.00 | 10.00 |');
-    expect(text).to.include('Worst classes of b.onnx (2 of 2; values in %):');
   });
 
   it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {

@@ -191,8 +191,8 @@ describe('serve/createSearchApp', function () {
       try {
         expect((await app.inject({ url: '/healthz' })).statusCode).to.equal(200);
         const message = 'This server is read-only (start dml serve with --allow-writes and a token to add or remove items)';
-        expectError(await app.inject({ method: 'POST', url: '/items?label=x', headers: { 'content-type': 'image/png' }, payload: png(QUERY_ID) }), 403, 'E_ARG', message);
-        expectError(await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent(QUERY_ID)}` }), 403, 'E_ARG', message);
+        expectError(await app.inject({ method: 'POST', url: '/items?label=x', headers: { 'content-type': 'image/png' }, payload: png(QUERY_ID) }), 403, 'E_FORBIDDEN', message);
+        expectError(await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent(QUERY_ID)}` }), 403, 'E_FORBIDDEN', message);
         expect(existsSync(path.join(dir, 'lock'))).to.equal(false);
       } finally {
         await app.close();
@@ -210,13 +210,13 @@ describe('serve/createSearchApp', function () {
         expectError(await add({}), 401, 'E_ARG', unauthorised);
         expectError(await add({ authorization: `Bearer ${TOKEN}x` }), 401, 'E_ARG', unauthorised);
         expectError(await add({ authorization: TOKEN }), 401, 'E_ARG', unauthorised);
-        expectError(await add({ authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }), 403, 'E_ARG', 'Cross-origin write from "http://evil.example" refused');
+        expectError(await add({ authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' }), 403, 'E_FORBIDDEN', 'Cross-origin write from "http://evil.example" refused');
         expect((await add({ authorization: `Bearer ${TOKEN}`, origin: 'http://localhost:8080' })).statusCode).to.equal(201);
         expect((await add({ authorization: `Bearer ${TOKEN}` })).statusCode).to.equal(201);
         expectError(
           await app.inject({ url: '/healthz', headers: { host: 'rebound.example:8080' } }),
           403,
-          'E_ARG',
+          'E_FORBIDDEN',
           'Host "rebound.example:8080" is not allowed (allowed: localhost, 127.0.0.1, ::1, search.example; start dml serve with --allowed-host to add one)',
         );
         expect((await app.inject({ url: '/healthz', headers: { host: 'Search.Example:8080' } })).statusCode).to.equal(200);

@@ -3,7 +3,7 @@
  * uploads an image on the page and reads the neighbour grid. Skipped, with a message saying why, only
  * when /usr/bin/chromium is not installed.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { FastifyInstance } from 'fastify';
@@ -129,6 +129,56 @@ describe('serve/page in headless Chromium', function () {
     await page.waitForSelector('#results .result');
     expect(await page.textContent('#query-name')).to.equal(' of t10k-00013.png');
     expect(await page.locator('#results .result .id').first().textContent()).to.equal('dress/t10k-00013.png');
+    expect(errors).to.deep.equal([]);
+    await page.close();
+  });
+
+  it('shows the query large, searches with a dropped or pasted image, filters the gallery by label, and has a favicon', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    const requests: string[] = [];
+    page.on('request', (request) => requests.push(request.url()));
+    await page.goto(url);
+    await page.waitForSelector('#gallery .card');
+
+    // Favicon: an inline SVG that decodes; the browser asks the server for no /favicon.ico.
+    const icon = (await page.getAttribute('link[rel="icon"]', 'href')) as string;
+    expect(icon.startsWith('data:image/svg+xml,')).to.equal(true);
+    expect(await page.evaluate(`new Promise((resolve) => { const img = new Image(); img.onload = () => resolve(img.naturalWidth > 0); img.onerror = () => resolve(false); img.src = ${JSON.stringify(icon)}; })`)).to.equal(true);
+
+    // A dropped image is searched with; the 28 px query is shown 192 px wide (plus its 1 px border).
+    const png = readFileSync(path.join(fixture.images, 'bag', 't10k-00018.png')).toString('base64');
+    const transfer = (name: string, type: string, base64: string): string =>
+      `(() => { const dt = new DataTransfer(); dt.items.add(new File([Uint8Array.from(atob(${JSON.stringify(base64)}), (c) => c.charCodeAt(0))], ${JSON.stringify(name)}, { type: ${JSON.stringify(type)} })); return dt; })()`;
+    await page.evaluate(`document.querySelector('#drop-zone').dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: ${transfer('dropped.png', 'image/png', png)} }))`);
+    await page.waitForSelector('#results .result');
+    expect(await page.textContent('#query-name')).to.equal(' of dropped.png');
+    expect(await page.locator('#results .result .id').first().textContent()).to.equal('bag/t10k-00018.png');
+    await page.waitForFunction("document.querySelector('#query img')?.complete && document.querySelector('#query img').naturalWidth === 28");
+    const box = await page.locator('#query img').boundingBox();
+    expect([box?.width, box?.height]).to.deep.equal([194, 194]);
+
+    // A pasted image likewise.
+    const dress = readFileSync(path.join(fixture.images, 'dress', 't10k-00013.png')).toString('base64');
+    await page.evaluate(`document.dispatchEvent(new ClipboardEvent('paste', { bubbles: true, cancelable: true, clipboardData: ${transfer('pasted.png', 'image/png', dress)} }))`);
+    await page.waitForFunction("document.querySelector('#query-name').textContent === ' of pasted.png'");
+    expect(await page.locator('#results .result .id').first().textContent()).to.equal('dress/t10k-00013.png');
+
+    // A dropped file that is not an image: one message, nothing stale on screen.
+    await page.evaluate(`document.querySelector('#drop-zone').dispatchEvent(new DragEvent('drop', { bubbles: true, cancelable: true, dataTransfer: ${transfer('notes.txt', 'text/plain', Buffer.from('hello').toString('base64'))} }))`);
+    expect(await page.textContent('#error')).to.equal('That is not an image file: drop or paste a PNG, JPEG, WebP, GIF or TIFF image.');
+    expect(await page.locator('#results .result').count()).to.equal(0);
+
+    // The gallery filtered by label: only coats (6 of the 24), then everything again.
+    await page.selectOption('#gallery-label', 'coat');
+    await page.waitForFunction("document.querySelectorAll('#gallery .card').length === 6");
+    expect(await page.locator('#gallery .card .label').allTextContents()).to.deep.equal(Array(6).fill('coat'));
+    expect(await page.textContent('#gallery-count')).to.equal('6 items labelled coat');
+    expect(await page.isDisabled('#more')).to.equal(true);
+    await page.selectOption('#gallery-label', '');
+    await page.waitForFunction("document.querySelectorAll('#gallery .card').length === 24");
+    expect(requests.filter((r) => r.endsWith('/favicon.ico'))).to.deep.equal([]);
     expect(errors).to.deep.equal([]);
     await page.close();
   });

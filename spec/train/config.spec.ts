@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { didYouMean, editDistance } from '../../lib/util/did-you-mean.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 const minimal: TrainConfigInput = {
@@ -20,6 +21,20 @@ const minimal: TrainConfigInput = {
 };
 
 describe('train/config', () => {
+  it('reports every bad value in one line, with "did you mean" for misspelt keys at any depth', async () => {
+    const { optimizer, ...rest } = minimal;
+    const bad = { ...rest, optimiser: optimizer, epochs: 0, sampler: { ...minimal.sampler, batchSise: 16 }, validation: { evrey: 2, zzzzzz: 1 } } as unknown as TrainConfigInput;
+    await expectDmlError(
+      () => parseTrainConfig(bad, 'a.json'),
+      'E_ARG',
+      'a.json: 5 problems: sampler: unknown key "batchSise" (did you mean "batchSize"?); optimizer: Invalid input: expected object, received undefined; epochs: Too small: expected number to be >0; validation: unknown keys "evrey" (did you mean "every"?), "zzzzzz"; (top level): unknown key "optimiser" (did you mean "optimizer"?)',
+    );
+    expect(didYouMean('optimiser', ['optimizer', 'out'])).to.equal('optimizer');
+    expect(didYouMean('xyz', ['optimizer', 'out'])).to.equal(undefined);
+    expect(editDistance('kitten', 'sitting')).to.equal(3);
+    expect(editDistance('evrey', 'every')).to.equal(1);
+  });
+
   it('fills the documented defaults', () => {
     const config = parseTrainConfig(minimal, 'train.json');
     expect(config.seed).to.equal(0);

@@ -52,6 +52,11 @@ export interface CnnModelSpec {
   batchNorm?: boolean;
 }
 
+/** How a convnet stage halves height and width. */
+export type ConvnetDownsample = 'stride' | 'maxpool';
+/** A convnet's global pooling. */
+export type ConvnetPooling = 'avg' | 'max' | 'avgmax';
+
 /**
  * (b') Compact CNN for real image sets: per entry of `widths` one stage of `depth` 3x3 convolution
  * ('same' padding, no bias) + BatchNormalization + activation blocks. Every stage halves height and
@@ -60,11 +65,6 @@ export interface CnnModelSpec {
  * stride 2. After the last stage global pooling (`pooling`: average, max, or both concatenated,
  * default both), optionally BatchNormalization of the pooled features (`poolBatchNorm`), and the head.
  */
-/** How a convnet stage halves height and width. */
-export type ConvnetDownsample = 'stride' | 'maxpool';
-/** A convnet's global pooling. */
-export type ConvnetPooling = 'avg' | 'max' | 'avgmax';
-
 export interface ConvnetModelSpec {
   kind: 'convnet';
   /** NHWC input without the batch axis: [height, width, channels]; height and width at least 2^stages. */

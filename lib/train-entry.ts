@@ -1,0 +1,45 @@
+/**
+ * @file The runtime entry of `dmlkit/train` (package.json maps its types to train.d.ts and its code here). It
+ * loads train.js dynamically, so a missing TensorFlow.js (an optional peer dependency) becomes the same
+ * one-line E_NOT_FOUND error naming what to install as `dml train` gives, instead of Node's raw
+ * module-not-found error. Its exports are train.ts's values, one by one (a spec keeps the lists equal).
+ */
+import { explainMissingTensorflow } from './cli/optional-deps.js';
+
+let api: typeof import('./train.js');
+try {
+  api = await import('./train.js');
+} catch (err) {
+  throw explainMissingTensorflow(err, "import 'dmlkit/train'");
+}
+
+export const {
+  DEFAULT_DUPLICATE_THRESHOLD,
+  DEFAULT_MULTI_SIMILARITY_EPSILON,
+  L2Normalize,
+  LOSS_NAMES,
+  allPairs,
+  allTriplets,
+  buildModel,
+  computeBackboneFeatures,
+  createLoss,
+  createSampler,
+  featuresSpecSchema,
+  groupTripletsByAnchor,
+  loadCheckpoint,
+  lossSpecSchema,
+  mineMultiSimilarityPairs,
+  mineTripletsByMargin,
+  parseTrainConfig,
+  saveCheckpoint,
+  selectBackend,
+  selectNegatives,
+  selectPositives,
+  train,
+  trainConfigSchema,
+  tripletScatter,
+  trainingReportHtml,
+  writeTrainingReportHtml,
+  lossChartSvg,
+  validationChartSvg,
+} = api;
