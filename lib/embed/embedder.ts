@@ -10,7 +10,6 @@
  * the current one runs inference. Both give the same tensors, so the same embeddings. Models with a
  * fixed batch size get their last batch padded with zeros, and the padded rows are discarded.
  */
-import { readFile } from 'node:fs/promises';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { ImageBatch } from '../image/batch-collector.js';
@@ -19,9 +18,10 @@ import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
+import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
-import { canonicalJson, sha256 } from '../util/hash.js';
+import { canonicalJson } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { resolveModelSignature, type ModelSignature } from './model-signature.js';
 import { normalizeRowsInPlace } from './normalize.js';
@@ -128,8 +128,13 @@ export interface SkippedImage {
 export class OnnxEmbedder {
   /** Model path as given. */
   readonly modelPath: string;
-  /** SHA-256 of the model file. */
+  /**
+   * The model's identity: SHA-256 of the model file, or, for a model with external data files, of
+   * its file's and their hashes (see {@link modelIdentity}).
+   */
   readonly modelSha256: string;
+  /** The model's external data files (weights stored beside it), with their hashes; empty for most models. */
+  readonly externalData: readonly ExternalDataFile[];
   /** Execution provider that actually runs the model. */
   readonly provider: string;
   /** Providers tried before, with their errors (empty when the first choice loaded). */
@@ -149,6 +154,7 @@ export class OnnxEmbedder {
   private constructor(init: {
     modelPath: string;
     modelSha256: string;
+    externalData: ExternalDataFile[];
     provider: string;
     providerAttempts: Array<{ provider: string; error?: string }>;
     signature: ModelSignature;
@@ -159,6 +165,7 @@ export class OnnxEmbedder {
   }) {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
+    this.externalData = init.externalData;
     this.provider = init.provider;
     this.providerAttempts = init.providerAttempts;
     this.signature = init.signature;
@@ -173,18 +180,11 @@ export class OnnxEmbedder {
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? 32;
     checkPositiveInteger('batchSize', batchSize);
-    let bytes: Uint8Array;
-    try {
-      bytes = await readFile(modelPath);
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read model ${modelPath}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-        cause: err,
-      });
-    }
-    const meta = readModelMetadata(bytes, modelPath);
+    const files = await readModelFiles(modelPath);
+    const meta = readModelMetadata(files.bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
-    const session = await openSessionRunner(bytes, {
+    // By path, so that onnxruntime finds external data files beside the model.
+    const session = await openSessionRunner(modelPath, {
       device: options.device ?? 'auto',
       name: modelPath,
       thread: options.inferenceThread ?? true,
@@ -201,7 +201,8 @@ export class OnnxEmbedder {
     }
     const embedder = new OnnxEmbedder({
       modelPath,
-      modelSha256: sha256(bytes),
+      modelSha256: files.sha256,
+      externalData: files.externalData,
       provider: session.provider,
       providerAttempts: session.attempts,
       signature,

@@ -67,6 +67,7 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
   return {
     path: embedder.modelPath,
     sha256: embedder.modelSha256,
+    ...(embedder.externalData.length > 0 ? { externalData: embedder.externalData.map((f) => ({ ...f })) } : {}),
     executionProvider: embedder.provider,
     providerAttempts: embedder.providerAttempts,
     inputName: embedder.signature.inputName,

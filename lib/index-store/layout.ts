@@ -47,7 +47,7 @@ export interface SearchIndexMetadata {
   format: typeof SEARCH_INDEX_FORMAT;
   createdAt: string;
   model: {
-    /** SHA-256 of `model.onnx`. */
+    /** The model's identity: SHA-256 of `model.onnx`, covering its external data files when it has any (see `modelIdentity`). */
     sha256: string;
     /** The path the model was copied from, for provenance. */
     source: string;

@@ -21,7 +21,10 @@ export const REPORT_FORMAT = 'dmlkit.report/3';
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
   path: string;
+  /** The model's identity: the file's SHA-256, or, with external data, that of the file's and the data files' hashes. */
   sha256: string;
+  /** External data files the model keeps its weights in (present only when it has any). */
+  externalData?: Array<{ location: string; sha256: string }>;
   executionProvider: string;
   providerAttempts: Array<{ provider: string; error?: string }>;
   inputName: string;
