@@ -12,7 +12,7 @@
 import { Option, type Command } from 'commander';
 import { DEFAULT_CLUSTER_COUNTS } from '../eval/cluster-counts.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
-import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
+import { addEmbedOptions, POOLING_HELP, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';
 
@@ -72,7 +72,8 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--save-embeddings <file.npy>', 'also write the evaluated items\' embeddings: <file>.npy (float32 N x D, L2-normalised) and <file>.json (ids, labels, query/gallery roles, provenance); with several models <file>.<model>.npy each')
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
-    .option('--output-name <name>', 'model output holding the embeddings (default: the first)');
+    .option('--output-name <name>', 'model output holding the embeddings (default: a 2-D output named like an embedding, e.g. image_embeds or pooler_output, else the first)')
+    .option('--pooling <kind>', POOLING_HELP);
   addPreprocessingOptions(addEmbedOptions(addHnswOptions(command)))
     .action(async (models: string[], flags: EvalFlags) => {
       const { runEval } = await import('./eval-run.js');

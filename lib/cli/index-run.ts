@@ -56,7 +56,12 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     await SearchIndexStore.create(flags.out, {
       modelPath: model,
       metadata: {
-        model: { sha256: embedder.modelSha256, source: model, outputName: embedder.signature.outputName },
+        model: {
+          sha256: embedder.modelSha256,
+          source: model,
+          outputName: embedder.signature.outputName,
+          ...(embedder.signature.pooling !== null ? { pooling: embedder.signature.pooling } : {}),
+        },
         preprocessing: embedder.preprocessing,
         dataset: { spec: images, manifestHash: hash },
       },
@@ -93,7 +98,12 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
       throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids; --skip-existing leaves them out)`);
     }
     const { metadata } = store;
-    const embedder = await OnnxEmbedder.open(store.modelPath, { ...options, preprocessing: metadata.preprocessing, outputName: metadata.model.outputName });
+    const embedder = await OnnxEmbedder.open(store.modelPath, {
+      ...options,
+      preprocessing: metadata.preprocessing,
+      outputName: metadata.model.outputName,
+      ...(metadata.model.pooling !== undefined ? { pooling: metadata.model.pooling } : {}),
+    });
     try {
       if (embedder.modelSha256 !== metadata.model.sha256) {
         throw new DmlError('E_MODEL', `${store.modelPath} has sha256 ${embedder.modelSha256} but index ${dir} was built with ${metadata.model.sha256}`);

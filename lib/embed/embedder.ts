@@ -23,7 +23,8 @@ import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
 import { canonicalJson } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
-import { resolveModelSignature, type ModelSignature } from './model-signature.js';
+import { EMBEDDING_OUTPUT_NAMES, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
+import { poolTokens } from './pooling.js';
 import { normalizeRowsInPlace } from './normalize.js';
 import { checkPositiveInteger } from '../util/check.js';
 import { concatFloat32 } from '../util/concat.js';
@@ -77,8 +78,13 @@ export interface EmbedderOptions {
   batchSize?: number;
   /** Preprocessing fields that override the model's metadata and declared shape. */
   preprocessing?: Partial<Preprocessing>;
-  /** Name of the output holding the embeddings (default: the first output). */
+  /**
+   * Name of the output holding the embeddings (default: a 2-D output named like an embedding, such as
+   * `image_embeds` or `pooler_output`, else the first output).
+   */
   outputName?: string;
+  /** Pool a token output [N, T, D] into [N, D] (see {@link TokenPooling}); default none. */
+  pooling?: TokenPooling;
   /**
    * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
    * running during inference: decode processes keep getting work, a server keeps answering. false runs
@@ -191,7 +197,11 @@ export class OnnxEmbedder {
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
     });
     const { io } = session;
-    const overrides = { ...(options.preprocessing ?? {}), ...(options.outputName !== undefined ? { outputName: options.outputName } : {}) };
+    const overrides = {
+      ...(options.preprocessing ?? {}),
+      ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),
+      ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
+    };
     let signature: ModelSignature;
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
@@ -210,7 +220,7 @@ export class OnnxEmbedder {
       batchSize: signature.fixedBatch ?? batchSize,
       session,
       warnings:
-        options.outputName === undefined && io.outputs.length > 1
+        options.outputName === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
           ? [
               `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
             ]
@@ -244,13 +254,14 @@ export class OnnxEmbedder {
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
-    if (!out || out.dims.length !== 2 || out.dims[0] !== count) {
+    const rank = this.signature.pooling === null ? 2 : 3;
+    if (!out || out.dims.length !== rank || out.dims[0] !== count) {
       throw new DmlError(
         'E_MODEL',
-        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected [N, D] embeddings, here [${count}, D]`,
+        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected ${rank === 2 ? `[N, D] embeddings, here [${count}, D]` : `[N, T, D] tokens to pool, here [${count}, T, D]`}`,
       );
     }
-    this.dim = out.dims[1] as number;
+    this.dim = out.dims[rank - 1] as number;
   }
 
   /** Preprocessing this embedder applies. */
@@ -291,18 +302,21 @@ export class OnnxEmbedder {
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
-    if (!out || out.dims.length !== 2 || out.dims[0] !== runCount || !(out.data instanceof Float32Array)) {
+    const pooling = this.signature.pooling;
+    const rank = pooling === null ? 2 : 3;
+    if (!out || out.dims.length !== rank || out.dims[0] !== runCount || !(out.data instanceof Float32Array)) {
       throw new DmlError(
         'E_MODEL',
-        `${this.modelPath}: output "${this.signature.outputName}" came back as ${out?.type ?? 'nothing'} [${out?.dims.join(', ') ?? ''}]; expected float32 [${runCount}, D]`,
+        `${this.modelPath}: output "${this.signature.outputName}" came back as ${out?.type ?? 'nothing'} [${out?.dims.join(', ') ?? ''}]; expected float32 [${runCount}, ${rank === 2 ? 'D' : 'T, D'}]`,
       );
     }
-    const dim = out.dims[1] as number;
+    const dim = out.dims[rank - 1] as number;
     if (this.dim !== null && dim !== this.dim) {
       throw new DmlError('E_MODEL', `${this.modelPath}: output dimension changed from ${this.dim} to ${dim}`);
     }
     this.dim = dim;
-    const vectors = out.data.slice(0, count * dim);
+    const vectors =
+      pooling === null ? out.data.slice(0, count * dim) : poolTokens(out.data.subarray(0, count * (out.dims[1] as number) * dim), count, out.dims[1] as number, dim, pooling, this.modelPath);
     normalizeRowsInPlace(vectors, count, dim, this.modelPath, firstRow);
     return { vectors, input };
   }

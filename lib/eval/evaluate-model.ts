@@ -72,6 +72,7 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
     providerAttempts: embedder.providerAttempts,
     inputName: embedder.signature.inputName,
     outputName: embedder.signature.outputName,
+    ...(embedder.signature.pooling !== null ? { pooling: embedder.signature.pooling } : {}),
     embeddingDim: embedder.embeddingDim ?? 0,
     fixedBatch: embedder.signature.fixedBatch,
     preprocessing: embedder.preprocessing,

@@ -8,6 +8,7 @@ import type { ImageSource } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import type { TokenPooling } from '../embed/model-signature.js';
 import type { HnswParams } from '../search/hnsw.js';
 
 /** Format tag of `index.json`. */
@@ -53,6 +54,8 @@ export interface SearchIndexMetadata {
     source: string;
     /** The model output holding the embeddings. */
     outputName: string;
+    /** How a token output is pooled (absent for an output that is already [N, D]). */
+    pooling?: TokenPooling;
   };
   preprocessing: Preprocessing;
   /** Embedding dimension. */

@@ -29,6 +29,8 @@ export interface ModelInfo {
   providerAttempts: Array<{ provider: string; error?: string }>;
   inputName: string;
   outputName: string;
+  /** How the token output was pooled (`cls`, `mean`, `max`); present only when it was. */
+  pooling?: string;
   embeddingDim: number;
   fixedBatch: number | null;
   preprocessing: unknown;
