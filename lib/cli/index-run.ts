@@ -40,8 +40,10 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     ...options,
     preprocessing,
     ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+    ...(flags.preprocessorConfig !== undefined ? { preprocessorConfig: flags.preprocessorConfig } : {}),
   });
   try {
+    for (const message of embedder.warnings) warn(message);
     const bar = createProgress('embedding');
     const { set, failures, fromCache } = await embedItemsCached(embedder, manifest.items, hash, flags.cache ? flags.cacheDir : undefined, {
       skipBadImages: flags.skipBadImages === true,
@@ -102,6 +104,8 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
       ...options,
       preprocessing: metadata.preprocessing,
       outputName: metadata.model.outputName,
+      // The preprocessing recorded at build time is complete: no config file is looked for.
+      preprocessorConfig: false,
       ...(metadata.model.pooling !== undefined ? { pooling: metadata.model.pooling } : {}),
     });
     try {

@@ -25,6 +25,7 @@ import { canonicalJson } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { EMBEDDING_OUTPUT_NAMES, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
 import { poolTokens } from './pooling.js';
+import { findPreprocessorConfig, readPreprocessorConfig } from '../image/preprocessor-config.js';
 import { normalizeRowsInPlace } from './normalize.js';
 import { checkPositiveInteger } from '../util/check.js';
 import { concatFloat32 } from '../util/concat.js';
@@ -85,6 +86,12 @@ export interface EmbedderOptions {
   outputName?: string;
   /** Pool a token output [N, T, D] into [N, D] (see {@link TokenPooling}); default none. */
   pooling?: TokenPooling;
+  /**
+   * A Hugging Face `preprocessor_config.json` to read preprocessing from (below `preprocessing`, above
+   * the model's metadata); default: the one beside the model or in its parent folder, if any
+   * ({@link findPreprocessorConfig}); false: none.
+   */
+  preprocessorConfig?: string | false;
   /**
    * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
    * running during inference: decode processes keep getting work, a server keeps answering. false runs
@@ -148,6 +155,8 @@ export class OnnxEmbedder {
   readonly signature: ModelSignature;
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
+  /** The `preprocessor_config.json` the preprocessing was read from, if any. */
+  readonly preprocessorConfigPath: string | undefined;
   readonly batchSize: number;
   /**
    * Warnings about how the model is used, for the caller to show and record (nothing is printed): the
@@ -165,6 +174,7 @@ export class OnnxEmbedder {
     providerAttempts: Array<{ provider: string; error?: string }>;
     signature: ModelSignature;
     metadataProps: Record<string, string>;
+    preprocessorConfigPath?: string;
     batchSize: number;
     session: SessionRunner;
     warnings: string[];
@@ -176,6 +186,7 @@ export class OnnxEmbedder {
     this.providerAttempts = init.providerAttempts;
     this.signature = init.signature;
     this.metadataProps = init.metadataProps;
+    this.preprocessorConfigPath = init.preprocessorConfigPath;
     this.batchSize = init.batchSize;
     this.session = init.session;
     this.warnings = init.warnings;
@@ -189,6 +200,8 @@ export class OnnxEmbedder {
     const files = await readModelFiles(modelPath);
     const meta = readModelMetadata(files.bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
+    const configPath = options.preprocessorConfig === false ? undefined : (options.preprocessorConfig ?? (await findPreprocessorConfig(modelPath)));
+    const config = configPath !== undefined ? await readPreprocessorConfig(configPath) : undefined;
     // By path, so that onnxruntime finds external data files beside the model.
     const session = await openSessionRunner(modelPath, {
       device: options.device ?? 'auto',
@@ -204,7 +217,7 @@ export class OnnxEmbedder {
     };
     let signature: ModelSignature;
     try {
-      signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
+      signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides, config);
     } catch (err) {
       await session.release();
       throw err;
@@ -219,12 +232,15 @@ export class OnnxEmbedder {
       metadataProps: meta.metadataProps,
       batchSize: signature.fixedBatch ?? batchSize,
       session,
-      warnings:
-        options.outputName === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
+      ...(configPath !== undefined ? { preprocessorConfigPath: configPath } : {}),
+      warnings: [
+        ...(options.outputName === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
           ? [
               `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
             ]
-          : [],
+          : []),
+        ...defaultsWarning(modelPath, signature),
+      ],
     });
     if (io.outputs.find((o) => o.name === signature.outputName)?.shape.length === 0) {
       try {
@@ -437,6 +453,27 @@ export class OnnxEmbedder {
   async release(): Promise<void> {
     await this.session.release();
   }
+}
+
+/**
+ * The warning for a model whose preprocessing came partly from dmlkit's defaults (no flag, config or
+ * metadata gave it), naming the defaults used; none when nothing was defaulted. A newcomer's most
+ * likely wrong number is a Hub model run with ImageNet statistics it was not trained with.
+ */
+function defaultsWarning(modelPath: string, signature: ModelSignature): string[] {
+  const p = signature.preprocessing;
+  const s = signature.preprocessingSources;
+  const used: string[] = [];
+  if (s.height === 'default' || s.width === 'default') used.push(`input size ${p.height}x${p.width}`);
+  if (s.resizeShorter === 'default') used.push(`shorter side resized to ${p.resizeShorter} before the centre crop`);
+  if (s.mean === 'default' || s.std === 'default') {
+    const imagenet = p.channels === 3 ? 'ImageNet ' : '';
+    used.push(`${imagenet}mean [${p.mean.join(', ')}] and std [${p.std.join(', ')}]`);
+  }
+  if (used.length === 0) return [];
+  return [
+    `${modelPath} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; using dmlkit's defaults: ${used.join(', ')}; pass --preprocessor-config <file> or --size/--resize/--mean/--std if the model was trained otherwise`,
+  ];
 }
 
 /** The {@link ImageDecodePool.loadBatch} options of an {@link OnnxEmbedder.embedItems} call. */

@@ -1,8 +1,9 @@
 /**
  * @file Working out how to feed an image embedder from what the ONNX model declares.
  *
- * Inputs considered, in order of precedence: explicit overrides (CLI/config) > the model's
- * `dml.preprocessing` metadata > the input tensor's declared shape > defaults. The result says which
+ * Inputs considered, in order of precedence: explicit overrides (CLI flags, options) > a Hugging
+ * Face `preprocessor_config.json` > the model's `dml.preprocessing` metadata > the input tensor's
+ * declared shape > defaults. The result says which
  * source each setting came from, so the report can show it.
  */
 import { DmlError } from '../errors.js';
@@ -52,9 +53,18 @@ export interface ModelSignature {
   /** Embedding dimension if the output declares it, else null (known after the first run). */
   outputDim: number | null;
   preprocessing: Preprocessing;
-  /** Where each preprocessing field came from. */
-  preprocessingSources: Record<keyof Preprocessing, 'override' | 'metadata' | 'model input' | 'default'>;
+  /** Where each preprocessing field came from (each field present in `preprocessing`). */
+  preprocessingSources: Partial<Record<keyof Preprocessing, PreprocessingSource>>;
 }
+
+/**
+ * Where a preprocessing value came from: a flag or option (`override`), the preprocessor config, the
+ * model's `dml.preprocessing` metadata, the input's declared shape, or dmlkit's default.
+ */
+export type PreprocessingSource = 'override' | 'preprocessor config' | 'metadata' | 'model input' | 'default';
+
+/** The optional {@link Preprocessing} fields: present only when a flag, config or metadata sets them. */
+const OPTIONAL_FIELDS = ['resizeMode', 'resizeLonger', 'resizeWidth', 'resizeHeight', 'resample', 'cropRounding', 'rescale'] as const;
 
 /** ImageNet statistics, the default for 3-channel models without metadata. */
 export const IMAGENET_MEAN = [0.485, 0.456, 0.406];
@@ -101,6 +111,7 @@ export function resolveModelSignature(
   outputs: TensorInfo[],
   metadataPreprocessing: Partial<Preprocessing> | undefined,
   overrides: Partial<Preprocessing> & { outputName?: string; pooling?: TokenPooling },
+  configPreprocessing?: Partial<Preprocessing>,
 ): ModelSignature {
   if (inputs.length !== 1) {
     throw new DmlError(
@@ -141,6 +152,10 @@ export function resolveModelSignature(
     if (overrides[key] !== undefined) {
       sources[key] = 'override';
       return overrides[key] as Preprocessing[K];
+    }
+    if (configPreprocessing?.[key] !== undefined) {
+      sources[key] = 'preprocessor config';
+      return configPreprocessing[key] as Preprocessing[K];
     }
     if (metadataPreprocessing?.[key] !== undefined) {
       sources[key] = 'metadata';
@@ -196,6 +211,12 @@ export function resolveModelSignature(
   const mean = pick('mean', null, () => (channels === 3 ? IMAGENET_MEAN : [0]));
   const std = pick('std', null, () => (channels === 3 ? IMAGENET_STD : [1]));
 
+  const optional: Partial<Preprocessing> = {};
+  for (const key of OPTIONAL_FIELDS) {
+    const value = pick(key, null, () => undefined);
+    if (value === undefined) delete sources[key];
+    else (optional as Record<string, unknown>)[key] = value;
+  }
   const dimOut = fixed(output.shape[rank === 3 ? 2 : 1]);
   return {
     inputName: input.name,
@@ -204,7 +225,7 @@ export function resolveModelSignature(
     pooling: overrides.pooling ?? null,
     fixedBatch: fixed(input.shape[0]),
     outputDim: dimOut,
-    preprocessing: { height, width, resizeShorter, channels, layout, mean, std },
+    preprocessing: { height, width, resizeShorter, channels, layout, mean, std, ...optional },
     preprocessingSources: sources,
   };
 }

@@ -76,7 +76,8 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
     embeddingDim: embedder.embeddingDim ?? 0,
     fixedBatch: embedder.signature.fixedBatch,
     preprocessing: embedder.preprocessing,
-    preprocessingSources: embedder.signature.preprocessingSources,
+    preprocessingSources: embedder.signature.preprocessingSources as Record<string, string>,
+    ...(embedder.preprocessorConfigPath !== undefined ? { preprocessorConfig: embedder.preprocessorConfigPath } : {}),
     metadataProps: embedder.metadataProps,
   };
 }

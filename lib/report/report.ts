@@ -35,6 +35,8 @@ export interface ModelInfo {
   fixedBatch: number | null;
   preprocessing: unknown;
   preprocessingSources: Record<string, string>;
+  /** The Hugging Face `preprocessor_config.json` read, when one was (its values have the source `preprocessor config`). */
+  preprocessorConfig?: string;
   metadataProps: Record<string, string>;
 }
 

@@ -61,6 +61,8 @@ async function run(port: MessagePort, data: InferenceWorkerData): Promise<void> 
       batchSize: data.batchSize,
       preprocessing: data.preprocessing,
       outputName: data.outputName,
+      // The index records the whole preprocessing: no config file is looked for.
+      preprocessorConfig: false,
       ...(data.pooling !== undefined ? { pooling: data.pooling } : {}),
       // This worker is already off the main thread and does nothing else while it infers.
       inferenceThread: false,

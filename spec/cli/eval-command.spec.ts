@@ -336,18 +336,52 @@ describe('dml eval', function () {
         encodeModel({
           graphName: 'two',
           inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
-          outputs: [tensorValueInfo('embedding', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
+          outputs: [tensorValueInfo('features', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
           initializers: [floatTensor('two', [1], [2])],
-          nodes: [node('Flatten', ['pixels'], ['embedding'], { axis: { i: 1 } }), node('Mul', ['embedding', 'two'], ['doubled'])],
+          nodes: [node('Flatten', ['pixels'], ['features'], { axis: { i: 1 } }), node('Mul', ['features', 'two'], ['doubled'])],
         }),
       );
-      const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0'];
+      // The preprocessing is given in full, so no default is used (see the next spec).
+      const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0', '--resize', '28', '--mean', '0', '--std', '1'];
       expectWarnings(await evalWithReport(argv), [
-        `${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
+        `${model} has 2 outputs (features, doubled); using the first, "features", as the embedding; pass --output-name <name> (option outputName) to use another`,
       ]);
       const chosen = await evalWithReport([...argv, '--output-name', 'doubled']);
       expectWarnings(chosen, []);
       expect(chosen.report.model?.outputName).to.equal('doubled');
+      // An output named like an embedding is taken over the first, without a warning.
+      writeFileSync(
+        model,
+        encodeModel({
+          graphName: 'two',
+          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
+          outputs: [tensorValueInfo('tokens', 'float32', ['batch', 28, 28]), tensorValueInfo('image_embeds', 'float32', ['batch', 784])],
+          initializers: [],
+          nodes: [node('Flatten', ['pixels'], ['image_embeds'], { axis: { i: 1 } }), node('Squeeze', ['pixels'], ['tokens'], { axes: { ints: [1] } })],
+          opsetImports: [{ domain: '', version: 12 }],
+        }),
+      );
+      const named = await evalWithReport(argv);
+      expectWarnings(named, []);
+      expect(named.report.model?.outputName).to.equal('image_embeds');
+    });
+
+    it('a model without preprocessing metadata or config names the defaults it used', async () => {
+      const model = path.join(dir, 'bare.onnx');
+      writeFileSync(
+        model,
+        encodeModel({
+          graphName: 'bare',
+          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
+          outputs: [tensorValueInfo('features', 'float32', ['batch', 784])],
+          nodes: [node('Flatten', ['pixels'], ['features'], { axis: { i: 1 } })],
+        }),
+      );
+      const result = await evalWithReport(['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0']);
+      expectWarnings(result, [
+        `${model} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; using dmlkit's defaults: shorter side resized to 32 before the centre crop, mean [0] and std [1]; pass --preprocessor-config <file> or --size/--resize/--mean/--std if the model was trained otherwise`,
+      ]);
+      expect(result.report.model?.preprocessingSources).to.deep.include({ resizeShorter: 'default', mean: 'default', std: 'default', height: 'model input' });
     });
 
     it('a single-class set: every retrieval metric is trivially 100', async () => {
