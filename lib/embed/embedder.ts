@@ -21,6 +21,7 @@ import { readModelMetadata } from '../onnx/metadata.js';
 import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
+import { BFLOAT16_UNSUPPORTED, widenBfloat16Io } from '../onnx/bfloat16-io.js';
 import { canonicalJson } from '../util/hash.js';
 import type { EmbeddingSet } from './embedding-set.js';
 import { EMBEDDING_OUTPUT_NAMES, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
@@ -202,13 +203,26 @@ export class OnnxEmbedder {
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
     const configPath = options.preprocessorConfig === false ? undefined : (options.preprocessorConfig ?? (await findPreprocessorConfig(modelPath)));
     const config = configPath !== undefined ? await readPreprocessorConfig(configPath) : undefined;
-    // By path, so that onnxruntime finds external data files beside the model.
-    const session = await openSessionRunner(modelPath, {
+    const sessionOptions = {
       device: options.device ?? 'auto',
       name: modelPath,
       thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    });
+    };
+    let session: SessionRunner;
+    try {
+      // By path, so that onnxruntime finds external data files beside the model.
+      session = await openSessionRunner(modelPath, sessionOptions);
+    } catch (err) {
+      // onnxruntime-node cannot open bfloat16 inputs or outputs: run the model with them cast inside the graph.
+      if (!(err instanceof DmlError) || !BFLOAT16_UNSUPPORTED.test(err.message)) throw err;
+      const widened = widenBfloat16Io(files.bytes, modelPath);
+      if (widened === undefined) throw err;
+      if (files.externalData.length > 0) {
+        throw new DmlError('E_MODEL', `${modelPath}: bfloat16 inputs or outputs need the model rewritten in memory, which cannot carry its external data files; expected a model with float32 or float16 inputs and outputs, or one without external data`, { cause: err });
+      }
+      session = await openSessionRunner(widened, sessionOptions);
+    }
     const { io } = session;
     const overrides = {
       ...(options.preprocessing ?? {}),
