@@ -87,10 +87,6 @@ function checkSet(set: EmbeddingSet, name: string): void {
   }
 }
 
-/**
- * Evaluates `query` against `gallery` (pass the same object, or null, for the query set = gallery set
- * protocol). Vectors must already be L2-normalised.
- */
 /** At most this many labels are quoted in a label-mismatch message. */
 const LABELS_QUOTED = 3;
 
@@ -118,6 +114,10 @@ export function checkQueryLabelsInGallery(queryLabels: readonly string[], galler
   return `${queries} of ${queryLabels.length} queries have a label that never occurs in the gallery (${quote(missing.keys())}); they count as misses`;
 }
 
+/**
+ * Evaluates `query` against `gallery` (pass the same object, or null, for the query set = gallery set
+ * protocol). Vectors must already be L2-normalised.
+ */
 export async function evaluateEmbeddings(
   query: EmbeddingSet,
   gallery: EmbeddingSet | null,

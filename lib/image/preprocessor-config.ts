@@ -72,7 +72,7 @@ export async function readPreprocessorConfig(file: string): Promise<Partial<Prep
 }
 
 /** {@link readPreprocessorConfig} on parsed JSON; `file` names it in errors. */
-export function parsePreprocessorConfig(json: Json, file: string): Partial<Preprocessing> {
+export function parsePreprocessorConfig(json: Record<string, unknown>, file: string): Partial<Preprocessing> {
   const bad = (key: string, expected: string): DmlError => new DmlError('E_ARG', `${file}: "${key}" is ${JSON.stringify(json[key])}; expected ${expected}`);
   const flag = (key: string, fallback: boolean): boolean => {
     const value = json[key];
