@@ -91,6 +91,30 @@ describe('Hub-format models (spec/fixtures/hub)', function () {
     expect(Math.min(...values)).to.be.below(0.999);
   });
 
+  it('dml index build --pooling cls records the pooling; serving from the index pools the same way', async () => {
+    const dir = makeTempDir('dml-hub-pool-');
+    try {
+      const out = path.join(dir, 'index');
+      const res = await runCliCaptured(['index', 'build', path.join(HUB, 'vit', 'onnx', 'model.onnx'), `folder:${IMAGES}`, '--out', out, '--pooling', 'cls', '--device', 'cpu', '--workers', '0', '--no-cache']);
+      expect(res.code, res.stderr).to.equal(0);
+      const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as { model: Record<string, unknown>; preprocessing: Record<string, unknown> };
+      expect(metadata.model).to.deep.include({ outputName: 'last_hidden_state', pooling: 'cls' });
+      expect(metadata.preprocessing).to.deep.include({ resizeMode: 'exact', resample: 'bilinear', cropRounding: 'floor' });
+      const app = await createSearchApp({ dir: out, device: 'cpu', maxUploadBytes: 1 << 20, maxK: 5, allowWrites: false });
+      try {
+        const found = await app.inject({ method: 'POST', url: '/search?k=1', headers: { 'content-type': 'image/png' }, payload: readFileSync(path.join(IMAGES, 'c', 'odd.png')) });
+        expect(found.statusCode, found.body).to.equal(200);
+        const body = JSON.parse(found.body) as { neighbours: Array<{ id: string; score: number }> };
+        expect(body.neighbours[0]).to.deep.include({ id: 'c/odd.png' });
+        expect(body.neighbours[0]?.score).to.be.closeTo(1, 1e-5);
+      } finally {
+        await app.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   describe('dml eval, dml index build and serving, on the external-data model', () => {
     let dir: string;
     before(() => {
