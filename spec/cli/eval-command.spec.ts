@@ -384,6 +384,22 @@ describe('dml eval', function () {
       expect(result.report.model?.preprocessingSources).to.deep.include({ resizeShorter: 'default', mean: 'default', std: 'default', height: 'model input' });
     });
 
+    it('query labels absent from the gallery: a warning when some are, an error (exit 1, nothing written) when all are', async () => {
+      const [q, g] = [path.join(dir, 'q.npy'), path.join(dir, 'g.npy')];
+      await writeNpy(q, Float32Array.from(square.flat()), [4, 2]);
+      await writeNpy(g, Float32Array.from(square.flat()), [4, 2]);
+      await writeNpy(path.join(dir, 'gl.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
+      const argv = ['eval', '--query-embeddings', q, '--query-labels', path.join(dir, 'ql.npy'), '--gallery-embeddings', g, '--gallery-labels', path.join(dir, 'gl.npy'), '--k', '1', '--cluster-counts', '1x'];
+      await writeNpy(path.join(dir, 'ql.npy'), Int32Array.from([0, 7, 1, 7]), [4]);
+      expectWarnings(await evalWithReport(argv), ['2 of 4 queries have a label that never occurs in the gallery ("7"); they count as misses']);
+      await writeNpy(path.join(dir, 'ql.npy'), Int32Array.from([10, 11, 10, 11]), [4]);
+      const out = path.join(dir, 'none');
+      const res = await runCliCaptured([...argv, '--out', out]);
+      expect(res.code).to.equal(1);
+      expect(res.stderr).to.equal('dml: none of the 4 query labels occurs among the gallery labels (queries: "10", "11"; gallery: "0", "1"); expected the query and gallery sets to share labels (string against integer labels?)\n');
+      expect(existsSync(path.join(out, 'report.json'))).to.equal(false);
+    });
+
     it('a single-class set: every retrieval metric is trivially 100', async () => {
       const result = await evalWithReport([...(await npyArgs(square, Int32Array.from([7, 7, 7, 7]))), '--cluster-counts', '1x']);
       expectWarnings(result, [
