@@ -11,6 +11,7 @@ import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
 import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
+import { writeExternalDataModel } from '../helpers/external-data-model.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 
@@ -98,6 +99,29 @@ describe('dml eval', function () {
     expect(report.runs[0]!.parameters.index).to.deep.include({ kind: 'hnsw', m: 16, efConstruction: 200 });
     expect(res.stdout.split('\n').filter((l) => l.startsWith('| default.onnx') || l.startsWith('| copy.onnx'))).to.have.length(2);
     expect(res.stdout).to.contain('ANN R@4');
+  });
+
+  it('a model with external data: changing only model.onnx_data misses the cache and changes the reported hash', async () => {
+    const models = path.join(dir, 'ext');
+    mkdirSync(models);
+    const model = writeExternalDataModel(models, 1);
+    const images = smallFolder(2, 3);
+    const run = async (): Promise<SingleRunReport> => {
+      const json = path.join(dir, 'ext.json');
+      const res = await runCliCaptured(['eval', model, '--data', `folder:${images}`, '--json', json, '--cluster-counts', '1x', '--k', '1', '--cache-dir', path.join(dir, 'cache'), '--device', 'cpu', '--workers', '0']);
+      expect(res.code, res.stderr).to.equal(0);
+      return JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+    };
+    const first = await run();
+    const second = await run();
+    expect([first.dataset.embeddingCache?.hit, second.dataset.embeddingCache?.hit]).to.deep.equal([false, true]);
+    writeExternalDataModel(models, 2);
+    const third = await run();
+    expect(third.dataset.embeddingCache?.hit).to.equal(false);
+    expect(third.dataset.embeddingCache?.key).not.to.equal(first.dataset.embeddingCache?.key);
+    expect(third.model?.sha256).not.to.equal(first.model?.sha256);
+    expect(third.model?.externalData?.[0]?.location).to.equal('model.onnx_data');
+    expect(third.metrics.recall['1']).not.to.equal(undefined);
   });
 
   it('--save-embeddings writes <file>.npy and <file>.json that reproduce the report\'s metrics', async () => {
