@@ -12,6 +12,7 @@ import path from 'node:path';
 import { applyClassSplit } from './data/class-split.js';
 import { manifestHash, openDataset } from './data/open-dataset.js';
 import { OnnxEmbedder, type EmbedderOptions } from './embed/embedder.js';
+import type { TokenPooling } from './embed/model-signature.js';
 import type { EmbeddingSet } from './embed/embedding-set.js';
 import { invalidParameterError } from './errors.js';
 import { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
@@ -54,6 +55,12 @@ export interface EvaluateOptions {
   skipBadImages?: boolean;
   /** Also write the embeddings to `<saveEmbeddings>.npy` and `.json` (as `dml eval --save-embeddings`, without `.npy`). */
   saveEmbeddings?: string;
+  /** The output holding the embeddings (`--output-name`). Default: as {@link EmbedderOptions.outputName}. */
+  outputName?: string;
+  /** Pooling of a token output [N, T, D] (`--pooling`). Default none. */
+  pooling?: TokenPooling;
+  /** A `preprocessor_config.json` to read (`--preprocessor-config`), or false for none. Default: the one beside the model or in its parent folder. */
+  preprocessorConfig?: string | false;
 }
 
 /**
@@ -67,7 +74,13 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   if (typeof data !== 'string' || data === '') throw invalidParameterError('data', 'a dataset spec such as folder:path/to/images', data);
   let manifest = await openDataset(data);
   if (options.trainClasses !== undefined) manifest = applyClassSplit(manifest, options.trainClasses, 'trainClasses');
-  const embedder = await OnnxEmbedder.open(model, { device: options.device ?? 'auto', batchSize: options.batchSize ?? 32 });
+  const embedder = await OnnxEmbedder.open(model, {
+    device: options.device ?? 'auto',
+    batchSize: options.batchSize ?? 32,
+    ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),
+    ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
+    ...(options.preprocessorConfig !== undefined ? { preprocessorConfig: options.preprocessorConfig } : {}),
+  });
   try {
     const run = await evaluateModel(embedder, manifest, {
       ks: options.ks ?? manifest.defaultK,

@@ -248,7 +248,8 @@ export class OnnxEmbedder {
       session,
       ...(configPath !== undefined ? { preprocessorConfigPath: configPath } : {}),
       warnings: [
-        ...(options.outputName === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
+        // Said only when the first output was taken for want of a better rule (not by name, not as the token output to pool).
+        ...(options.outputName === undefined && options.pooling === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
           ? [
               `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
             ]

@@ -13,6 +13,7 @@ import { openDataset } from '../../lib/data/open-dataset.js';
 import { OnnxEmbedder, type EmbedderOptions } from '../../lib/embed/embedder.js';
 import type { SingleRunReport } from '../../lib/report/report.js';
 import { createSearchApp } from '../../lib/serve/app.js';
+import { evaluate } from '../../lib/facade.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { makeTempDir } from '../image/image-fixtures.js';
@@ -79,6 +80,12 @@ describe('Hub-format models (spec/fixtures/hub)', function () {
     const ref = reference.models['vit'] as ModelReference;
     expectClose((await cosines(model, ref.cls, { pooling: 'cls' })).values);
     expectClose((await cosines(model, ref.mean, { pooling: 'mean' })).values);
+  });
+
+  it('the library facade takes pooling and records it', async () => {
+    const report = await evaluate({ model: path.join(HUB, 'vit', 'onnx', 'model.onnx'), data: `folder:${IMAGES}`, pooling: 'cls', device: 'cpu', workers: 0, ks: [1], clusterCounts: ['1x'] });
+    expect(report.model).to.deep.include({ outputName: 'last_hidden_state', pooling: 'cls', embeddingDim: 16 });
+    expect(report.warnings).to.deep.equal([]);
   });
 
   it("without the config (as before), the pipeline's defaults miss the reference and say so", async () => {
