@@ -104,6 +104,7 @@ describe('Hub-format models (spec/fixtures/hub)', function () {
       const out = path.join(dir, 'index');
       const res = await runCliCaptured(['index', 'build', path.join(HUB, 'vit', 'onnx', 'model.onnx'), `folder:${IMAGES}`, '--out', out, '--pooling', 'cls', '--device', 'cpu', '--workers', '0', '--no-cache']);
       expect(res.code, res.stderr).to.equal(0);
+      expect(res.stderr).to.equal('');
       const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as { model: Record<string, unknown>; preprocessing: Record<string, unknown> };
       expect(metadata.model).to.deep.include({ outputName: 'last_hidden_state', pooling: 'cls' });
       expect(metadata.preprocessing).to.deep.include({ resizeMode: 'exact', resample: 'bilinear', cropRounding: 'floor' });
