@@ -14,6 +14,7 @@ import path from 'node:path';
 import { applyClassSplit } from './data/class-split.js';
 import { manifestHash, openDataset } from './data/open-dataset.js';
 import { OnnxEmbedder, type EmbedderOptions } from './embed/embedder.js';
+import type { TokenPooling } from './embed/model-signature.js';
 import type { EmbeddingSet } from './embed/embedding-set.js';
 import { DmlError, invalidParameterError } from './errors.js';
 import { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
@@ -76,6 +77,12 @@ export interface EvaluateOptions {
   onProgress?: (stage: string, done: number, total: number) => void;
   /** Cancels the evaluation between batches and chunks: the promise rejects with DmlError `E_CANCELLED`. */
   signal?: AbortSignal;
+  /** The output holding the embeddings (`--output-name`). Default: as {@link EmbedderOptions.outputName}. */
+  outputName?: string;
+  /** Pooling of a token output [N, T, D] (`--pooling`). Default none. */
+  pooling?: TokenPooling;
+  /** A `preprocessor_config.json` to read (`--preprocessor-config`), or false for none. Default: the one beside the model or in its parent folder. */
+  preprocessorConfig?: string | false;
 }
 
 /**
@@ -109,6 +116,9 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
     batchSize: options.batchSize ?? 32,
     ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),
+    ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
+    ...(options.preprocessorConfig !== undefined ? { preprocessorConfig: options.preprocessorConfig } : {}),
   });
   try {
     const run = await evaluateModel(embedder, manifest, {

@@ -15,7 +15,9 @@ export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions, ty
 export { applyClassSplit, parseClassList } from './data/class-split.js';
 export { readIdxFile, parseIdx, type IdxArray } from './data/idx.js';
 
-export type { Preprocessing, TensorLayout, TrainAugmentation } from './image/preprocessing.js';
+export { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, type ResampleFilter, type ResizeMode, type TensorLayout, type TrainAugmentation } from './image/preprocessing.js';
+export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE } from './image/preprocessor-config.js';
+export { resampleRaw } from './image/resample.js';
 export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
 export type { ImageBatch, ImageFailure } from './image/batch-collector.js';
 export { ImageDecodePool, defaultDecodeWorkers, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
@@ -24,12 +26,14 @@ export type { RawImage } from './image/raw-image.js';
 
 export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo, type ProviderAttempt } from './onnx/session.js';
 export { DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './onnx/devices.js';
-export { readModelMetadata, type ModelMetadata } from './onnx/metadata.js';
+export { readModelMetadata, readExternalDataLocations, type ModelMetadata } from './onnx/metadata.js';
+export { readModelFiles, modelIdentity, copyModelFiles, type ExternalDataFile, type ModelFiles } from './onnx/model-files.js';
 export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';
 
 export type { EmbeddingSet } from './embed/embedding-set.js';
 export { OnnxEmbedder, DECODE_POOL_MIN_ITEMS, type EmbedderOptions, type EmbedItemsOptions, type SkippedImage } from './embed/embedder.js';
-export type { ModelSignature, TensorInfo } from './embed/model-signature.js';
+export { EMBEDDING_OUTPUT_NAMES, CHANNEL_DIM_NAMES, TOKEN_POOLINGS, type ModelSignature, type PreprocessingSource, type TensorInfo, type TokenPooling } from './embed/model-signature.js';
+export { poolTokens } from './embed/pooling.js';
 export { embedItemsCached, type CachedEmbedding } from './embed/cache.js';
 export { saveEmbeddingSet, loadEmbeddingSet, type EmbeddingProvenance } from './embed/store.js';
 export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/npy.js';
@@ -45,7 +49,7 @@ export { kmeans, kmeansSweep, type KMeansOptions, type KMeansResult, type KMeans
 export { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansInit } from './metrics/kmeans-options.js';
 export { encodeLabels, type EncodedLabels } from './metrics/labels.js';
 
-export { evaluateEmbeddings, type EvaluateEmbeddingsOptions, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
+export { evaluateEmbeddings, checkQueryLabelsInGallery, type EvaluateEmbeddingsOptions, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
 export { NeighbourRecorder, neighboursCsv, NEIGHBOURS_CSV_HEADER } from './eval/saved-neighbours.js';
 export { evaluateModel, type EvaluateModelOptions, type ItemRole } from './eval/evaluate-model.js';
 export { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';

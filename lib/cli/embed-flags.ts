@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { DmlError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
 import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
+import { TOKEN_POOLINGS } from '../embed/model-signature.js';
 import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
 import { printWarning } from './warning.js';
 
@@ -16,6 +17,7 @@ export interface EmbedFlags {
   batchSize: string;
   workers?: string;
   outputName?: string;
+  pooling?: string;
   skipBadImages?: boolean;
   limitInputPixels?: string;
 }
@@ -31,9 +33,13 @@ export function addEmbedOptions(command: Command, batchSizeHelp = 'images per in
     .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs (default: 40000000)');
 }
 
-/** The embedder options of the flags (device, batch size, threads). Errors: E_ARG naming the flag. */
+/** Help of `--pooling`, shared by the commands that take it. */
+export const POOLING_HELP = 'pool a token output [N, T, D] into one vector: cls (token 0), mean or max (over the patch tokens, the class token excluded)';
+
+/** The embedder options of the flags (device, batch size, threads, pooling). Errors: E_ARG naming the flag. */
 export function embedderOptions(flags: EmbedFlags): EmbedderOptions {
   return {
+    ...(flags.pooling !== undefined ? { pooling: parseChoice(flags.pooling, TOKEN_POOLINGS, '--pooling') } : {}),
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
     batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
     ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),

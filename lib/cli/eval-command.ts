@@ -13,7 +13,7 @@ import { Option, type Command } from 'commander';
 import { DEFAULT_CLUSTER_COUNTS } from '../eval/cluster-counts.js';
 import { DEFAULT_EXAMPLES } from '../eval/retrieval-examples.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE } from '../metrics/kmeans-options.js';
-import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
+import { addEmbedOptions, POOLING_HELP, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';
 
@@ -77,7 +77,8 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--examples <n>', 'retrieval examples in the reports: n seeded random queries (the same for every model) and each model\'s n worst queries (lowest AP@R); 0 for none', String(DEFAULT_EXAMPLES))
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
-    .option('--output-name <name>', 'model output holding the embeddings (default: the first)');
+    .option('--output-name <name>', 'model output holding the embeddings (default: a 2-D output named like an embedding, e.g. image_embeds or pooler_output, else the first)')
+    .option('--pooling <kind>', POOLING_HELP);
   addPreprocessingOptions(addEmbedOptions(addHnswOptions(command)))
     .action(async (models: string[], flags: EvalFlags) => {
       const { runEval } = await import('./eval-run.js');

@@ -162,6 +162,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     ...embedderOptions(flags),
     preprocessing: preprocessingOverrides(flags),
     ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+    ...(flags.preprocessorConfig !== undefined ? { preprocessorConfig: flags.preprocessorConfig } : {}),
   };
   const pixelLimit = limitInputPixels(flags);
   const trainClasses = flags.trainClasses !== undefined ? parseClassList(flags.trainClasses, '--train-classes') : undefined;

@@ -18,7 +18,7 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
-import { addEmbedOptions, type EmbedFlags } from './embed-flags.js';
+import { addEmbedOptions, POOLING_HELP, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessing-flags.js';
 
@@ -49,7 +49,8 @@ export function registerIndexCommand(program: Command): void {
         .argument('<model>', 'ONNX embedder (copied into the index)')
         .argument('<images>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path>')
         .requiredOption('--out <dir>', 'index folder to create (must not exist, or be empty)')
-        .option('--output-name <name>', 'model output holding the embeddings (default: the first)'),
+        .option('--output-name <name>', 'model output holding the embeddings (default: a 2-D output named like an embedding, e.g. image_embeds or pooler_output, else the first)')
+        .option('--pooling <kind>', POOLING_HELP),
     )
       .option('--seed <n>', 'seed of the HNSW level generator', '0')
       .option('--cache-dir <dir>', 'embedding cache folder', '.dml-cache/embeddings')

@@ -38,6 +38,7 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     ...options,
     preprocessing,
     ...(flags.outputName !== undefined ? { outputName: flags.outputName } : {}),
+    ...(flags.preprocessorConfig !== undefined ? { preprocessorConfig: flags.preprocessorConfig } : {}),
   });
   for (const message of embedder.warnings) warn(message); // e.g. several outputs and no --output-name
   try {
@@ -57,7 +58,12 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     await SearchIndexStore.create(flags.out, {
       modelPath: model,
       metadata: {
-        model: { sha256: embedder.modelSha256, source: model, outputName: embedder.signature.outputName },
+        model: {
+          sha256: embedder.modelSha256,
+          source: model,
+          outputName: embedder.signature.outputName,
+          ...(embedder.signature.pooling !== null ? { pooling: embedder.signature.pooling } : {}),
+        },
         preprocessing: embedder.preprocessing,
         dataset: { spec: images, manifestHash: hash },
       },
@@ -94,7 +100,14 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
       throw new DmlError('E_ARG', `${taken.length} item id${taken.length === 1 ? ' is' : 's are'} already in index ${dir}: ${listed}${taken.length > 3 ? ', ...' : ''} (expected new ids; --skip-existing leaves them out)`);
     }
     const { metadata } = store;
-    const embedder = await OnnxEmbedder.open(store.modelPath, { ...options, preprocessing: metadata.preprocessing, outputName: metadata.model.outputName });
+    const embedder = await OnnxEmbedder.open(store.modelPath, {
+      ...options,
+      preprocessing: metadata.preprocessing,
+      outputName: metadata.model.outputName,
+      // The preprocessing recorded at build time is complete: no config file is looked for.
+      preprocessorConfig: false,
+      ...(metadata.model.pooling !== undefined ? { pooling: metadata.model.pooling } : {}),
+    });
     try {
       if (embedder.modelSha256 !== metadata.model.sha256) {
         throw new DmlError('E_MODEL', `${store.modelPath} has sha256 ${embedder.modelSha256} but index ${dir} was built with ${metadata.model.sha256}`);

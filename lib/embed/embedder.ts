@@ -10,7 +10,6 @@
  * the current one runs inference. Both give the same tensors, so the same embeddings. Models with a
  * fixed batch size get their last batch padded with zeros, and the padded rows are discarded.
  */
-import { readFile } from 'node:fs/promises';
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { ImageBatch } from '../image/batch-collector.js';
@@ -19,13 +18,16 @@ import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
-import { checkModelFile } from '../onnx/model-file.js';
+import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
-import { canonicalJson, sha256 } from '../util/hash.js';
+import { BFLOAT16_UNSUPPORTED, widenBfloat16Io } from '../onnx/bfloat16-io.js';
+import { canonicalJson } from '../util/hash.js';
 import { checkBatchInputMemory } from './batch-memory.js';
 import type { EmbeddingSet } from './embedding-set.js';
-import { resolveModelSignature, type ModelSignature } from './model-signature.js';
+import { EMBEDDING_OUTPUT_NAMES, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
+import { poolTokens } from './pooling.js';
+import { findPreprocessorConfig, readPreprocessorConfig } from '../image/preprocessor-config.js';
 import { normalizeRowsInPlace } from './normalize.js';
 import { checkPositiveInteger } from '../util/check.js';
 import { concatFloat32 } from '../util/concat.js';
@@ -79,8 +81,19 @@ export interface EmbedderOptions {
   batchSize?: number;
   /** Preprocessing fields that override the model's metadata and declared shape. */
   preprocessing?: Partial<Preprocessing>;
-  /** Name of the output holding the embeddings (default: the first output). */
+  /**
+   * Name of the output holding the embeddings (default: a 2-D output named like an embedding, such as
+   * `image_embeds` or `pooler_output`, else the first output).
+   */
   outputName?: string;
+  /** Pool a token output [N, T, D] into [N, D] (see {@link TokenPooling}); default none. */
+  pooling?: TokenPooling;
+  /**
+   * A Hugging Face `preprocessor_config.json` to read preprocessing from (below `preprocessing`, above
+   * the model's metadata); default: the one beside the model or in its parent folder, if any
+   * ({@link findPreprocessorConfig}); false: none.
+   */
+  preprocessorConfig?: string | false;
   /**
    * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
    * running during inference: decode processes keep getting work, a server keeps answering. false runs
@@ -130,8 +143,13 @@ export interface SkippedImage {
 export class OnnxEmbedder {
   /** Model path as given. */
   readonly modelPath: string;
-  /** SHA-256 of the model file. */
+  /**
+   * The model's identity: SHA-256 of the model file, or, for a model with external data files, of
+   * its file's and their hashes (see {@link modelIdentity}).
+   */
   readonly modelSha256: string;
+  /** The model's external data files (weights stored beside it), with their hashes; empty for most models. */
+  readonly externalData: readonly ExternalDataFile[];
   /** Execution provider that actually runs the model. */
   readonly provider: string;
   /** Providers tried before, with their errors (empty when the first choice loaded). */
@@ -139,6 +157,8 @@ export class OnnxEmbedder {
   readonly signature: ModelSignature;
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
+  /** The `preprocessor_config.json` the preprocessing was read from, if any. */
+  readonly preprocessorConfigPath: string | undefined;
   readonly batchSize: number;
   /**
    * Warnings about how the model is used, for the caller to show and record (nothing is printed): the
@@ -151,20 +171,24 @@ export class OnnxEmbedder {
   private constructor(init: {
     modelPath: string;
     modelSha256: string;
+    externalData: ExternalDataFile[];
     provider: string;
     providerAttempts: Array<{ provider: string; error?: string }>;
     signature: ModelSignature;
     metadataProps: Record<string, string>;
+    preprocessorConfigPath?: string;
     batchSize: number;
     session: SessionRunner;
     warnings: string[];
   }) {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
+    this.externalData = init.externalData;
     this.provider = init.provider;
     this.providerAttempts = init.providerAttempts;
     this.signature = init.signature;
     this.metadataProps = init.metadataProps;
+    this.preprocessorConfigPath = init.preprocessorConfigPath;
     this.batchSize = init.batchSize;
     this.session = init.session;
     this.warnings = init.warnings;
@@ -175,29 +199,40 @@ export class OnnxEmbedder {
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? 32;
     checkPositiveInteger('batchSize', batchSize);
-    await checkModelFile(modelPath);
-    let bytes: Uint8Array;
-    try {
-      bytes = await readFile(modelPath);
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read model ${modelPath}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-        cause: err,
-      });
-    }
-    const meta = readModelMetadata(bytes, modelPath);
+    const files = await readModelFiles(modelPath);
+    const meta = readModelMetadata(files.bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
-    const session = await openSessionRunner(bytes, {
+    const configPath = options.preprocessorConfig === false ? undefined : (options.preprocessorConfig ?? (await findPreprocessorConfig(modelPath)));
+    const config = configPath !== undefined ? await readPreprocessorConfig(configPath) : undefined;
+    const sessionOptions = {
       device: options.device ?? 'auto',
       name: modelPath,
       thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
-    });
+    };
+    let session: SessionRunner;
+    try {
+      // By path, so that onnxruntime finds external data files beside the model.
+      session = await openSessionRunner(modelPath, sessionOptions);
+    } catch (err) {
+      // onnxruntime-node cannot open bfloat16 inputs or outputs: run the model with them cast inside the graph.
+      if (!(err instanceof DmlError) || !BFLOAT16_UNSUPPORTED.test(err.message)) throw err;
+      const widened = widenBfloat16Io(files.bytes, modelPath);
+      if (widened === undefined) throw err;
+      if (files.externalData.length > 0) {
+        throw new DmlError('E_MODEL', `${modelPath}: bfloat16 inputs or outputs need the model rewritten in memory, which cannot carry its external data files; expected a model with float32 or float16 inputs and outputs, or one without external data`, { cause: err });
+      }
+      session = await openSessionRunner(widened, sessionOptions);
+    }
     const { io } = session;
-    const overrides = { ...(options.preprocessing ?? {}), ...(options.outputName !== undefined ? { outputName: options.outputName } : {}) };
+    const overrides = {
+      ...(options.preprocessing ?? {}),
+      ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),
+      ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
+    };
     let signature: ModelSignature;
     try {
-      signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides);
+      signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides, config);
       checkBatchInputMemory(signature.fixedBatch ?? batchSize, signature.preprocessing);
     } catch (err) {
       await session.release();
@@ -205,19 +240,24 @@ export class OnnxEmbedder {
     }
     const embedder = new OnnxEmbedder({
       modelPath,
-      modelSha256: sha256(bytes),
+      modelSha256: files.sha256,
+      externalData: files.externalData,
       provider: session.provider,
       providerAttempts: session.attempts,
       signature,
       metadataProps: meta.metadataProps,
       batchSize: signature.fixedBatch ?? batchSize,
       session,
-      warnings:
-        options.outputName === undefined && io.outputs.length > 1
+      ...(configPath !== undefined ? { preprocessorConfigPath: configPath } : {}),
+      warnings: [
+        // Said only when the first output was taken for want of a better rule (not by name, not as the token output to pool).
+        ...(options.outputName === undefined && options.pooling === undefined && io.outputs.length > 1 && signature.outputName === io.outputs[0]?.name && !EMBEDDING_OUTPUT_NAMES.includes(signature.outputName)
           ? [
               `${modelPath} has ${io.outputs.length} outputs (${io.outputs.map((o) => o.name).join(', ')}); using the first, "${signature.outputName}", as the embedding; pass --output-name <name> (option outputName) to use another`,
             ]
-          : [],
+          : []),
+        ...defaultsWarning(modelPath, signature),
+      ],
     });
     if (io.outputs.find((o) => o.name === signature.outputName)?.shape.length === 0) {
       try {
@@ -247,13 +287,14 @@ export class OnnxEmbedder {
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
-    if (!out || out.dims.length !== 2 || out.dims[0] !== count) {
+    const rank = this.signature.pooling === null ? 2 : 3;
+    if (!out || out.dims.length !== rank || out.dims[0] !== count) {
       throw new DmlError(
         'E_MODEL',
-        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected [N, D] embeddings, here [${count}, D]`,
+        `${this.modelPath}: output "${name}" has shape [${out?.dims.join(', ') ?? ''}] on a batch of ${count} images (the model does not declare it); expected ${rank === 2 ? `[N, D] embeddings, here [${count}, D]` : `[N, T, D] tokens to pool, here [${count}, T, D]`}`,
       );
     }
-    this.dim = out.dims[1] as number;
+    this.dim = out.dims[rank - 1] as number;
   }
 
   /** Preprocessing this embedder applies. */
@@ -294,18 +335,21 @@ export class OnnxEmbedder {
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
-    if (!out || out.dims.length !== 2 || out.dims[0] !== runCount || !(out.data instanceof Float32Array)) {
+    const pooling = this.signature.pooling;
+    const rank = pooling === null ? 2 : 3;
+    if (!out || out.dims.length !== rank || out.dims[0] !== runCount || !(out.data instanceof Float32Array)) {
       throw new DmlError(
         'E_MODEL',
-        `${this.modelPath}: output "${this.signature.outputName}" came back as ${out?.type ?? 'nothing'} [${out?.dims.join(', ') ?? ''}]; expected float32 [${runCount}, D]`,
+        `${this.modelPath}: output "${this.signature.outputName}" came back as ${out?.type ?? 'nothing'} [${out?.dims.join(', ') ?? ''}]; expected float32 [${runCount}, ${rank === 2 ? 'D' : 'T, D'}]`,
       );
     }
-    const dim = out.dims[1] as number;
+    const dim = out.dims[rank - 1] as number;
     if (this.dim !== null && dim !== this.dim) {
       throw new DmlError('E_MODEL', `${this.modelPath}: output dimension changed from ${this.dim} to ${dim}`);
     }
     this.dim = dim;
-    const vectors = out.data.slice(0, count * dim);
+    const vectors =
+      pooling === null ? out.data.slice(0, count * dim) : poolTokens(out.data.subarray(0, count * (out.dims[1] as number) * dim), count, out.dims[1] as number, dim, pooling, this.modelPath);
     normalizeRowsInPlace(vectors, count, dim, this.modelPath, firstRow);
     return { vectors, input };
   }
@@ -426,6 +470,27 @@ export class OnnxEmbedder {
   async release(): Promise<void> {
     await this.session.release();
   }
+}
+
+/**
+ * The warning for a model whose preprocessing came partly from dmlkit's defaults (no flag, config or
+ * metadata gave it), naming the defaults used; none when nothing was defaulted. A newcomer's most
+ * likely wrong number is a Hub model run with ImageNet statistics it was not trained with.
+ */
+function defaultsWarning(modelPath: string, signature: ModelSignature): string[] {
+  const p = signature.preprocessing;
+  const s = signature.preprocessingSources;
+  const used: string[] = [];
+  if (s.height === 'default' || s.width === 'default') used.push(`input size ${p.height}x${p.width}`);
+  if (s.resizeShorter === 'default') used.push(`shorter side resized to ${p.resizeShorter} before the centre crop`);
+  if (s.mean === 'default' || s.std === 'default') {
+    const imagenet = p.channels === 3 ? 'ImageNet ' : '';
+    used.push(`${imagenet}mean [${p.mean.join(', ')}] and std [${p.std.join(', ')}]`);
+  }
+  if (used.length === 0) return [];
+  return [
+    `${modelPath} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; using dmlkit's defaults: ${used.join(', ')}; pass --preprocessor-config <file> or --size/--resize/--mean/--std if the model was trained otherwise`,
+  ];
 }
 
 /** The {@link ImageDecodePool.loadBatch} options of an {@link OnnxEmbedder.embedItems} call. */

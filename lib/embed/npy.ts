@@ -9,6 +9,7 @@
 import { readFile } from 'node:fs/promises';
 import { DmlError } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { halfToFloat } from '../util/half-float.js';
 
 /** A decoded `.npy` array. Integer types of 64 bits come back as BigInt64Array / BigUint64Array. */
 export interface NpyArray {
@@ -56,16 +57,6 @@ const NUMERIC: Record<string, NumericCtor> = {
   u4: Uint32Array,
   u8: BigUint64Array,
 };
-
-/** The value of an IEEE 754 half-precision number given as its 16 bits. */
-export function halfToFloat(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * fraction * 2 ** -24; // zero and subnormals
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : Number.NaN;
-  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
-}
 
 /** Decodes the bytes of a `.npy` file (float16 is widened to float32). `name` is used in error messages. */
 export function parseNpy(bytes: Uint8Array, name: string): NpyArray {

@@ -106,6 +106,33 @@ function checkSet(set: EmbeddingSet, name: string): void {
   }
 }
 
+/** At most this many labels are quoted in a label-mismatch message. */
+const LABELS_QUOTED = 3;
+
+/**
+ * Checks that the query labels occur among the gallery labels: none at all is an E_DATASET error (the
+ * metrics would all be 0, typically string labels against integer ones, or two label files that do
+ * not belong together); some missing gives a warning naming how many queries and which labels.
+ */
+export function checkQueryLabelsInGallery(queryLabels: readonly string[], galleryLabels: readonly string[]): string | undefined {
+  const gallery = new Set(galleryLabels);
+  const missing = new Map<string, number>();
+  for (const label of queryLabels) if (!gallery.has(label)) missing.set(label, (missing.get(label) ?? 0) + 1);
+  if (missing.size === 0) return undefined;
+  const quote = (labels: Iterable<string>): string => {
+    const list = [...labels];
+    return list.slice(0, LABELS_QUOTED).map((l) => JSON.stringify(l)).join(', ') + (list.length > LABELS_QUOTED ? ', ...' : '');
+  };
+  const queries = [...missing.values()].reduce((a, b) => a + b, 0);
+  if (queries === queryLabels.length) {
+    throw new DmlError(
+      'E_DATASET',
+      `none of the ${queryLabels.length} query labels occurs among the gallery labels (queries: ${quote(missing.keys())}; gallery: ${quote(gallery)}); expected the query and gallery sets to share labels (string against integer labels?)`,
+    );
+  }
+  return `${queries} of ${queryLabels.length} queries have a label that never occurs in the gallery (${quote(missing.keys())}); they count as misses`;
+}
+
 /**
  * Evaluates `query` against `gallery` (pass the same object, or null, for the query set = gallery set
  * protocol). Vectors must already be L2-normalised.
@@ -142,6 +169,8 @@ export async function evaluateEmbeddings(
 
   const labels = encodeLabels(query.labels, g.labels);
   const warnings: string[] = [];
+  const labelWarning = checkQueryLabelsInGallery(query.labels, g.labels);
+  if (labelWarning !== undefined) warnings.push(labelWarning);
   if (labels.labelNames.length === 1) {
     warnings.push(
       `every item has the same label (${JSON.stringify(labels.labelNames[0])}): with a single class every retrieval metric (Recall@K, R-Precision, MAP@R) is trivially 100 and NMI says nothing; evaluate on at least 2 classes`,

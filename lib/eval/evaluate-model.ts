@@ -67,14 +67,17 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
   return {
     path: embedder.modelPath,
     sha256: embedder.modelSha256,
+    ...(embedder.externalData.length > 0 ? { externalData: embedder.externalData.map((f) => ({ ...f })) } : {}),
     executionProvider: embedder.provider,
     providerAttempts: embedder.providerAttempts,
     inputName: embedder.signature.inputName,
     outputName: embedder.signature.outputName,
+    ...(embedder.signature.pooling !== null ? { pooling: embedder.signature.pooling } : {}),
     embeddingDim: embedder.embeddingDim ?? 0,
     fixedBatch: embedder.signature.fixedBatch,
     preprocessing: embedder.preprocessing,
-    preprocessingSources: embedder.signature.preprocessingSources,
+    preprocessingSources: embedder.signature.preprocessingSources as Record<string, string>,
+    ...(embedder.preprocessorConfigPath !== undefined ? { preprocessorConfig: embedder.preprocessorConfigPath } : {}),
     metadataProps: embedder.metadataProps,
   };
 }

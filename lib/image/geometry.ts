@@ -3,7 +3,7 @@
  * the training augmentation. Every function reproduces torchvision's arithmetic (including Python's
  * round-half-to-even and its integer truncations), so a crop here lands on the same pixels as there.
  */
-import type { TrainAugmentation } from './preprocessing.js';
+import type { CropRounding, Preprocessing, TrainAugmentation } from './preprocessing.js';
 import type { Rng } from '../util/rng.js';
 
 /** A rectangle of pixels, in the shape sharp's `extract()` takes. */
@@ -47,6 +47,35 @@ export function resizeShorterSize(width: number, height: number, shorter: number
     : { width: Math.floor((shorter * width) / height), height: shorter };
 }
 
+/**
+ * Size after resizing the longer side to `longer`, keeping the aspect ratio: the shorter side becomes
+ * `int(longer * short / long)` (truncated, as {@link resizeShorterSize}); a square image counts as
+ * "width is the longer side".
+ */
+export function resizeLongerSize(width: number, height: number, longer: number): Size {
+  return width >= height
+    ? { width: longer, height: Math.max(1, Math.floor((longer * height) / width)) }
+    : { width: Math.max(1, Math.floor((longer * width) / height)), height: longer };
+}
+
+/** The size an image of `width x height` has after the resize of `p` (see {@link Preprocessing.resizeMode}). */
+export function resizedSize(
+  width: number,
+  height: number,
+  p: Pick<Preprocessing, 'resizeShorter' | 'resizeMode' | 'resizeLonger' | 'resizeWidth' | 'resizeHeight'>,
+): Size {
+  switch (p.resizeMode ?? 'shorter') {
+    case 'longer':
+      return resizeLongerSize(width, height, p.resizeLonger ?? p.resizeShorter);
+    case 'exact':
+      return { width: p.resizeWidth ?? width, height: p.resizeHeight ?? height };
+    case 'none':
+      return { width, height };
+    default:
+      return resizeShorterSize(width, height, p.resizeShorter);
+  }
+}
+
 /** Zero pixels to add on each side. */
 export interface Padding {
   top: number;
@@ -66,21 +95,26 @@ export interface CentreCrop {
  * offset `round((H - h) / 2)` with Python's rounding (a margin of 3 puts 2 pixels before the crop, a
  * margin of 5 also 2, a margin of 7 puts 4). Along an axis where the image is shorter than the crop,
  * the whole axis is kept and zeros are added, `(h - H) // 2` before and `(h - H + 1) // 2` after.
+ * With `rounding` `floor`, Hugging Face's `center_crop`: offset `(H - h) // 2`, and
+ * `ceil((h - H) / 2)` zeros before along an axis shorter than the crop.
  */
-export function centreCrop(image: Size, crop: Size): CentreCrop {
-  const x = centreAxis(image.width, crop.width);
-  const y = centreAxis(image.height, crop.height);
+export function centreCrop(image: Size, crop: Size, rounding: CropRounding = 'round'): CentreCrop {
+  const x = centreAxis(image.width, crop.width, rounding);
+  const y = centreAxis(image.height, crop.height, rounding);
   return {
     box: { left: x.offset, top: y.offset, width: x.length, height: y.length },
     padding: { top: y.before, bottom: y.after, left: x.before, right: x.after },
   };
 }
 
-function centreAxis(size: number, crop: number): { offset: number; length: number; before: number; after: number } {
+function centreAxis(size: number, crop: number, rounding: CropRounding): { offset: number; length: number; before: number; after: number } {
   if (crop > size) {
-    return { offset: 0, length: size, before: Math.floor((crop - size) / 2), after: Math.floor((crop - size + 1) / 2) };
+    // torchvision pads (crop - size) // 2 before; Hugging Face's center_crop pads ceil((crop - size) / 2) before.
+    const before = rounding === 'floor' ? Math.ceil((crop - size) / 2) : Math.floor((crop - size) / 2);
+    return { offset: 0, length: size, before, after: crop - size - before };
   }
-  return { offset: roundHalfEven((size - crop) / 2), length: crop, before: 0, after: 0 };
+  const offset = rounding === 'floor' ? Math.floor((size - crop) / 2) : roundHalfEven((size - crop) / 2);
+  return { offset, length: crop, before: 0, after: 0 };
 }
 
 /**

@@ -50,6 +50,19 @@ export async function renderRaw(pipeline: Sharp, channels: 1 | 3): Promise<RawIm
   return { data, width: info.width, height: info.height, channels };
 }
 
+/** The `box` of `image` (a copy; `image` itself when the box is the whole image). */
+export function extractRaw(image: RawImage, box: { left: number; top: number; width: number; height: number }): RawImage {
+  const { data, width, channels } = image;
+  if (box.left === 0 && box.top === 0 && box.width === width && box.height === image.height) return image;
+  const out = Buffer.alloc(box.width * box.height * channels);
+  const rowBytes = box.width * channels;
+  for (let y = 0; y < box.height; y++) {
+    const from = ((box.top + y) * width + box.left) * channels;
+    data.copy(out, y * rowBytes, from, from + rowBytes);
+  }
+  return { data: out, width: box.width, height: box.height, channels };
+}
+
 /** `image` with `padding` zero pixels added on each side (a copy; `image` itself if no padding). */
 export function padRaw(image: RawImage, padding: Padding): RawImage {
   const { top, bottom, left, right } = padding;

@@ -2,7 +2,8 @@
  * @file HWC uint8 pixels -> normalised Float32 model input, written in place into a caller's array (a
  * batch is one allocation, each image at its own offset).
  *
- * Each value is `(x / 255 - mean[c]) / std[c]` computed in float64 and stored as float32 (so tests can
+ * Each value is `(x / 255 - mean[c]) / std[c]` (`x * rescale` instead of `x / 255` when the
+ * preprocessing sets `rescale`) computed in float64 and stored as float32 (so tests can
  * reproduce it exactly with `Math.fround`). The 256 possible values per channel are computed once per
  * call and looked up per pixel.
  */
@@ -17,7 +18,7 @@ import { validateNormalisation } from './validate.js';
  */
 export function toTensor(
   image: RawImage,
-  normalisation: Pick<Preprocessing, 'mean' | 'std' | 'layout'>,
+  normalisation: Pick<Preprocessing, 'mean' | 'std' | 'layout' | 'rescale'>,
   out: Float32Array,
   offset = 0,
 ): void {
@@ -40,7 +41,8 @@ export function toTensor(
   for (let c = 0; c < channels; c++) {
     const mean = normalisation.mean[c] as number;
     const std = normalisation.std[c] as number;
-    for (let v = 0; v < 256; v++) table[c * 256 + v] = (v / 255 - mean) / std;
+    const { rescale } = normalisation;
+    for (let v = 0; v < 256; v++) table[c * 256 + v] = ((rescale === undefined ? v / 255 : v * rescale) - mean) / std;
   }
   if (normalisation.layout === 'NHWC') {
     for (let i = 0, p = 0; p < plane; p++) {

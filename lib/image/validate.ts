@@ -2,7 +2,7 @@
  * @file Argument checks for the image pipeline's settings. Each failure is an `E_ARG` DmlError that
  * names the parameter, what was expected and what was received.
  */
-import type { Preprocessing, TrainAugmentation } from './preprocessing.js';
+import { RESAMPLE_FILTERS, RESIZE_MODES, type Preprocessing, type TrainAugmentation } from './preprocessing.js';
 import { invalidParameterError } from '../errors.js';
 
 function isPositiveInteger(value: unknown): value is number {
@@ -55,12 +55,31 @@ export function validatePreprocessing(preprocessing: Preprocessing, name = 'prep
   const { height, width, resizeShorter, channels, layout } = preprocessing;
   if (!isPositiveInteger(height)) throw invalidParameterError(`${name}.height`, 'a positive integer', height);
   if (!isPositiveInteger(width)) throw invalidParameterError(`${name}.width`, 'a positive integer', width);
-  if (!isPositiveInteger(resizeShorter) || resizeShorter < Math.min(height, width)) {
+  const mode = preprocessing.resizeMode ?? 'shorter';
+  if (!RESIZE_MODES.includes(mode)) throw invalidParameterError(`${name}.resizeMode`, `one of ${RESIZE_MODES.join(', ')}`, mode);
+  if (!isPositiveInteger(resizeShorter) || (mode === 'shorter' && resizeShorter < Math.min(height, width))) {
     throw invalidParameterError(
       `${name}.resizeShorter`,
       `an integer of at least min(height, width) = ${Math.min(height, width)}`,
       resizeShorter,
     );
+  }
+  if (mode === 'longer' && !isPositiveInteger(preprocessing.resizeLonger)) {
+    throw invalidParameterError(`${name}.resizeLonger`, "a positive integer (resizeMode 'longer')", preprocessing.resizeLonger);
+  }
+  if (mode === 'exact') {
+    for (const key of ['resizeWidth', 'resizeHeight'] as const) {
+      if (!isPositiveInteger(preprocessing[key])) throw invalidParameterError(`${name}.${key}`, "a positive integer (resizeMode 'exact')", preprocessing[key]);
+    }
+  }
+  if (preprocessing.resample !== undefined && !RESAMPLE_FILTERS.includes(preprocessing.resample)) {
+    throw invalidParameterError(`${name}.resample`, `one of ${RESAMPLE_FILTERS.join(', ')}`, preprocessing.resample);
+  }
+  if (preprocessing.cropRounding !== undefined && preprocessing.cropRounding !== 'round' && preprocessing.cropRounding !== 'floor') {
+    throw invalidParameterError(`${name}.cropRounding`, "'round' or 'floor'", preprocessing.cropRounding);
+  }
+  if (preprocessing.rescale !== undefined && !(isFiniteNumber(preprocessing.rescale) && preprocessing.rescale > 0)) {
+    throw invalidParameterError(`${name}.rescale`, 'a positive finite number', preprocessing.rescale);
   }
   if (channels !== 1 && channels !== 3) throw invalidParameterError(`${name}.channels`, '1 or 3', channels);
   if (layout !== 'NCHW' && layout !== 'NHWC') throw invalidParameterError(`${name}.layout`, "'NCHW' or 'NHWC'", layout);

@@ -8,6 +8,7 @@ import type { ImageSource } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import type { TokenPooling } from '../embed/model-signature.js';
 import type { HnswParams } from '../search/hnsw.js';
 
 /** Format tag of `index.json`. */
@@ -47,12 +48,14 @@ export interface SearchIndexMetadata {
   format: typeof SEARCH_INDEX_FORMAT;
   createdAt: string;
   model: {
-    /** SHA-256 of `model.onnx`. */
+    /** The model's identity: SHA-256 of `model.onnx`, covering its external data files when it has any (see `modelIdentity`). */
     sha256: string;
     /** The path the model was copied from, for provenance. */
     source: string;
     /** The model output holding the embeddings. */
     outputName: string;
+    /** How a token output is pooled (absent for an output that is already [N, D]). */
+    pooling?: TokenPooling;
   };
   preprocessing: Preprocessing;
   /** Embedding dimension. */

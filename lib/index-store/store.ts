@@ -7,7 +7,8 @@
  * ```
  * index.json           metadata (format, model sha256, preprocessing, dim, HNSW parameters) and the
  *                      current generation G; replacing this file is the commit point of a snapshot
- * model.onnx           the embedder, copied at build time (its sha256 is in index.json)
+ * model.onnx           the embedder, copied at build time (its identity, a sha256, is in index.json),
+ *                      with its external data files (e.g. model.onnx_data) beside it if it has any
  * gen-G/hnsw.bin       hnswlib graph of snapshot G (hnswlib label = the item's slot)
  * gen-G/items.json     the live items of snapshot G: slot, id, label, source
  * journal-G.jsonl      changes since snapshot G: one line per acknowledged write (a batch of adds or
@@ -39,13 +40,14 @@
  * snapshot.ts; the graph is a {@link HnswIndex} (search/hnsw.ts, the only hnswlib wrapper).
  */
 import { randomBytes } from 'node:crypto';
-import { copyFile, mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { HnswIndex } from '../search/hnsw.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { sha256, sha256File } from '../util/hash.js';
+import { sha256 } from '../util/hash.js';
+import { copyModelFiles, readModelFiles } from '../onnx/model-files.js';
 import { Journal } from './journal.js';
 import {
   checkItemId,
@@ -135,9 +137,9 @@ export class SearchIndexStore {
     const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     try {
       await mkdir(tmp, { recursive: true });
-      await copyFile(init.modelPath, path.join(tmp, MODEL_FILE));
-      await syncPath(path.join(tmp, MODEL_FILE));
-      const copied = await sha256File(path.join(tmp, MODEL_FILE));
+      // The model's external data files (if any) go beside the copy, so the index folder serves alone.
+      for (const file of await copyModelFiles(init.modelPath, path.join(tmp, MODEL_FILE))) await syncPath(file);
+      const copied = (await readModelFiles(path.join(tmp, MODEL_FILE))).sha256;
       if (copied !== init.metadata.model.sha256) {
         throw new DmlError('E_MODEL', `Model ${init.modelPath} changed while the index was built (sha256 ${copied}, expected ${init.metadata.model.sha256})`);
       }

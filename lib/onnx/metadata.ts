@@ -13,7 +13,11 @@
  * | 8 | `opset_import` | repeated `OperatorSetIdProto { 1 domain: string, 2 version: int64 }` |
  * | 14 | `metadata_props` | repeated `StringStringEntryProto { 1 key: string, 2 value: string }` |
  *
- * Field 7 (`graph`) and every other field are skipped by length.
+ * Field 7 (`graph`) and every other field are skipped by length by {@link readModelMetadata};
+ * {@link readExternalDataLocations} walks the graph instead, for the files holding tensors stored
+ * outside the model (`TensorProto.external_data`, field 13, key `location`): initializers (graph
+ * field 5), sparse initializers (15: values 1, indices 2) and node attributes (node 1 -> attribute 5:
+ * `t` 5, `tensors` 10, subgraphs `g` 6 and `graphs` 11), skipping tensor data by length.
  */
 import { DmlError } from '../errors.js';
 
@@ -236,4 +240,110 @@ export function readModelMetadata(bytes: Uint8Array, source?: string): ModelMeta
     ...(opsetVersion !== undefined ? { opsetVersion } : {}),
     metadataProps: Object.fromEntries(props),
   };
+}
+
+const FIELD_GRAPH_NODE = 1;
+const FIELD_GRAPH_INITIALIZER = 5;
+const FIELD_GRAPH_SPARSE_INITIALIZER = 15;
+const FIELD_NODE_ATTRIBUTE = 5;
+const FIELD_ATTRIBUTE_TENSOR = 5;
+const FIELD_ATTRIBUTE_GRAPH = 6;
+const FIELD_ATTRIBUTE_TENSORS = 10;
+const FIELD_ATTRIBUTE_GRAPHS = 11;
+const FIELD_TENSOR_EXTERNAL_DATA = 13;
+/** Subgraphs nested deeper than this are refused (a malformed or hostile model). */
+const MAX_GRAPH_DEPTH = 32;
+
+/** The `location` of one `TensorProto`'s external data, or undefined when it has none. */
+function tensorLocation(reader: WireReader): string | undefined {
+  let location: string | undefined;
+  while (!reader.done) {
+    const [field, wireType] = reader.key();
+    if (field === FIELD_TENSOR_EXTERNAL_DATA && wireType === WIRE_LENGTH_DELIMITED) {
+      const entry = reader.nested('external_data');
+      let key = '';
+      let value = '';
+      while (!entry.done) {
+        const [f, w] = entry.key();
+        if ((f === 1 || f === 2) && w === WIRE_LENGTH_DELIMITED) {
+          const text = entry.string(`external_data.${f === 1 ? 'key' : 'value'}`);
+          if (f === 1) key = text;
+          else value = text;
+        } else {
+          entry.skip(w);
+        }
+      }
+      if (key === 'location') location = value;
+    } else {
+      reader.skip(wireType);
+    }
+  }
+  return location;
+}
+
+function collectGraphLocations(graph: WireReader, found: Set<string>, depth: number): void {
+  if (depth > MAX_GRAPH_DEPTH) throw graph.fail(`subgraphs nested more than ${MAX_GRAPH_DEPTH} deep`);
+  const addTensor = (reader: WireReader): void => {
+    const location = tensorLocation(reader);
+    if (location !== undefined) found.add(location);
+  };
+  while (!graph.done) {
+    const [field, wireType] = graph.key();
+    if (wireType !== WIRE_LENGTH_DELIMITED) {
+      graph.skip(wireType);
+    } else if (field === FIELD_GRAPH_INITIALIZER) {
+      addTensor(graph.nested('initializer'));
+    } else if (field === FIELD_GRAPH_SPARSE_INITIALIZER) {
+      const sparse = graph.nested('sparse_initializer');
+      while (!sparse.done) {
+        const [f, w] = sparse.key();
+        if ((f === 1 || f === 2) && w === WIRE_LENGTH_DELIMITED) addTensor(sparse.nested('sparse_initializer tensor'));
+        else sparse.skip(w);
+      }
+    } else if (field === FIELD_GRAPH_NODE) {
+      const nodeReader = graph.nested('node');
+      while (!nodeReader.done) {
+        const [f, w] = nodeReader.key();
+        if (f !== FIELD_NODE_ATTRIBUTE || w !== WIRE_LENGTH_DELIMITED) {
+          nodeReader.skip(w);
+          continue;
+        }
+        const attribute = nodeReader.nested('attribute');
+        while (!attribute.done) {
+          const [af, aw] = attribute.key();
+          if (aw !== WIRE_LENGTH_DELIMITED) attribute.skip(aw);
+          else if (af === FIELD_ATTRIBUTE_TENSOR || af === FIELD_ATTRIBUTE_TENSORS) addTensor(attribute.nested('attribute tensor'));
+          else if (af === FIELD_ATTRIBUTE_GRAPH || af === FIELD_ATTRIBUTE_GRAPHS) collectGraphLocations(attribute.nested('subgraph'), found, depth + 1);
+          else attribute.skip(aw);
+        }
+      }
+    } else {
+      graph.skip(wireType);
+    }
+  }
+}
+
+/**
+ * The files a serialised ONNX model keeps tensors in outside itself (`external_data` `location`s,
+ * relative to the model's folder), each once, in order of first use; empty for a self-contained model.
+ * Errors (E_MODEL, naming `source` when given): malformed bytes, and a location that is absolute or
+ * leaves the model's folder (`..`), which onnxruntime refuses too and which no copy of the model could
+ * carry along.
+ */
+export function readExternalDataLocations(bytes: Uint8Array, source?: string): string[] {
+  const reader = new WireReader(bytes, 0, bytes.length, 'ModelProto', source);
+  const found = new Set<string>();
+  while (!reader.done) {
+    const [field, wireType] = reader.key();
+    if (field === FIELD_GRAPH && wireType === WIRE_LENGTH_DELIMITED) collectGraphLocations(reader.nested('graph'), found, 0);
+    else reader.skip(wireType);
+  }
+  for (const location of found) {
+    const parts = location.split(/[\\/]/);
+    if (location === '' || location.startsWith('/') || /^[A-Za-z]:/.test(location) || parts.includes('..')) {
+      const subject = source ?? 'The ONNX model';
+      throw new DmlError('E_MODEL', `${subject}: external data location ${JSON.stringify(location)} is not a path inside the model's folder; expected a relative file name such as "model.onnx_data"`);
+    }
+  }
+  return [...found];
 }

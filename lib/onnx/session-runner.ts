@@ -7,7 +7,8 @@
  * thread stops everything else there: the replies of image decode processes, a server's requests.
  */
 import ort from './ort.js';
-import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type ProviderAttempt } from './session.js';
+import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type IoValueInfo, type ProviderAttempt } from './session.js';
+import { fromHalfArray, toHalfArray } from '../util/half-float.js';
 import type { ExecutionProviderName } from './devices.js';
 import { SessionThread } from './session-thread.js';
 
@@ -21,19 +22,33 @@ export interface PlainTensor {
 /** Float32 inputs of one run, by input name. */
 export type FloatInputs = Record<string, { data: Float32Array; dims: readonly number[] }>;
 
-/** {@link FloatInputs} as onnxruntime tensors. */
-export function ortFeeds(inputs: FloatInputs): Record<string, ort.Tensor> {
+/**
+ * {@link FloatInputs} as onnxruntime tensors: float32, or cast to float16 when `inputs` (the model's
+ * declared inputs) says the input takes float16, so that half-precision exports (`model_fp16.onnx`)
+ * run as they are.
+ */
+export function ortFeeds(inputs: FloatInputs, declared: readonly IoValueInfo[] = []): Record<string, ort.Tensor> {
   const feeds: Record<string, ort.Tensor> = {};
-  for (const [name, { data, dims }] of Object.entries(inputs)) feeds[name] = new ort.Tensor('float32', data, dims);
+  for (const [name, { data, dims }] of Object.entries(inputs)) {
+    const type = declared.find((d) => d.name === name)?.type;
+    feeds[name] = type === 'float16' ? new ort.Tensor('float16', toHalfArray(data), dims) : new ort.Tensor('float32', data, dims);
+  }
   return feeds;
 }
 
-/** The outputs named in `outputNames` of an onnxruntime result, as {@link PlainTensor}s. */
+/**
+ * The outputs named in `outputNames` of an onnxruntime result, as {@link PlainTensor}s; float16
+ * outputs are widened to float32 (exactly), so callers see float32 whatever the model's precision.
+ */
 export function plainOutputs(result: ort.InferenceSession.ReturnType, outputNames: string[]): Record<string, PlainTensor> {
   const outputs: Record<string, PlainTensor> = {};
   for (const name of outputNames) {
     const out = result[name];
-    if (out !== undefined) outputs[name] = { type: out.type, dims: out.dims, data: out.data };
+    if (out === undefined) continue;
+    outputs[name] =
+      out.type === 'float16' && out.data instanceof Uint16Array
+        ? { type: 'float32', dims: out.dims, data: fromHalfArray(out.data) }
+        : { type: out.type, dims: out.dims, data: out.data };
   }
   return outputs;
 }
@@ -66,7 +81,7 @@ export interface SessionRunner {
   readonly attempts: ProviderAttempt[];
   /** The model's declared inputs and outputs. */
   readonly io: IoDescription;
-  /** Runs the model on float32 `inputs`, answering the outputs named in `outputNames`. Rejects with onnxruntime's error. */
+  /** Runs the model on float32 `inputs` (cast to float16 for a float16 input), answering the outputs named in `outputNames`. Rejects with onnxruntime's error. */
   run(inputs: FloatInputs, outputNames: string[], options?: RunOptions): Promise<RunResult>;
   /** Frees the session (and ends its thread). */
   release(): Promise<void>;
@@ -93,7 +108,7 @@ export class InProcessSessionRunner implements SessionRunner {
   }
 
   async run(inputs: FloatInputs, outputNames: string[]): Promise<RunResult> {
-    return { outputs: plainOutputs(await this.#session.run(ortFeeds(inputs), outputNames), outputNames), inputs };
+    return { outputs: plainOutputs(await this.#session.run(ortFeeds(inputs, this.io.inputs), outputNames), outputNames), inputs };
   }
 
   release(): Promise<void> {
@@ -102,10 +117,11 @@ export class InProcessSessionRunner implements SessionRunner {
 }
 
 /**
- * Creates a session for `model` (bytes) as {@link createSession} does, on a thread of its own unless
- * `options.thread` is false. Errors: those of {@link createSession}, with the same codes and messages.
+ * Creates a session for `model` (a path, so that onnxruntime finds external data files beside it, or
+ * the model's bytes) as {@link createSession} does, on a thread of its own unless `options.thread` is
+ * false. Errors: those of {@link createSession}, with the same codes and messages.
  */
-export async function openSessionRunner(model: Uint8Array, options: SessionRunnerOptions): Promise<SessionRunner> {
+export async function openSessionRunner(model: string | Uint8Array, options: SessionRunnerOptions): Promise<SessionRunner> {
   const { thread = true, ...sessionOptions } = options;
   if (thread) return SessionThread.create(model, sessionOptions);
   return new InProcessSessionRunner(await createSession(model, sessionOptions));

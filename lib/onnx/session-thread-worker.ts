@@ -17,7 +17,8 @@ import { ortFeeds, plainOutputs, type FloatInputs, type PlainTensor } from './se
 
 /** What the thread is started with. */
 export interface SessionThreadData {
-  model: Uint8Array;
+  /** The model's path (external data files are found beside it) or its bytes. */
+  model: string | Uint8Array;
   options: CreateSessionOptions;
 }
 
@@ -35,10 +36,12 @@ export type SessionThreadReply =
 
 async function serve(port: MessagePort, data: SessionThreadData): Promise<void> {
   let session: ort.InferenceSession;
+  let io: IoDescription;
   try {
     const created = await createSession(data.model, data.options);
     session = created.session;
-    port.postMessage({ type: 'ready', provider: created.provider, attempts: created.attempts, io: describeIo(session) } satisfies SessionThreadReply);
+    io = describeIo(session);
+    port.postMessage({ type: 'ready', provider: created.provider, attempts: created.attempts, io } satisfies SessionThreadReply);
   } catch (err) {
     const reply: SessionThreadReply = err instanceof DmlError ? { type: 'fatal', code: err.code, message: err.message } : { type: 'fatal', code: null, message: (err as Error)?.message ?? String(err) };
     port.postMessage(reply);
@@ -50,7 +53,7 @@ async function serve(port: MessagePort, data: SessionThreadData): Promise<void> 
       void session.release().finally(() => port.close());
       return;
     }
-    session.run(ortFeeds(request.inputs), request.outputNames).then(
+    session.run(ortFeeds(request.inputs, io.inputs), request.outputNames).then(
       (result) => {
         // The inputs go back with the outputs (moved, not copied), so the caller can reuse its arrays.
         const reply: SessionThreadReply = { type: 'result', id: request.id, outputs: plainOutputs(result, request.outputNames), inputs: request.inputs };

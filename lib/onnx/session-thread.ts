@@ -49,10 +49,10 @@ export class SessionThread implements SessionRunner {
   }
 
   /**
-   * Starts the thread and creates the session there, as {@link createSession} does (same errors, same
-   * codes and messages); resolves once the model is loaded.
+   * Starts the thread and creates the session there from `model` (a path or the model's bytes), as
+   * {@link createSession} does (same errors, same codes and messages); resolves once the model is loaded.
    */
-  static create(model: Uint8Array, options: CreateSessionOptions): Promise<SessionThread> {
+  static create(model: string | Uint8Array, options: CreateSessionOptions): Promise<SessionThread> {
     const name = options.name ?? 'model';
     const { filename, options: workerOptions } = workerThreadEntry(import.meta.url, 'session-thread-worker');
     const data: SessionThreadData = { model, options };

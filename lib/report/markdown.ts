@@ -5,7 +5,8 @@
  */
 import { describeProviderChoice } from '../onnx/devices.js';
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
-import type { Report, RunReport } from './report.js';
+import type { ModelInfo, Report, RunReport } from './report.js';
+import type { Preprocessing } from '../image/preprocessing.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
 
@@ -58,6 +59,37 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
 }
 
 /**
+ * One line naming a run's preprocessing and where each value came from, e.g. `Preprocessing of vit:
+ * resize to 224x224 bicubic (preprocessor config), crop 224x224 (preprocessor config), ...`.
+ */
+export function describePreprocessing(name: string, model: ModelInfo): string {
+  const p = model.preprocessing as Preprocessing;
+  const s = model.preprocessingSources;
+  const from = (...keys: string[]): string => {
+    const sources = [...new Set(keys.map((k) => s[k]).filter((v): v is string => v !== undefined))];
+    return sources.length > 0 ? ` (${sources.join(', ')})` : '';
+  };
+  const filter = p.resample ?? 'linear (sharp)';
+  const mode = p.resizeMode ?? 'shorter';
+  const resize =
+    mode === 'exact'
+      ? `resize to ${p.resizeWidth}x${p.resizeHeight}`
+      : mode === 'longer'
+        ? `resize longer side to ${p.resizeLonger}`
+        : mode === 'none'
+          ? 'no resize'
+          : `resize shorter side to ${p.resizeShorter}`;
+  const parts = [
+    `${resize}, ${filter}${from('resizeMode', 'resizeShorter', 'resizeLonger', 'resizeWidth', 'resizeHeight', 'resample')}`,
+    `centre crop ${p.width}x${p.height}${p.cropRounding === 'floor' ? ' (offset floored)' : ''}${from('height', 'width', 'cropRounding')}`,
+    `${p.channels === 3 ? 'RGB' : 'grey'} ${p.layout}${from('channels', 'layout')}`,
+    `x ${p.rescale === undefined ? '1/255' : p.rescale === 1 / 255 ? '1/255' : String(p.rescale)}, mean [${p.mean.join(', ')}], std [${p.std.join(', ')}]${from('rescale', 'mean', 'std')}`,
+  ];
+  const config = model.preprocessorConfig !== undefined ? `; config ${model.preprocessorConfig}` : '';
+  return `Preprocessing of ${name}: ${parts.join('; ')}${config}.`;
+}
+
+/**
  * The notes under the table: data and protocol, index and k-means settings (of the first run: the runs
  * of one command share them), providers, skipped images.
  */
@@ -73,6 +105,7 @@ export function reportNotes(report: Report): string[] {
   for (const r of report.runs) {
     if (r.model !== undefined) notes.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
   }
+  for (const r of report.runs) if (r.model !== undefined) notes.push(describePreprocessing(r.name, r.model));
   const skipped = report.runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
   if (skipped > 0) notes.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
   return notes;

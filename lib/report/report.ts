@@ -23,15 +23,22 @@ export const REPORT_FORMAT = 'dmlkit.report/4';
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
   path: string;
+  /** The model's identity: the file's SHA-256, or, with external data, that of the file's and the data files' hashes. */
   sha256: string;
+  /** External data files the model keeps its weights in (present only when it has any). */
+  externalData?: Array<{ location: string; sha256: string }>;
   executionProvider: string;
   providerAttempts: Array<{ provider: string; error?: string }>;
   inputName: string;
   outputName: string;
+  /** How the token output was pooled (`cls`, `mean`, `max`); present only when it was. */
+  pooling?: string;
   embeddingDim: number;
   fixedBatch: number | null;
   preprocessing: unknown;
   preprocessingSources: Record<string, string>;
+  /** The Hugging Face `preprocessor_config.json` read, when one was (its values have the source `preprocessor config`). */
+  preprocessorConfig?: string;
   metadataProps: Record<string, string>;
 }
 

@@ -186,6 +186,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
       modelSha256: metadata.model.sha256,
       preprocessing: metadata.preprocessing,
       outputName: metadata.model.outputName,
+      ...(metadata.model.pooling !== undefined ? { pooling: metadata.model.pooling } : {}),
       device: options.device ?? 'auto',
       threads: options.threads,
       limitInputPixels: options.limitInputPixels,

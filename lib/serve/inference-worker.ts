@@ -14,6 +14,7 @@ import type { DmlErrorCode } from '../errors.js';
 import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import type { TokenPooling } from '../embed/model-signature.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { preprocessImageBytes } from '../image/image-bytes.js';
 
@@ -24,6 +25,8 @@ export interface InferenceWorkerData {
   modelSha256: string;
   preprocessing: Preprocessing;
   outputName: string;
+  /** How a token output is pooled; absent for an [N, D] output. */
+  pooling?: TokenPooling;
   device: DeviceChoice;
   threads: number | undefined;
   batchSize: number;
@@ -58,6 +61,9 @@ async function run(port: MessagePort, data: InferenceWorkerData): Promise<void> 
       batchSize: data.batchSize,
       preprocessing: data.preprocessing,
       outputName: data.outputName,
+      // The index records the whole preprocessing: no config file is looked for.
+      preprocessorConfig: false,
+      ...(data.pooling !== undefined ? { pooling: data.pooling } : {}),
       // This worker is already off the main thread and does nothing else while it infers.
       inferenceThread: false,
       ...(data.threads !== undefined ? { threads: data.threads } : {}),

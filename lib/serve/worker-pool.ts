@@ -13,6 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import type { TokenPooling } from '../embed/model-signature.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import { HttpError } from './errors.js';
@@ -26,6 +27,8 @@ export interface WorkerPoolOptions {
   modelSha256: string;
   preprocessing: Preprocessing;
   outputName: string;
+  /** How a token output is pooled; absent for an [N, D] output. */
+  pooling?: TokenPooling;
   /** Worker threads, each with its own inference session. Default 1. */
   workers?: number;
   /** onnxruntime intra-op threads per worker (default: onnxruntime's choice). */
@@ -85,6 +88,7 @@ export class InferenceWorkerPool {
         modelSha256: options.modelSha256,
         preprocessing: options.preprocessing,
         outputName: options.outputName,
+        ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
         device: options.device ?? 'auto',
         threads: options.threads,
         batchSize,

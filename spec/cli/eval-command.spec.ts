@@ -13,6 +13,8 @@ import type { Report, SingleRunReport } from '../../lib/report/report.js';
 import { expectValidReport } from '../helpers/report-schema.js';
 import { beforeSummary, runCliCaptured } from '../helpers/run-cli.js';
 import { fifoWithReader, writeTwoOutputModel } from '../helpers/special-files.js';
+import { writeExternalDataModel } from '../helpers/external-data-model.js';
+import { encodeModel, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { npyBytes } from '../helpers/npy-bytes.js';
 
 const MODEL = path.resolve('models/default.onnx');
@@ -137,6 +139,29 @@ describe('dml eval', function () {
     expect(bad.code).to.equal(2);
     expect(bad.stderr).to.contain('--save-neighbours');
     expect(bad.stderr).to.contain('a file name ending in .csv');
+  });
+
+  it('a model with external data: changing only model.onnx_data misses the cache and changes the reported hash', async () => {
+    const models = path.join(dir, 'ext');
+    mkdirSync(models);
+    const model = writeExternalDataModel(models, 1);
+    const images = smallFolder(2, 3);
+    const run = async (): Promise<SingleRunReport> => {
+      const json = path.join(dir, 'ext.json');
+      const res = await runCliCaptured(['eval', model, '--data', `folder:${images}`, '--json', json, '--cluster-counts', '1x', '--k', '1', '--cache-dir', path.join(dir, 'cache'), '--device', 'cpu', '--workers', '0']);
+      expect(res.code, res.stderr).to.equal(0);
+      return JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport;
+    };
+    const first = await run();
+    const second = await run();
+    expect([first.dataset.embeddingCache?.hit, second.dataset.embeddingCache?.hit]).to.deep.equal([false, true]);
+    writeExternalDataModel(models, 2);
+    const third = await run();
+    expect(third.dataset.embeddingCache?.hit).to.equal(false);
+    expect(third.dataset.embeddingCache?.key).not.to.equal(first.dataset.embeddingCache?.key);
+    expect(third.model?.sha256).not.to.equal(first.model?.sha256);
+    expect(third.model?.externalData?.[0]?.location).to.equal('model.onnx_data');
+    expect(third.metrics.recall['1']).not.to.equal(undefined);
   });
 
   it('--save-embeddings writes <file>.npy and <file>.json that reproduce the report\'s metrics', async () => {
@@ -382,13 +407,63 @@ describe('dml eval', function () {
     it('a model with several outputs and no --output-name says which it used and how to choose', async () => {
       const model = path.join(dir, 'two-outputs.onnx');
       writeTwoOutputModel(model);
-      const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0'];
+      // The preprocessing is given in full, so no default is used (see the next spec).
+      const argv = ['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0', '--resize', '28', '--mean', '0', '--std', '1'];
       expectWarnings(await evalWithReport(argv), [
-        `${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
+        `${model} has 2 outputs (features, doubled); using the first, "features", as the embedding; pass --output-name <name> (option outputName) to use another`,
       ]);
       const chosen = await evalWithReport([...argv, '--output-name', 'doubled']);
       expectWarnings(chosen, []);
       expect(chosen.report.model?.outputName).to.equal('doubled');
+      // An output named like an embedding is taken over the first, without a warning.
+      writeFileSync(
+        model,
+        encodeModel({
+          graphName: 'two',
+          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
+          outputs: [tensorValueInfo('tokens', 'float32', ['batch', 28, 28]), tensorValueInfo('image_embeds', 'float32', ['batch', 784])],
+          initializers: [],
+          nodes: [node('Flatten', ['pixels'], ['image_embeds'], { axis: { i: 1 } }), node('Squeeze', ['pixels'], ['tokens'], { axes: { ints: [1] } })],
+          opsetImports: [{ domain: '', version: 12 }],
+        }),
+      );
+      const named = await evalWithReport(argv);
+      expectWarnings(named, []);
+      expect(named.report.model?.outputName).to.equal('image_embeds');
+    });
+
+    it('a model without preprocessing metadata or config names the defaults it used', async () => {
+      const model = path.join(dir, 'bare.onnx');
+      writeFileSync(
+        model,
+        encodeModel({
+          graphName: 'bare',
+          inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
+          outputs: [tensorValueInfo('features', 'float32', ['batch', 784])],
+          nodes: [node('Flatten', ['pixels'], ['features'], { axis: { i: 1 } })],
+        }),
+      );
+      const result = await evalWithReport(['eval', model, '--data', smallFolder(), '--cluster-counts', '1x', '--device', 'cpu', '--workers', '0']);
+      expectWarnings(result, [
+        `${model} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; using dmlkit's defaults: shorter side resized to 32 before the centre crop, mean [0] and std [1]; pass --preprocessor-config <file> or --size/--resize/--mean/--std if the model was trained otherwise`,
+      ]);
+      expect(result.report.model?.preprocessingSources).to.deep.include({ resizeShorter: 'default', mean: 'default', std: 'default', height: 'model input' });
+    });
+
+    it('query labels absent from the gallery: a warning when some are, an error (exit 1, nothing written) when all are', async () => {
+      const [q, g] = [path.join(dir, 'q.npy'), path.join(dir, 'g.npy')];
+      await writeNpy(q, Float32Array.from(square.flat()), [4, 2]);
+      await writeNpy(g, Float32Array.from(square.flat()), [4, 2]);
+      await writeNpy(path.join(dir, 'gl.npy'), Int32Array.from([0, 0, 1, 1]), [4]);
+      const argv = ['eval', '--query-embeddings', q, '--query-labels', path.join(dir, 'ql.npy'), '--gallery-embeddings', g, '--gallery-labels', path.join(dir, 'gl.npy'), '--k', '1', '--cluster-counts', '1x'];
+      await writeNpy(path.join(dir, 'ql.npy'), Int32Array.from([0, 7, 1, 7]), [4]);
+      expectWarnings(await evalWithReport(argv), ['2 of 4 queries have a label that never occurs in the gallery ("7"); they count as misses']);
+      await writeNpy(path.join(dir, 'ql.npy'), Int32Array.from([10, 11, 10, 11]), [4]);
+      const out = path.join(dir, 'none');
+      const res = await runCliCaptured([...argv, '--out', out]);
+      expect(res.code).to.equal(1);
+      expect(res.stderr).to.equal('dml: none of the 4 query labels occurs among the gallery labels (queries: "10", "11"; gallery: "0", "1"); expected the query and gallery sets to share labels (string against integer labels?)\n');
+      expect(existsSync(path.join(out, 'report.json'))).to.equal(false);
     });
 
     it('a single-class set: every retrieval metric is trivially 100', async () => {

@@ -7,6 +7,9 @@ import { SearchIndexStore } from '../../lib/index-store/store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { writeTwoOutputModel } from '../helpers/special-files.js';
+import { writeExternalDataModel } from '../helpers/external-data-model.js';
+import { readModelFiles } from '../../lib/onnx/model-files.js';
+import { createSearchApp } from '../../lib/serve/app.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
 
@@ -43,6 +46,30 @@ describe('dml index', function () {
     const parsed = JSON.parse(info.stdout) as { items: number; labels: unknown[]; generation: number; journalLines: number };
     expect(parsed).to.deep.include({ items: 12, generation: 1, journalLines: 0 });
     expect(parsed.labels).to.have.length(3);
+  });
+
+  it('build copies a model\'s external data files into the index, and the index folder serves alone', async () => {
+    const models = path.join(dir, 'models');
+    mkdirSync(models);
+    const model = writeExternalDataModel(models, 5);
+    const out = path.join(dir, 'external');
+    const built = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', out]);
+    expect(built.code, built.stderr).to.equal(0);
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx', 'model.onnx_data']);
+    expect(readFileSync(path.join(out, 'model.onnx_data'))).to.deep.equal(readFileSync(path.join(models, 'model.onnx_data')));
+    const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as { model: { sha256: string } };
+    expect(metadata.model.sha256).to.equal((await readModelFiles(model)).sha256);
+    rmSync(models, { recursive: true });
+    const app = await createSearchApp({ dir: out, device: 'cpu', maxUploadBytes: 1 << 20, maxK: 10, allowWrites: false });
+    try {
+      const id = readdirSync(images).sort()[0] as string;
+      const file = readdirSync(path.join(images, id)).sort()[0] as string;
+      const res = await app.inject({ method: 'POST', url: '/search?k=1', headers: { 'content-type': 'image/png' }, payload: readFileSync(path.join(images, id, file)) });
+      expect(res.statusCode, res.body).to.equal(200);
+      expect((JSON.parse(res.body) as { neighbours: Array<{ id: string }> }).neighbours[0]?.id).to.equal(`${id}/${file}`);
+    } finally {
+      await app.close();
+    }
   });
 
   it('build takes the preprocessing overrides of dml eval, records them, and add embeds with them', async () => {
@@ -87,11 +114,12 @@ describe('dml index', function () {
     const model = path.join(dir, 'two-outputs.onnx');
     writeTwoOutputModel(model);
     const many = 3 * availableParallelism();
-    const res = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', path.join(dir, 'two'), '--no-cache', '--device', 'cpu', '--workers', String(many)]);
+    // The preprocessing is given in full, so no default-preprocessing warning joins the two.
+    const res = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', path.join(dir, 'two'), '--no-cache', '--device', 'cpu', '--workers', String(many), '--resize', '28', '--mean', '0', '--std', '1']);
     expect(res.code, res.stderr).to.equal(0);
     expect(res.stderr.split('\n').filter((l) => l.startsWith('warning: '))).to.deep.equal([
       `warning: --workers ${many} is more than 2 per core on this machine's ${availableParallelism()} cores: using ${2 * availableParallelism()}`,
-      `warning: ${model} has 2 outputs (embedding, doubled); using the first, "embedding", as the embedding; pass --output-name <name> (option outputName) to use another`,
+      `warning: ${model} has 2 outputs (features, doubled); using the first, "features", as the embedding; pass --output-name <name> (option outputName) to use another`,
     ]);
   });
 

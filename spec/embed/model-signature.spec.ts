@@ -46,15 +46,55 @@ describe('resolveModelSignature', () => {
   };
 
   it('rejects unsupported signatures with one clear message', () => {
-    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8], 'uint8'), out(['n', 4]), undefined, {}), /m\.onnx: input "x" has type uint8; expected float32/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8], 'uint8'), out(['n', 4]), undefined, {}), /m\.onnx: input "x" has type uint8; expected float32 or float16/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 784]), out(['n', 4]), undefined, {}), /expected rank 4/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4, 1, 1]), undefined, {}), /output "emb" has shape \[n, 4, 1, 1\]; expected \[N, D\]/);
-    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 5, 4]), undefined, {}), 'm.onnx: output "emb" has shape [n, 5, 4]; expected [N, D] embeddings');
+    rejects(
+      () => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 5, 4]), undefined, {}),
+      'm.onnx: output "emb" has shape [n, 5, 4]; expected [N, D] embeddings; it holds one vector per token: pass --pooling cls|mean|max (option pooling) to pool it',
+    );
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { pooling: 'cls' }), 'm.onnx: --pooling cls needs a token output [N, T, D] but output "emb" has shape [n, 4]');
     // An undeclared rank (shape []) passes; OnnxEmbedder.open runs the model to find the real shape.
     expect(resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out([]), undefined, {})).to.deep.include({ outputName: 'emb', outputDim: null });
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 5, 8, 7]), out(['n', 4]), undefined, {}), /cannot tell the layout/);
     rejects(() => resolveModelSignature('m.onnx', [...inp(['n', 3, 8, 8]), ...inp(['n', 3, 8, 8])], out(['n', 4]), undefined, {}), /exactly one image input/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { height: 9 }), /height 9 requested but input "x" takes 8/);
     rejects(() => resolveModelSignature('m.onnx', inp(['n', 3, 8, 8]), out(['n', 4]), undefined, { outputName: 'nope' }), /no output named "nope"/);
+  });
+
+  const hub = (...names: Array<[string, Array<number | string>]>): TensorInfo[] => names.map(([name, shape]) => ({ name, type: 'float32', shape }));
+  const pixels = inp(['batch_size', 'num_channels', 'height', 'width']);
+
+  it('prefers a 2-D output named like an embedding over a first token output, and takes NCHW from channel dim names', () => {
+    const vit = hub(['last_hidden_state', ['batch_size', 197, 192]], ['pooler_output', ['batch_size', 192]]);
+    const s = resolveModelSignature('vit.onnx', pixels, vit, undefined, {});
+    expect(s).to.deep.include({ outputName: 'pooler_output', outputDim: 192, pooling: null, inputType: 'float32' });
+    expect(s.preprocessing.layout).to.equal('NCHW');
+    expect(s.preprocessingSources.layout).to.equal('model input');
+    // image_embeds is preferred over pooler_output (CLIP's vision model with projection has both)
+    const clip = hub(['last_hidden_state', ['b', 50, 64]], ['pooler_output', ['b', 64]], ['image_embeds', ['b', 32]]);
+    expect(resolveModelSignature('clip.onnx', pixels, clip, undefined, {}).outputName).to.equal('image_embeds');
+    // a 3-D output named like an embedding is not taken
+    expect(resolveModelSignature('x.onnx', pixels, hub(['y', ['b', 4]], ['embeddings', ['b', 3, 4]]), undefined, {}).outputName).to.equal('y');
+  });
+
+  it('pools a token output: --pooling picks the first [N, T, D] output, D from its last dim', () => {
+    const vit = hub(['last_hidden_state', ['batch_size', 197, 192]], ['pooler_output', ['batch_size', 192]]);
+    expect(resolveModelSignature('vit.onnx', pixels, vit, undefined, { pooling: 'mean' })).to.deep.include({ outputName: 'last_hidden_state', pooling: 'mean', outputDim: 192 });
+    rejects(
+      () => resolveModelSignature('vit.onnx', pixels, hub(['last_hidden_state', ['b', 197, 192]], ['other', ['b', 192]]), undefined, {}),
+      'vit.onnx: output "last_hidden_state" has shape [b, 197, 192]; expected [N, D] embeddings; it holds one vector per token: pass --pooling cls|mean|max (option pooling) to pool it, or --output-name <a 2-D output>',
+    );
+  });
+
+  it('channel dim names decide the layout only when every dim is symbolic; NHWC when the last one is named', () => {
+    expect(resolveModelSignature('k.onnx', inp(['N', 'H', 'W', 'C']), out(['N', 8]), undefined, {}).preprocessing.layout).to.equal('NHWC');
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 'channels', 224, 'w']), out(['n', 4]), undefined, {}), /cannot tell the layout/);
+    rejects(() => resolveModelSignature('m.onnx', inp(['n', 'a', 'b', 'c2']), out(['n', 4]), undefined, {}), /cannot tell the layout/);
+  });
+
+  it('accepts float16 inputs and outputs (cast by the session runner)', () => {
+    const s = resolveModelSignature('fp16.onnx', inp(['n', 3, 8, 8], 'float16'), [{ name: 'e', type: 'float16', shape: ['n', 4] }], undefined, {});
+    expect(s.inputType).to.equal('float16');
   });
 });

@@ -8,7 +8,8 @@
  */
 import { expect } from 'chai';
 import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
-import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../../lib/eval/evaluate-embeddings.js';
+import { checkQueryLabelsInGallery, evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../../lib/eval/evaluate-embeddings.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { normalizedMutualInformation } from '../../lib/metrics/clustering.js';
 import { kmeans } from '../../lib/metrics/kmeans.js';
 import { encodeLabels } from '../../lib/metrics/labels.js';
@@ -197,5 +198,23 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     const alone = await kmeans(union.vectors, union.count, union.dim, { k: 2, seed: 7 });
     expect(metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(union.labels, []).queryCodes, alone.assignments));
     expect(metrics.labelCount).to.equal(2);
+  });
+});
+
+describe('eval/checkQueryLabelsInGallery', () => {
+  it('passes when every query label occurs in the gallery', () => {
+    expect(checkQueryLabelsInGallery(['a', 'b', 'a'], ['b', 'a', 'c'])).to.equal(undefined);
+  });
+
+  it('warns when some query labels never occur in the gallery, naming them', () => {
+    expect(checkQueryLabelsInGallery(['a', 'x', 'y', 'x'], ['a', 'b'])).to.equal('3 of 4 queries have a label that never occurs in the gallery ("x", "y"); they count as misses');
+  });
+
+  it('fails when none does (string labels against integer ones)', async () => {
+    await expectDmlError(
+      () => checkQueryLabelsInGallery(['cat', 'dog', 'cow', 'emu'], ['0', '1', '2', '3', '4']),
+      'E_DATASET',
+      'none of the 4 query labels occurs among the gallery labels (queries: "cat", "dog", "cow", ...; gallery: "0", "1", "2", ...); expected the query and gallery sets to share labels (string against integer labels?)',
+    );
   });
 });

@@ -16,16 +16,19 @@ export function fifoWithReader(file: string): { read: Promise<string> } {
   return { read: new Promise((resolve) => reader.on('close', () => resolve(text))) };
 }
 
-/** Writes a model with input `pixels` [batch, 1, 28, 28] and two outputs: `embedding` (the flattened pixels) and `doubled` (twice that). */
+/**
+ * Writes a model with input `pixels` [batch, 1, 28, 28] and two outputs: `features` (the flattened
+ * pixels) and `doubled` (twice that); neither name says embedding, so which one is used is a choice.
+ */
 export function writeTwoOutputModel(file: string): void {
   writeFileSync(
     file,
     encodeModel({
       graphName: 'two',
       inputs: [tensorValueInfo('pixels', 'float32', ['batch', 1, 28, 28])],
-      outputs: [tensorValueInfo('embedding', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
+      outputs: [tensorValueInfo('features', 'float32', ['batch', 784]), tensorValueInfo('doubled', 'float32', ['batch', 784])],
       initializers: [floatTensor('two', [1], [2])],
-      nodes: [node('Flatten', ['pixels'], ['embedding'], { axis: { i: 1 } }), node('Mul', ['embedding', 'two'], ['doubled'])],
+      nodes: [node('Flatten', ['pixels'], ['features'], { axis: { i: 1 } }), node('Mul', ['features', 'two'], ['doubled'])],
     }),
   );
 }

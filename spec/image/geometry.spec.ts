@@ -3,6 +3,7 @@ import {
   centreCrop,
   drawAugmentation,
   randomResizedCropBox,
+  resizedSize,
   resizeShorterSize,
   roundHalfEven,
 } from '../../lib/image/geometry.js';
@@ -60,6 +61,25 @@ describe('image geometry (torchvision arithmetic)', () => {
       width: 224,
       height: 224,
     });
+  });
+
+  it("floor rounding is Hugging Face's center_crop: (H - h) // 2, and ceil(d / 2) zeros before on a short axis", () => {
+    // margins 3, 5, 7, 1 -> offsets 1, 2, 3, 0
+    expect(centreCrop({ width: 9, height: 7 }, { width: 4, height: 4 }, 'floor').box).to.deep.equal({ left: 2, top: 1, width: 4, height: 4 });
+    expect(centreCrop({ width: 11, height: 5 }, { width: 4, height: 4 }, 'floor').box).to.deep.equal({ left: 3, top: 0, width: 4, height: 4 });
+    expect(centreCrop({ width: 4, height: 10 }, { width: 7, height: 4 }, 'floor')).to.deep.equal({
+      box: { left: 0, top: 3, width: 4, height: 4 },
+      padding: { top: 0, bottom: 0, left: 2, right: 1 },
+    });
+  });
+
+  it('resizedSize: longer side keeps the aspect ratio (truncated), exact ignores it, none keeps the image', () => {
+    const base = { resizeShorter: 10 };
+    expect(resizedSize(90, 60, { ...base, resizeMode: 'longer', resizeLonger: 40 })).to.deep.equal({ width: 40, height: 26 });
+    expect(resizedSize(47, 83, { ...base, resizeMode: 'longer', resizeLonger: 40 })).to.deep.equal({ width: 22, height: 40 });
+    expect(resizedSize(90, 60, { ...base, resizeMode: 'exact', resizeWidth: 32, resizeHeight: 24 })).to.deep.equal({ width: 32, height: 24 });
+    expect(resizedSize(90, 60, { ...base, resizeMode: 'none' })).to.deep.equal({ width: 90, height: 60 });
+    expect(resizedSize(90, 60, base)).to.deep.equal({ width: 15, height: 10 });
   });
 
   it('pads an axis shorter than the crop like torchvision: (d // 2) before, ((d + 1) // 2) after', () => {
