@@ -1,5 +1,5 @@
 /**
- * @file Paper 004's class-collapse experiment (Levi et al., EPS; METHODS.md section 5; issue 5) on
+ * @file Paper 004's class-collapse experiment (Levi et al., EPS; docs/methods.md section 5; issue 5) on
  * Fashion-MNIST: train on coarse labels, evaluate on the fine ones. All ten classes' training images
  * (the training IDX file, seeded sample of 6,000) are labelled by group, tops = {0 T-shirt, 2 pullover,
  * 4 coat, 6 shirt}, footwear = {5 sandal, 7 sneaker, 9 ankle boot}, other = {1 trouser, 3 dress, 8 bag}
@@ -16,7 +16,7 @@
  *
  * Per method, mean ± sample standard deviation over seeds (and min-max) of the last epoch's fine-label
  * Recall@1, NMI at 10 clusters (the fine label count), the NMI+ curve (k-means with 1x, 2x, 5x, 10x,
- * 30x the ten fine labels; NMI+ proper is 10x = 100 clusters, METHODS.md 5.4), and the coarse-label
+ * 30x the ten fine labels; NMI+ proper is 10x = 100 clusters, docs/methods.md 5.4), and the coarse-label
  * Recall@1 of the same test embeddings (the final checkpoint re-embeds the test file, labels mapped to
  * groups). "Untrained" is epoch 0 of the same runs. Writes runs/class-collapse/table.md and table.json
  * (every run's numbers) atomically and prints the Markdown table.

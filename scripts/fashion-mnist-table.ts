@@ -22,7 +22,7 @@
  * epochs of 75 batches of 80. LoOp's pairing sampler keeps batch 80 with groupSize 16 (5 classes x 16,
  * N even): groupSize 4 would need 20 distinct classes per batch, and there are 5 training classes.
  *
- * NMI+ (paper 004, METHODS.md 5.4 and 8.4): NMI with 10x as many k-means clusters as held-out labels
+ * NMI+ (paper 004, docs/methods.md 5.4 and 8.4): NMI with 10x as many k-means clusters as held-out labels
  * (50 here); the runs record the NMI curve at 1x, 2x, 5x, 10x and 30x (`validation.clusterCounts`, the
  * default `dml eval --nmi-k` sweep), kept in table.json.
  *

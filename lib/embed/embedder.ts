@@ -53,7 +53,7 @@ const INFERENCES_IN_FLIGHT = 2;
  * Measured on 2 vCPUs (dist build, 480x320 JPEGs to 224x224, medians of 3 runs): starting 1-2 children
  * takes 0.21-0.29 s; decoding runs at 260 img/s in process and 311 img/s with 2 children, so the pool
  * pays for itself here from ~450 images. On 16 cores, where 16 processes decode 1,677 img/s and the
- * threads of one process at most ~550 (STACK.md §9), it does from ~250 images: the threshold is set
+ * threads of one process at most ~550 (docs/stack.md §9), it does from ~250 images: the threshold is set
  * for the machines where the pool matters; on 2 cores the choice changes a 256-image call by ~0.1 s.
  * Tiny images gain nothing from processes on 2 vCPUs (600 28x28 PNGs: 0.93 s in process, 0.87 s with
  * 2 children plus their 0.45 s start); there `workers: 0` is the faster choice.

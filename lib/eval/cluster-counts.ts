@@ -53,7 +53,7 @@ export function clampedClusterCountsWarning(specs: readonly ClusterCountSpec[], 
 }
 
 /**
- * The cluster count of NMI+: paper 004 (Levi et al.; METHODS.md sections 5.4 and 8.4) reports NMI with
+ * The cluster count of NMI+: paper 004 (Levi et al.; docs/methods.md sections 5.4 and 8.4) reports NMI with
  * K = 10 x the number of classes (CUB, Cars) as "NMI+". In dmlkit NMI+ is that one number; the NMI at
  * every cluster count is the NMI curve.
  */

@@ -4,7 +4,7 @@
  * `failures`, and the same error), with the decoding spread over N forked processes.
  *
  * Why processes: sharp (libvips) decoding in worker *threads* of one process plateaus at 420-550 img/s
- * on a 16-core machine, while 16 child processes reach 1,677 img/s (../shared/STACK.md §9).
+ * on a 16-core machine, while 16 child processes reach 1,677 img/s (docs/stack.md §9).
  *
  * How: the parent keeps a FIFO of batches and hands single images to the children, at most
  * {@link IMAGES_PER_WORKER} per child, to the least busy child, in index order, batch after batch. So

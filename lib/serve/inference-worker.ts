@@ -1,6 +1,6 @@
 /**
  * @file Worker-thread entry of the search service's inference: one {@link OnnxEmbedder} per worker,
- * since onnxruntime-node's `run()` blocks the thread it is called on (see ../shared/STACK.md §1).
+ * since onnxruntime-node's `run()` blocks the thread it is called on (see docs/stack.md §1).
  * Started by {@link InferenceWorkerPool}; does nothing when imported on the main thread.
  *
  * Protocol: the pool sends {@link WorkerRequest}s; the worker answers `ready` once the model is loaded

@@ -66,7 +66,7 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
     .strict(),
 ]);
 
-/** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (METHODS.md section 7; `pairing`: LoOp's, section 3). */
+/** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (docs/methods.md section 7; `pairing`: LoOp's, section 3). */
 export const samplerSpecSchema = z
   .object({
     kind: z.enum(['filled', 'sample', 'exact', 'pairing']).default('exact'),
@@ -209,12 +209,12 @@ export const trainConfigSchema = z
          * Absent: the dataset's own split, e.g. for `fashion-mnist:` (IDX) the training file trains and
          * the test file (the same ten classes) is held out; a folder with `train/` and `test/` likewise.
          * Both protocols therefore exist without a further option: set trainClasses for the
-         * class-disjoint one (METHODS.md 8.1), leave it out for the same-classes one (paper 004's
+         * class-disjoint one (docs/methods.md 8.1), leave it out for the same-classes one (paper 004's
          * class-collapse experiment).
          */
         trainClasses: z.string().optional(),
         /**
-         * Coarse training labels (paper 004's class-collapse experiment, METHODS.md section 5): group
+         * Coarse training labels (paper 004's class-collapse experiment, docs/methods.md section 5): group
          * name -> the training classes it merges, each a label or a range term as in trainClasses
          * (numbers are read as labels), e.g. `{ "tops": [0, 2, 4, 6], "footwear": [5, 7, 9], "other":
          * [1, 3, 8] }`. The sampler, the loss and the scatter diagram of the training set see the group

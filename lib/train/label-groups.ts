@@ -1,6 +1,6 @@
 /**
  * @file Coarse training labels (`data.trainLabelGroups`): several training classes merged into one
- * label for training only, as in paper 004's class-collapse experiments (METHODS.md section 5; e.g.
+ * label for training only, as in paper 004's class-collapse experiments (docs/methods.md section 5; e.g.
  * Fashion-MNIST tops = {0, 2, 4, 6}, footwear = {5, 7, 9}, other = {1, 3, 8}). The sampler, the loss and
  * the scatter diagram of the training set see the group names; validation keeps the fine labels, so
  * its metrics show whether the groups collapsed into single clusters.

@@ -2,7 +2,7 @@
  * @file Optimisers for the trainer: SGD, SGD with momentum and Adam, setting the learning rate a
  * schedule gives (lr-schedule.ts) and decoupled weight decay.
  *
- * tfjs optimisers have no weight decay (STACK.md section 3), so it is applied after each step as
+ * tfjs optimisers have no weight decay (docs/stack.md section 3), so it is applied after each step as
  * w <- w * (1 - lr * weightDecay) on kernels only (SGDW / AdamW style, Loshchilov & Hutter).
  *
  * Two implementations give the same numbers: tfjs's optimisers followed by {@link applyWeightDecay},

@@ -1,6 +1,6 @@
 /**
  * @file The similarity and distance matrices the training losses work on, and the label masks that
- * say which entries are positives and negatives (METHODS.md section 0).
+ * say which entries are positives and negatives (docs/methods.md section 0).
  *
  * - `f_i = x_i / sqrt(Σ x_i² + 1e-12)` (L2 normalisation inside the graph, so gradients lose their
  *   radial component), `S = F Fᵀ` (cosine similarity).
@@ -20,7 +20,7 @@ export const NORMALIZATION_EPSILON = 1e-12;
 /** Floor of `2 − 2S` before the square root in {@link distancesFromSimilarities}. */
 export const SQUARED_DISTANCE_FLOOR = 1e-12;
 
-/** Which distance a loss uses on the unit sphere (METHODS.md Q17: each method keeps its own). */
+/** Which distance a loss uses on the unit sphere (docs/methods.md Q17: each method keeps its own). */
 export type DistanceKind = 'euclidean' | 'squared-euclidean';
 
 /** Row-major B×B label masks: entry `i * size + j` is 1 where the relation holds. */

@@ -27,7 +27,7 @@ function angleSimilarities(degrees: readonly number[]): Float32Array {
 
 describe('train/miners', () => {
   describe('per-anchor selection', () => {
-    // METHODS.md 1.6: angles 0, 20, 70 (class 0); 10, 35 (class 1); 90 (class 2).
+    // docs/methods.md 1.6: angles 0, 20, 70 (class 0); 10, 35 (class 1); 90 (class 2).
     const similarities = angleSimilarities([0, 20, 70, 10, 35, 90]);
     const masks = labelPairMasks(Int32Array.of(0, 0, 0, 1, 1, 2));
 

@@ -1,5 +1,5 @@
 /**
- * @file Tests of the triplet scatter diagram's LoOp series (lib/train/scatter.ts): METHODS.md 3.5
+ * @file Tests of the triplet scatter diagram's LoOp series (lib/train/scatter.ts): docs/methods.md 3.5
  * example C by hand, and on random clustered data the bound that holds by definition: the optimal
  * distance between two arcs (segments) is a minimum over sets that contain the endpoints, so each
  * anchor's synthetic similarity `1 − D⁻²/2` is at least its real similarity to every paired item of
@@ -47,7 +47,7 @@ describe('train/scatter (LoOp series)', () => {
     expect(tripletScatter(vectors, 8, 3, labels, { maxPoints: 100, seed: 0 })).not.to.have.property('loop');
   });
 
-  it('gives 1 − d²/2 of METHODS.md 3.5 example C (4-D, interior optimum d = 0.459506)', () => {
+  it('gives 1 − d²/2 of docs/methods.md 3.5 example C (4-D, interior optimum d = 0.459506)', () => {
     const vectors = Float32Array.from([1, 0, 0, 0, 0, 1, 0, 0, ...unit([1, 0.2, 0, 0.6]), ...unit([0.2, 1, 0.6, 0])]);
     const scatter = tripletScatter(vectors, 4, 4, ['a', 'a', 'b', 'b'], { maxPoints: 10, seed: 0, loop: { geometry: 'arc' } });
     const loop = scatter.loop!;

@@ -1,5 +1,5 @@
 /**
- * @file Batch All (BA) with the NCA loss (paper 002's baseline; METHODS.md section 1.2 and Q5).
+ * @file Batch All (BA) with the NCA loss (paper 002's baseline; docs/methods.md section 1.2 and Q5).
  * Paper 002 only says BA "considers all possible positive and negative examples"; we use every
  * ordered positive pair (a, p) with all of a's negatives:
  *

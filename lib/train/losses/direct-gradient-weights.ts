@@ -1,22 +1,22 @@
 /**
  * @file The gradient components of the direct-gradient framework (paper 003: Xuan & Pless,
- * "Dissecting the impact of different loss functions with gradient surgery"; METHODS.md section 4),
+ * "Dissecting the impact of different loss functions with gradient surgery"; docs/methods.md section 4),
  * as plain functions of one mined triplet (a, p, n) of L2-normalised features with similarities
  * `S_ap`, `S_an`. The framework sets the gradient on the features directly:
  *
  *     ∂/∂f_p = T · P⁺ · e_p      ∂/∂f_n = T · P⁻ · e_n      ∂/∂f_a = T · (P⁺ · e_ap + P⁻ · e_an)
  *
- * Unit directions e (METHODS.md 4.2):
+ * Unit directions e (docs/methods.md 4.2):
  * - `euc`: `e_p = (f_p − f_a)/‖f_p − f_a‖`, `e_n = (f_a − f_n)/‖f_a − f_n‖`, `e_ap = −e_p`, `e_an = −e_n`;
  * - `cos`: `e_p = −f_a`, `e_n = f_a`, `e_ap = −f_p`, `e_an = f_n`;
  * - `euc-orth`, `cos-orth` (Eq. 7, `e_n · (f_a − f_p) = 0`): with `û = (f_a − f_p)/‖f_a − f_p‖`,
- *   `e_n ← normalize(e_n − (e_n·û) û)`. METHODS.md Q9: `orthogonalize: 'negative'` (default; the
+ *   `e_n ← normalize(e_n − (e_n·û) û)`. docs/methods.md Q9: `orthogonalize: 'negative'` (default; the
  *   constraint names e_n only) or `'negative-and-anchor'` (e_an projected the same way). The projected
  *   direction is always renormalised (the paper defines every e as a unit vector). Guards: when
  *   `‖f_a − f_p‖ < 1e-6` or the projection is shorter than 1e-6 the direction is left unprojected; a
  *   Euclidean direction between coincident points is 0.
  *
- * Pair weights P⁺ (a–p terms), P⁻ (a–n terms) (METHODS.md 4.3; α = 2, β = 10, λ = `base` = 0.5):
+ * Pair weights P⁺ (a–p terms), P⁻ (a–n terms) (docs/methods.md 4.3; α = 2, β = 10, λ = `base` = 0.5):
  * - `con`: 1, 1;  `euc`: `‖f_a − f_p‖`, `‖f_a − f_n‖`;  `lin`: `1 − S_ap`, `S_an`;
  * - `sig` (binomial deviance): `1/(1 + e^{α(S_ap − λ)})`, `1/(1 + e^{−β(S_an − λ)})`;
  * - `sig-ms`: `1/(m⁺ + e^{α(S_ap − λ)})`, `1/(m⁻ + e^{−β(S_an − λ)})` with the relative terms
@@ -26,7 +26,7 @@
  * 𝒫 and 𝒩 hold the anchor's similarities to its *other* positives and negatives kept by the
  * multi-similarity rule (`R⁺ < max(S_an, max R⁻) + ε`, `R⁻ > min(S_ap, min R⁺) − ε`, over all of the
  * anchor's pairs; under EPHN mining `max(S_an, max R⁻) = S_an`), see direct-gradient.ts. The
- * aggregation `agg` (METHODS.md Q10, option `msRelative`):
+ * aggregation `agg` (docs/methods.md Q10, option `msRelative`):
  * - `mean-others` (default, the paper's text): the mean over the set; an empty set gives m = 1 (sig)
  *   and m = 0 (lin), which the paper says recovers P_sig and P_lin;
  * - `mean-with-selected`: the mean over the set plus the selected pair itself (which contributes
@@ -36,11 +36,11 @@
  * The m⁻ sign follows the MS derivation (`∂L_MS/∂S_an = 1/(e^{−β(S_an−λ)} + Σ_k e^{−β(S_an − S_ak)})`);
  * the paper's appendix describes m⁻ with the opposite monotonicity, which its Eq. 13 contradicts.
  *
- * Triplet weights T (METHODS.md 4.4; τ multiplies, `tau` = 10 by default, the NCA temperature 0.1 of
- * the EPHN code paper 003 builds on, METHODS.md Q11):
+ * Triplet weights T (docs/methods.md 4.4; τ multiplies, `tau` = 10 by default, the NCA temperature 0.1 of
+ * the EPHN code paper 003 builds on, docs/methods.md Q11):
  * - `con`: 0.5;  `cos`: `1/(1 + e^{τ(S_ap − S_an)})`;  `cir`: `1/(1 + e^{τ(S_ap(2 − S_ap) − S_an²)})`;
  * - `+sc1`: P⁺ ← 0 when `S_an > S_ap` (selectively contrastive, SCT);
- * - `+sc2`: P⁺ ← 0 outside the circle of the easy corner. METHODS.md Q12, option `sc2Boundary`:
+ * - `+sc2`: P⁺ ← 0 outside the circle of the easy corner. docs/methods.md Q12, option `sc2Boundary`:
  *   `circle` (default, Fig. 3: P⁺ survives only where `(1 − S_ap)² + S_an² ≤ 0.5`, i.e.
  *   `S_ap(2 − S_ap) − S_an² ≥ 0.5`) or `text` (Eq. 19 as printed: P⁺ ← 0 where `S_ap(2 − S_ap) − S_an² > 0.5`).
  *
@@ -52,25 +52,25 @@
  * (binomial deviance, scaled by T_con).
  */
 
-/** Unit gradient directions (METHODS.md 4.2). */
+/** Unit gradient directions (docs/methods.md 4.2). */
 export const GRADIENT_DIRECTIONS = ['euc', 'cos', 'euc-orth', 'cos-orth'] as const;
 export type GradientDirection = (typeof GRADIENT_DIRECTIONS)[number];
 
-/** Pair weights (METHODS.md 4.3). */
+/** Pair weights (docs/methods.md 4.3). */
 export const PAIR_WEIGHTS = ['con', 'euc', 'lin', 'lin-ms', 'sig', 'sig-ms'] as const;
 export type PairWeight = (typeof PAIR_WEIGHTS)[number];
 
-/** Triplet weights, optionally with a selectively-contrastive mask on P⁺ (METHODS.md 4.4). */
+/** Triplet weights, optionally with a selectively-contrastive mask on P⁺ (docs/methods.md 4.4). */
 export const TRIPLET_WEIGHTS = ['con', 'cos', 'cir', 'con+sc1', 'con+sc2', 'cos+sc1', 'cos+sc2', 'cir+sc1', 'cir+sc2'] as const;
 export type TripletWeight = (typeof TRIPLET_WEIGHTS)[number];
 
-/** Which directions the orthogonal variants project (METHODS.md Q9). */
+/** Which directions the orthogonal variants project (docs/methods.md Q9). */
 export type OrthogonalizeRule = 'negative' | 'negative-and-anchor';
 
-/** How the relative-similarity terms of the MS pair weights aggregate (METHODS.md Q10). */
+/** How the relative-similarity terms of the MS pair weights aggregate (docs/methods.md Q10). */
 export type RelativeAggregation = 'mean-others' | 'mean-with-selected' | 'sum-with-selected';
 
-/** The reading of T_sc2's boundary (METHODS.md Q12). */
+/** The reading of T_sc2's boundary (docs/methods.md Q12). */
 export type Sc2Boundary = 'circle' | 'text';
 
 /** The scalar parameters of the weights. */
@@ -106,7 +106,7 @@ export interface TripletDirections {
   readonly ean: Float64Array;
 }
 
-/** Below this length a difference vector or projection is treated as 0 (METHODS.md 4.2 guard). */
+/** Below this length a difference vector or projection is treated as 0 (docs/methods.md 4.2 guard). */
 const DIRECTION_GUARD = 1e-6;
 
 function softplus(z: number): number {

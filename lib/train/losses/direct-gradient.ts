@@ -1,6 +1,6 @@
 /**
  * @file The direct-gradient framework of paper 003 (Xuan & Pless, "Dissecting the impact of different
- * loss functions with gradient surgery"; METHODS.md section 4): instead of differentiating a loss,
+ * loss functions with gradient surgery"; docs/methods.md section 4): instead of differentiating a loss,
  * the gradient on the L2-normalised features is set directly from a unit direction, a pair weight and
  * a triplet weight (direct-gradient-weights.ts), and backpropagated through the normalisation into
  * the network.
@@ -11,7 +11,7 @@
  * Anchors without a positive or a negative are dropped.
  *
  * Injection: the gradient G [B, D] (contributions summed over every triplet a feature is in, times
- * 1/K for `reduction: 'mean'` over the K kept anchors, or 1 for `sum`; METHODS.md Q8: mean by
+ * 1/K for `reduction: 'mean'` over the K kept anchors, or 1 for `sum`; docs/methods.md Q8: mean by
  * default, which matches the paper's large SGD learning rates) is computed in JavaScript from the
  * detached features, and `tf.customGrad` makes it the gradient of the returned scalar w.r.t. the
  * normalised embeddings given to `compute`.
@@ -94,7 +94,7 @@ export function directGradientOptionsSchema<N extends DirectGradientName>(name: 
     pairWeight: z.enum(PAIR_WEIGHTS).default(preset.pairWeight),
     /** Triplet weight T, optionally `+sc1` / `+sc2`. */
     tripletWeight: z.enum(TRIPLET_WEIGHTS).default(preset.tripletWeight),
-    /** τ of T_cos, T_cir and of the reported cosine-triplet value (METHODS.md Q11). */
+    /** τ of T_cos, T_cir and of the reported cosine-triplet value (docs/methods.md Q11). */
     tau: z.number().positive().default(10),
     /** α, β, λ of P_sig and P_sig-ms. */
     alpha: z.number().positive().default(2),
@@ -102,13 +102,13 @@ export function directGradientOptionsSchema<N extends DirectGradientName>(name: 
     base: z.number().default(0.5),
     /** ε of the relative-similarity sets of P_sig-ms and P_lin-ms. */
     epsilon: z.number().default(0.1),
-    /** Aggregation of the relative-similarity terms (METHODS.md Q10). */
+    /** Aggregation of the relative-similarity terms (docs/methods.md Q10). */
     msRelative: z.enum(['mean-others', 'mean-with-selected', 'sum-with-selected']).default('mean-others'),
-    /** Which directions the orthogonal variants project (METHODS.md Q9). */
+    /** Which directions the orthogonal variants project (docs/methods.md Q9). */
     orthogonalize: z.enum(['negative', 'negative-and-anchor']).default('negative'),
-    /** Reading of T_sc2's boundary (METHODS.md Q12). */
+    /** Reading of T_sc2's boundary (docs/methods.md Q12). */
     sc2Boundary: z.enum(['circle', 'text']).default('circle'),
-    /** Mean (default) or sum of the triplets' gradients (METHODS.md Q8). */
+    /** Mean (default) or sum of the triplets' gradients (docs/methods.md Q8). */
     reduction: z.enum(['mean', 'sum']).default('mean'),
     /** Positives with `S > duplicateThreshold` are not selected; `null` keeps them. */
     duplicateThreshold: z.number().nullable().default(DEFAULT_DUPLICATE_THRESHOLD),

@@ -1,6 +1,6 @@
 /**
  * @file The easy-positive triplet family (paper 002: Xuan, Stylianou & Pless, "Improved Embeddings
- * with Easy Positive Triplet Mining", WACV 2020; METHODS.md sections 1 and 2), as NCA losses with
+ * with Easy Positive Triplet Mining", WACV 2020; docs/methods.md sections 1 and 2), as NCA losses with
  * temperature τ on cosine similarities, in the first- or second-order form of paper 000 (see nca.ts).
  * Per anchor a, with the selections of mining/anchor-selection.ts and `u` the exponents of nca.ts:
  *
@@ -13,7 +13,7 @@
  * | `hp`    | hp(a)    | all negatives         | as `ep`                                        |
  * | `hphn`  | hp(a)    | hn(a)                 | as `ephn`                                      |
  *
- * Decisions on METHODS.md section 10, each an option:
+ * Decisions on docs/methods.md section 10, each an option:
  * - Q1 `reduction`: `mean` over kept anchors (default; the authors' current code — scale the
  *   learning rate up by about B relative to the paper's) or `sum` (the paper-time code).
  * - Q2 `order`: 1 (default) or 2; τ divides both orders' exponents.
@@ -44,21 +44,21 @@ import { reduceLosses, zeroLoss } from './reducers.js';
 export const ncaOptionsShape = {
   /** NCA temperature τ (paper 002: 0.1 in all experiments). */
   temperature: z.number().positive().default(0.1),
-  /** 1: L1st; 2: L2nd of paper 000 (METHODS.md Q2). */
+  /** 1: L1st; 2: L2nd of paper 000 (docs/methods.md Q2). */
   order: z.literal([1, 2]).default(1),
-  /** Mean (default) or sum over kept anchors (METHODS.md Q1). */
+  /** Mean (default) or sum over kept anchors (docs/methods.md Q1). */
   reduction: z.enum(['mean', 'sum']).default('mean'),
-  /** `exists` (default, paper-time code) or `positive-similarity` (HEAD code) (METHODS.md Q3). */
+  /** `exists` (default, paper-time code) or `positive-similarity` (HEAD code) (docs/methods.md Q3). */
   validity: z.enum(['exists', 'positive-similarity']).default('exists'),
 };
 
-/** When a tuple counts (METHODS.md Q3). */
+/** When a tuple counts (docs/methods.md Q3). */
 export type ValidityRule = 'exists' | 'positive-similarity';
 
 /** Options of the mined variants. */
 export const ncaTripletOptionsSchema = z.strictObject({
   ...ncaOptionsShape,
-  /** Positives with `S > duplicateThreshold` are ignored; `null` keeps them (METHODS.md Q4). */
+  /** Positives with `S > duplicateThreshold` are ignored; `null` keeps them (docs/methods.md Q4). */
   duplicateThreshold: z.number().nullable().default(DEFAULT_DUPLICATE_THRESHOLD),
 });
 

@@ -1,6 +1,6 @@
 /**
  * @file EPS, easy-positive sampling against class collapse (paper 004: Levi et al., "Reducing Class
- * Collapse in Metric Learning with Easy Positive Sampling", arXiv 2006.05162; METHODS.md section 5):
+ * Collapse in Metric Learning with Easy Positive Sampling", arXiv 2006.05162; docs/methods.md section 5):
  * every anchor a is paired with its closest same-class image in the batch,
  * `p_a = argmin_{t ∈ C_a, t ≠ a} ‖f_t − f_a‖` (= the easy positive ep(a); ties to the lowest index;
  * near-duplicates `S > duplicateThreshold` = 0.9999 skipped, as the easy-positive family, so that a
@@ -16,7 +16,7 @@
  * - `eps-triplet` (Roth et al.'s triplet + semihard with the EPS positive): the negative is drawn
  *   uniformly among `d_ap < d_an < d_ap + margin` on non-squared distances (Roth's miner, with the loss
  *   margin), falling back to a uniform negative (`semiHardFallback: 'random'`, Roth) or dropping the
- *   anchor (`'drop'`); the loss is on squared distances `D = ‖f_a − f_b‖² = 2 − 2S` (`distance`, METHODS.md
+ *   anchor (`'drop'`); the loss is on squared distances `D = ‖f_a − f_b‖² = 2 − 2S` (`distance`, docs/methods.md
  *   Q17: `squared-euclidean` default as paper 004 and Roth, or `euclidean`); m = `margin` 0.2.
  * - `eps-margin` (Wu et al.'s margin loss with distance-weighted sampling): d non-squared
  *   (`sqrt(max(2 − 2S, 1e-12))`), α = `margin` 0.2, β = `beta` 1.2 learnt (`learnBeta` true) per class
@@ -25,7 +25,7 @@
  *   (Roth; 1.4 for Wu et al. / PML). When no term is > 0 the loss is the constant 0.
  * - `eps-ms` (MS with the positive replaced by the easy positive, MS's negative mining kept):
  *   α = 2, β = 50, λ = `base` 1 (paper 004 "as in [52]"), ε = `epsilon` 0.1; negative n is kept when
- *   `S_an + ε > threshold`, METHODS.md Q13 `negativeThreshold`: `hardest-positive` (default, the MS
+ *   `S_an + ε > threshold`, docs/methods.md Q13 `negativeThreshold`: `hardest-positive` (default, the MS
  *   miner unchanged: the anchor's least similar positive) or `easy-positive` (S_ap of p_a). Anchors
  *   without a kept negative are skipped (as Roth's MS).
  *
@@ -35,7 +35,7 @@
  *
  * Anchors without a positive (a class alone in the batch) or without a negative are dropped.
  * `validCount`: kept anchors (eps-margin: non-zero terms), `totalCount`: B (eps-margin: 2 per kept
- * anchor). METHODS.md Q14 (samples per class) is the sampler's `groupSize`: EPS needs more than 2.
+ * anchor). docs/methods.md Q14 (samples per class) is the sampler's `groupSize`: EPS needs more than 2.
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';

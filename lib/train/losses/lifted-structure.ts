@@ -1,6 +1,6 @@
 /**
  * @file Lifted structured loss (Oh Song et al., "Deep Metric Learning via Lifted Structured Feature
- * Embedding", CVPR 2016) in pytorch-metric-learning's `LiftedStructureLoss` form (METHODS.md
+ * Embedding", CVPR 2016) in pytorch-metric-learning's `LiftedStructureLoss` form (docs/methods.md
  * section 6), with non-squared Euclidean distances on normalised embeddings. For every ordered
  * positive pair (a, p) (both orders):
  *

@@ -1,6 +1,6 @@
 /**
  * @file The geometry of LoOp (paper 001: Vasudeva, Deora et al., "LoOp: Looking for Optimal Hard
- * Negative Embeddings for Deep Metric Learning"; METHODS.md sections 3.2–3.6): the closest points of
+ * Negative Embeddings for Deep Metric Learning"; docs/methods.md sections 3.2–3.6): the closest points of
  * two great-circle arcs on the unit sphere by the nine KKT cases in closed form, and of two straight
  * segments (the paper's line variant). Everything is computed from the six dot products of the four
  * unit endpoints (a {@link QuadrupleGram}), in float64; no D-dimensional vector is needed.
@@ -8,7 +8,7 @@
  * Arcs x1→x2 and y1→y2 (minor arcs): `p1(α) = n1 cos α + n2 sin α`, α ∈ [0, α0], α0 = angle(x1, x2),
  * with `n1 = x1`, `n2 = (x2 − (x1·x2) x1)/‖·‖`; likewise p2(β) with n3 = y1, n4, β0. Minimise
  * `f = −p1·p2 = a sα sβ + b cα sβ + c sα cβ + d cα cβ` with `a = −n2·n4, b = −n1·n4, c = −n2·n3,
- * d = −n1·n3`; the distance is `sqrt(2(1 + f))`. Candidates (METHODS.md 3.3; `atan[0,π)(y, x)` is
+ * d = −n1·n3`; the distance is `sqrt(2(1 + f))`. Candidates (docs/methods.md 3.3; `atan[0,π)(y, x)` is
  * `atan2(y, x) mod π`):
  *
  * - case 0 (interior, two candidates): α̂ a left singular direction of `M = [[d, b], [c, a]]`,
@@ -25,13 +25,13 @@
  * on a tie). The global minimum of f over the rectangle satisfies KKT (the constraints are linear), so
  * it is always among them; should rounding reject every candidate, the best corner is returned.
  *
- * Numerical guards (METHODS.md 3.4): dot products are clamped to [−1, 1] and angles come from
+ * Numerical guards (docs/methods.md 3.4): dot products are clamped to [−1, 1] and angles come from
  * `atan2(sin, cos)` (accurate near 0 and π; no acos, whose infinite slope does not matter here as the
  * angles are constants for the gradient); an arc with `sin α0 < 1e-6` (endpoints coincident or
  * antipodal, where the geodesic is not unique) is the single point x1 (α0 = 0, n2 = 0); K = 0 and zero
  * denominators need no nudging with atan2; `2(1 + f)` is clamped at 0 before the square root.
  *
- * Segments (METHODS.md 3.6): `p1 = (1 − k1) x1 + k1 x2`, `p2 = (1 − k2) y1 + k2 y2`, k ∈ [0, 1]²,
+ * Segments (docs/methods.md 3.6): `p1 = (1 − k1) x1 + k1 x2`, `p2 = (1 − k2) y1 + k2 y2`, k ∈ [0, 1]²,
  * minimising the convex `‖p1 − p2‖²`: the unconstrained optimum when it lies in the square (and the
  * segments are not parallel), else the best of the four edges, each minimised in closed form and
  * clamped.

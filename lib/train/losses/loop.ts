@@ -1,6 +1,6 @@
 /**
  * @file LoOp losses (paper 001: Vasudeva, Deora et al., "LoOp: Looking for Optimal Hard Negative
- * Embeddings for Deep Metric Learning"; METHODS.md sections 3.3–3.8): the anchor–negative distance of
+ * Embeddings for Deep Metric Learning"; docs/methods.md sections 3.3–3.8): the anchor–negative distance of
  * a positive pair (i, j) becomes the distance `d_ijkl` between the closest points of its arc and the
  * arc of a pair (k, l) of another class (loop-geometry.ts), so every positive pair meets an optimal
  * synthetic hard negative.
@@ -26,7 +26,7 @@
  * with `s⁻_max` the largest arc similarity of the pair, the positives `s < s⁻_max + ε` are kept; a pair
  * without a kept positive or negative is skipped.
  *
- * Decisions on METHODS.md section 10 (each an option; defaults first):
+ * Decisions on docs/methods.md section 10 (each an option; defaults first):
  * - Q6 `margin` m = 0.1 (the authors' Tripletloss default; their main.py passes 1e-5, the paper sweeps
  *   it without stating one); loop-triplet `negatives`: `all` (paper Eq. 15, every pair of another
  *   class) or `halves` (the authors' code: the t-th pair of the batch's first half against only the
@@ -70,9 +70,9 @@ export const LIVE_ARC_SINE = 1e-3;
 const DISTANCE_FLOOR = 1e-12;
 
 const sharedShape = {
-  /** `arc` (default, great-circle arcs) or `segment` (the line variant, METHODS.md 3.6). */
+  /** `arc` (default, great-circle arcs) or `segment` (the line variant, docs/methods.md 3.6). */
   geometry: z.enum(['arc', 'segment']).default('arc'),
-  /** Mean over the contributing positive pairs (default) or sum (METHODS.md Q7). */
+  /** Mean over the contributing positive pairs (default) or sum (docs/methods.md Q7). */
   reduction: z.enum(['mean', 'sum']).default('mean'),
 };
 
@@ -80,7 +80,7 @@ const sharedShape = {
 export const loopTripletOptionsSchema = z.strictObject({
   ...sharedShape,
   margin: z.number().default(0.1),
-  /** `all` (paper Eq. 15) or `halves` (the authors' one-to-one matching) (METHODS.md Q6). */
+  /** `all` (paper Eq. 15) or `halves` (the authors' one-to-one matching) (docs/methods.md Q6). */
   negatives: z.enum(['all', 'halves']).default('all'),
 });
 
@@ -91,7 +91,7 @@ export const loopHphnOptionsSchema = z.strictObject({ ...sharedShape, margin: z.
 export const loopLiftedOptionsSchema = z.strictObject({
   ...sharedShape,
   margin: z.number().default(0.1),
-  /** `hard` (paper, min) or `soft` (code, log-sum-exp) (METHODS.md Q7). */
+  /** `hard` (paper, min) or `soft` (code, log-sum-exp) (docs/methods.md Q7). */
   negativeMin: z.enum(['hard', 'soft']).default('hard'),
 });
 

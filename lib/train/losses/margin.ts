@@ -1,6 +1,6 @@
 /**
  * @file Margin loss (Wu et al., "Sampling Matters in Deep Embedding Learning", ICCV 2017) as
- * pytorch-metric-learning's `MarginLoss` (METHODS.md section 6), with non-squared Euclidean
+ * pytorch-metric-learning's `MarginLoss` (docs/methods.md section 6), with non-squared Euclidean
  * distances on normalised embeddings (as the paper), over all valid triplets (a, p, n):
  *
  *     pos = [d_ap − β + m]_+ ,  neg = [β − d_an + m]_+

@@ -1,6 +1,6 @@
 /**
  * @file Row-wise log-sum-exp over a subset of the entries of each row, numerically stable
- * (max-subtracted, as METHODS.md section 0 requires), as pytorch-metric-learning's
+ * (max-subtracted, as docs/methods.md section 0 requires), as pytorch-metric-learning's
  * `lmu.logsumexp(x, keep_mask, add_one)`.
  */
 import * as tf from '@tensorflow/tfjs';

@@ -3,7 +3,7 @@
  * L2-normalised embeddings and their labels to a scalar loss, reporting how many anchors (or pairs,
  * per loss) had a valid tuple. Mining is done on detached similarities (read back to JavaScript);
  * the loss gathers the chosen entries from the live similarity matrix so gradients flow only through
- * the selected pairs (METHODS.md section 0).
+ * the selected pairs (docs/methods.md section 0).
  */
 import type * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../util/rng.js';

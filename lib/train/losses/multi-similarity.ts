@@ -1,7 +1,7 @@
 /**
  * @file Multi-similarity loss (Wang et al., "Multi-Similarity Loss with General Pair Weighting for
  * Deep Metric Learning", CVPR 2019) as pytorch-metric-learning's `MultiSimilarityLoss` with the
- * `MultiSimilarityMiner` (METHODS.md section 6), on cosine similarities. For anchor i with mined
+ * `MultiSimilarityMiner` (docs/methods.md section 6), on cosine similarities. For anchor i with mined
  * positives P̂(i) and negatives N̂(i):
  *
  *     l_i = (1/α) log(1 + Σ_{p ∈ P̂(i)} e^{−α (S_ip − λ)}) + (1/β) log(1 + Σ_{n ∈ N̂(i)} e^{β (S_in − λ)})

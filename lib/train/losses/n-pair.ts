@@ -1,6 +1,6 @@
 /**
  * @file Multi-class N-pair loss (Sohn, "Improved Deep Metric Learning with Multi-class N-pair Loss
- * Objective", NIPS 2016) with an NCA temperature τ (paper 002's baseline; METHODS.md section 1.2).
+ * Objective", NIPS 2016) with an NCA temperature τ (paper 002's baseline; docs/methods.md section 1.2).
  * Each class with at least two images in the batch contributes one pair: its two lowest batch
  * indices (anchor a_k, positive p_k), as pytorch-metric-learning's `NPairsLoss` picks them. The
  * negatives of pair k are the positives of the other pairs:

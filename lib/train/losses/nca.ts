@@ -1,12 +1,12 @@
 /**
  * @file The NCA (softmax) terms of the easy-positive family, in the first- and second-order forms
- * of paper 000 ("Extreme triplet learning", ICLR 2020 submission; METHODS.md sections 1.2 and 2.1).
+ * of paper 000 ("Extreme triplet learning", ICLR 2020 submission; docs/methods.md sections 1.2 and 2.1).
  *
  * With temperature τ, positive similarity `S_ap` and negative similarities `S_an`, the exponents are
  *
  * - order 1: `u_p = S_ap / τ`, `u_n = S_an / τ`;
  * - order 2: `u_p = (S_ap − S_ap²/2) / τ`, `u_n = (S_an²/2) / τ`
- *   (METHODS.md Q2: τ applied to both, as in the EPHN code the paper modifies);
+ *   (docs/methods.md Q2: τ applied to both, as in the EPHN code the paper modifies);
  *
  * and the loss of one anchor is `−log(e^{u_p} / (e^{u_p} + Σ_n e^{u_n})) = −u_p + logsumexp([u_p] ∪ {u_n})`,
  * which for a single negative is `softplus(u_n − u_p)`: L1st = `softplus((S_an − S_ap)/τ)`,

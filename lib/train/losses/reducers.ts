@@ -1,6 +1,6 @@
 /**
  * @file Reductions of per-tuple losses to the batch scalar, as pytorch-metric-learning's reducers
- * (METHODS.md section 6), plus the zero output every loss returns when no tuple is valid.
+ * (docs/methods.md section 6), plus the zero output every loss returns when no tuple is valid.
  *
  * - mean / sum over the kept tuples (`MeanReducer`, and the sum of the EPHN paper-time code);
  * - average over non-zero losses (`AvgNonZeroReducer`): `Σ l / |{l > 0}|`, 0 when no loss is > 0;
@@ -11,7 +11,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { LossOutput } from './metric-loss.js';
 
-/** How the per-anchor losses of the easy-positive family are combined (METHODS.md Q1). */
+/** How the per-anchor losses of the easy-positive family are combined (docs/methods.md Q1). */
 export type AnchorReduction = 'mean' | 'sum';
 
 /** The output of a batch without any valid tuple: a constant 0 that does not depend on the embeddings. */

@@ -1,6 +1,6 @@
 /**
  * @file Triplet margin loss (Weinberger & Saul 2009; Schroff et al., "FaceNet", CVPR 2015) as
- * pytorch-metric-learning's `TripletMarginLoss` (METHODS.md section 6):
+ * pytorch-metric-learning's `TripletMarginLoss` (docs/methods.md section 6):
  *
  *     l(a, p, n) = [d_ap − d_an + μ]_+ ,   loss = Σ l / |{l > 0}|   (AvgNonZeroReducer; 0 if none)
  *
@@ -8,7 +8,7 @@
  * (`all`: `d_an − d_ap ≤ μ_m`, `hard`: `≤ 0`, `semihard`: `0 < d_an − d_ap ≤ μ_m`; mining on detached
  * distances, see mining/triplet-margin-miner.ts).
  *
- * Options: `margin` μ = 0.05 (PML's default); `distance` (METHODS.md Q17): `euclidean` (default,
+ * Options: `margin` μ = 0.05 (PML's default); `distance` (docs/methods.md Q17): `euclidean` (default,
  * PML: non-squared L2 on normalised embeddings) or `squared-euclidean` (Roth et al.'s variant,
  * `d² = 2 − 2S`); `miner`; `minerMargin` μ_m (default `null`: the loss margin; PML's
  * `TripletMarginMiner` defaults to 0.2 when built on its own). The miner uses the loss's distance.

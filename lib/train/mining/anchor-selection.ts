@@ -1,13 +1,13 @@
 /**
  * @file Per-anchor selection of one positive and one negative on detached similarities (paper 002,
  * Xuan, Stylianou & Pless, "Improved Embeddings with Easy Positive Triplet Mining", WACV 2020,
- * section 3; METHODS.md section 1.1). Over the batch, for anchor a:
+ * section 3; docs/methods.md section 1.1). Over the batch, for anchor a:
  *
  * - easy positive `ep(a) = argmax_{j: P_aj} S_aj`, hard positive `hp(a) = argmin_{j: P_aj} S_aj`;
  * - hard negative `hn(a) = argmax_{j: N_aj} S_aj`, easy negative `en(a) = argmin_{j: N_aj} S_aj`;
  * - semi-hard negative relative to the chosen positive p:
  *   `shn(a) = argmax_{j: N_aj, S_aj < S_ap} S_aj` (the paper's strict rule; `inclusive` gives the
- *   authors' code's `S_aj ≤ S_ap`, METHODS.md Q4).
+ *   authors' code's `S_aj ≤ S_ap`, docs/methods.md Q4).
  *
  * Ties: the lowest index wins (torch's `max` in the authors' code). Near-duplicate positives
  * (`S > 0.9999` by default, as in the authors' code) are skipped; an anchor whose positives are all

@@ -1,6 +1,6 @@
 /**
  * @file The multi-similarity miner (Wang et al., "Multi-Similarity Loss with General Pair Weighting
- * for Deep Metric Learning", CVPR 2019, section 4.1; METHODS.md section 6), on detached cosine
+ * for Deep Metric Learning", CVPR 2019, section 4.1; docs/methods.md section 6), on detached cosine
  * similarities. For anchor i, with ε = 0.1 by default:
  *
  * - keep positive p when `S_ip − ε < max_{n ∈ N(i)} S_in` (a positive less similar than the hardest

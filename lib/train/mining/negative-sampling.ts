@@ -1,6 +1,6 @@
 /**
  * @file Randomised negative selection per anchor, on detached non-squared Euclidean distances of
- * L2-normalised embeddings, drawing from a seeded {@link Rng} (METHODS.md sections 5.2 and 6; the
+ * L2-normalised embeddings, drawing from a seeded {@link Rng} (docs/methods.md sections 5.2 and 6; the
  * batchminers of Roth et al.'s "Revisiting Training Strategies and Generalization Performance in Deep
  * Metric Learning" framework, which paper 004 builds on):
  *

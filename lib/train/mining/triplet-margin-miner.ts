@@ -1,6 +1,6 @@
 /**
  * @file Triplet lists: all valid triplets of a batch, and pytorch-metric-learning's
- * `TripletMarginMiner` on detached distances (METHODS.md section 6). With
+ * `TripletMarginMiner` on detached distances (docs/methods.md section 6). With
  * `m(a, p, n) = d_an − d_ap` and margin μ:
  *
  * - `all`: `m ≤ μ` (every triplet that violates the margin);

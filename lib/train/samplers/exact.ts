@@ -1,5 +1,5 @@
 /**
- * @file The "exactly n per class" sampler (METHODS.md section 7, variant iii; the LoOp authors always
+ * @file The "exactly n per class" sampler (docs/methods.md section 7, variant iii; the LoOp authors always
  * draw N images of a class, with replacement when the class is too small).
  *
  * Every class contributes one group of exactly n images per round, in a random class order: n drawn

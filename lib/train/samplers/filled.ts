@@ -1,5 +1,5 @@
 /**
- * @file The EPHN "filled" round-robin sampler (METHODS.md section 7, variant i; the authors'
+ * @file The EPHN "filled" round-robin sampler (docs/methods.md section 7, variant i; the authors'
  * `BalanceSampler_filled`).
  *
  * Every class is resampled to exactly L images per round: a smaller class keeps all its images and is

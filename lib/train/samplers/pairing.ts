@@ -1,5 +1,5 @@
 /**
- * @file The LoOp "pairing" sampler (paper 001, Algorithm 1; the authors' `RandomSampler`, METHODS.md
+ * @file The LoOp "pairing" sampler (paper 001, Algorithm 1; the authors' `RandomSampler`, docs/methods.md
  * sections 3.7 and 3.8): batches of c = batchSize / n distinct classes × n images, n even, each class's
  * images consecutive, so that the LoOp losses pair them as (1st, 2nd), (3rd, 4th), ….
  *

@@ -1,6 +1,6 @@
 /**
  * @file Batch samplers for metric learning: batches of c classes × n images ("groups" of n), in the
- * three variants of METHODS.md section 7 — `filled` (EPHN round-robin, see filled.ts), `sample` (one
+ * three variants of docs/methods.md section 7 — `filled` (EPHN round-robin, see filled.ts), `sample` (one
  * truncated group per class, see truncated.ts) and `exact` (exactly n per class, with replacement for
  * small classes, see exact.ts); plus `pairing` (LoOp's Algorithm 1: n even, c distinct classes per
  * batch chosen by walking the images, see pairing.ts).

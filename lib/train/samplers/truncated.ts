@@ -1,5 +1,5 @@
 /**
- * @file The EPHN "sample" sampler (METHODS.md section 7, variant ii; the authors'
+ * @file The EPHN "sample" sampler (docs/methods.md section 7, variant ii; the authors'
  * `BalanceSampler_sample`): one group of min(n, class size) random images per class and round.
  *
  * A class with at most n images contributes all of them (shuffled), a larger one n drawn without

@@ -1,6 +1,6 @@
 /**
  * @file Tests of the easy-positive family (EP, EPHN, EPSHN, EPEN, HP, HPHN) and of the 1st/2nd-order
- * NCA terms: METHODS.md worked examples 1.6 and 2.1, the validity and reduction options, the
+ * NCA terms: docs/methods.md worked examples 1.6 and 2.1, the validity and reduction options, the
  * authors' EasyPositiveHardNegative code (fixture), degenerate batches and finite-difference
  * gradients through the L2 normalisation.
  */
@@ -23,7 +23,7 @@ function atAngles(degrees: readonly number[]): tf.Tensor2D {
   return tf.tensor2d(degrees.flatMap((d) => [Math.cos((d * Math.PI) / 180), Math.sin((d * Math.PI) / 180)]), [degrees.length, 2]);
 }
 
-/** METHODS.md 1.6: angles 0, 20, 70 (class 0); 10, 35 (class 1); 90 (class 2). */
+/** docs/methods.md 1.6: angles 0, 20, 70 (class 0); 10, 35 (class 1); 90 (class 2). */
 const WORKED_ANGLES = [0, 20, 70, 10, 35, 90];
 const WORKED_LABELS = Int32Array.of(0, 0, 0, 1, 1, 2);
 
@@ -56,7 +56,7 @@ function rowOf(rows: AnchorRow[], anchor: number): AnchorRow {
 describe('train/losses/easy-positive', () => {
   onCpuBackend();
 
-  describe('METHODS.md 1.6 worked example (tau = 0.1)', () => {
+  describe('docs/methods.md 1.6 worked example (tau = 0.1)', () => {
     it('EPHN, 1st and 2nd order: anchors 0 and 2; anchor 5 (singleton class) dropped', () => {
       const first = anchorRows('ephn', {}, WORKED_ANGLES, WORKED_LABELS);
       expect(first.map((r) => r.anchor)).to.deep.equal([0, 1, 2, 3, 4]);
@@ -94,7 +94,7 @@ describe('train/losses/easy-positive', () => {
     });
   });
 
-  describe('METHODS.md 2.1: L2nd at (S_ap, S_an) = (0.9, 0.8), tau = 0.1', () => {
+  describe('docs/methods.md 2.1: L2nd at (S_ap, S_an) = (0.9, 0.8), tau = 0.1', () => {
     it('gives 0.16022 with dL/dS_ap = -0.14805 and dL/dS_an = 1.18438', () => {
       const [value, gradAp, gradAn] = tf.tidy(() => {
         const f = (ap: tf.Tensor, an: tf.Tensor): tf.Scalar => tf.sum(ncaTripletLosses(ap as tf.Tensor1D, an as tf.Tensor1D, 2, 0.1));

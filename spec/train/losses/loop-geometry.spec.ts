@@ -1,6 +1,6 @@
 /**
  * @file Tests of the LoOp geometry: the closest points of two great-circle arcs by the nine KKT cases
- * (METHODS.md 3.5 examples A-D, and a multi-start grid search on 500 random arc pairs in each of 3, 4, 8
+ * (docs/methods.md 3.5 examples A-D, and a multi-start grid search on 500 random arc pairs in each of 3, 4, 8
  * and 16 dimensions, every case coming up), degenerate arcs, and the line-segment variant against the
  * same grid search.
  */
@@ -100,7 +100,7 @@ function randomQuadruple(rng: Rng, dim: number): [Vector, Vector, Vector, Vector
 }
 
 describe('train/losses/loop-geometry', () => {
-  describe('METHODS.md 3.5 worked examples (1e-5)', () => {
+  describe('docs/methods.md 3.5 worked examples (1e-5)', () => {
     const e = (...v: number[]): Vector => v;
     const examples: { name: string; points: [Vector, Vector, Vector, Vector]; kase: number; alpha: number; beta: number; distance: number }[] = [
       { name: 'A (3-D, endpoint to arc, case 3)', points: [e(1, 0, 0), e(0, 1, 0), normalize(e(1, 1, 0.6)), normalize(e(-0.2, 1, 1))], kase: 3, alpha: 0.785398, beta: 0, distance: 0.398561 },
