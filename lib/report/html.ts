@@ -93,20 +93,8 @@ function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, string>): 
   return parts.join('\n');
 }
 
-/** The whole page: the metrics table and its notes, the plots, each run's worst classes and examples, parameters and definitions. */
-export function reportHtml(report: Report, options: ReportHtmlOptions = {}): string {
-  const thumbnails = options.thumbnails ?? new Map<string, string>();
-  const definitions = Object.entries(report.definitions)
-    .map(([k, v]) => `<dt>${escapeXml(k)}</dt><dd>${escapeXml(v)}</dd>`)
-    .join('\n');
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>dmlkit evaluation report</title>
-<style>
-body { font-family: DejaVu Sans, sans-serif; margin: 2em auto; padding: 0 12px; max-width: 1100px; color: #222; }
+/** The CSS both report pages (evaluation and training) share: page, tables, numbers, charts. */
+const REPORT_PAGE_CSS = `body { font-family: DejaVu Sans, sans-serif; margin: 2em auto; padding: 0 12px; max-width: 1100px; color: #222; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 code, dd, p, li { overflow-wrap: anywhere; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 14px; }
@@ -114,7 +102,27 @@ th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left;
 th { background: #f3f3f3; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
-.charts svg { max-width: 100%; height: auto; }
+.charts svg { max-width: 100%; height: auto; }`;
+
+/** A report page's start up to its open `<style>` element: doctype, head with `title`, the shared CSS (the caller adds its own rules and closes the head). */
+export function reportPageStart(title: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeXml(title)}</title>
+<style>
+${REPORT_PAGE_CSS}`;
+}
+
+/** The whole page: the metrics table and its notes, the plots, each run's worst classes and examples, parameters and definitions. */
+export function reportHtml(report: Report, options: ReportHtmlOptions = {}): string {
+  const thumbnails = options.thumbnails ?? new Map<string, string>();
+  const definitions = Object.entries(report.definitions)
+    .map(([k, v]) => `<dt>${escapeXml(k)}</dt><dd>${escapeXml(v)}</dd>`)
+    .join('\n');
+  return `${reportPageStart('dmlkit evaluation report')}
 dt { font-weight: bold; margin-top: 0.5em; }
 .warnings { color: #8a4b00; }
 .example { margin: 0.6em 0 1em; }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { EpochRecord } from '../train/trainer.js';
 import type { TripletScatter } from '../train/scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { htmlTable } from './html.js';
+import { htmlTable, reportPageStart } from './html.js';
 import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
 import { scatterRanges, scatterSvg } from './svg-scatter.js';
 
@@ -78,21 +78,7 @@ export function trainingReportHtml(input: TrainingReportInput): string {
           mainLabel: 'anchors',
           ...(scatter.scatter.loop ? { series: [{ name: `LoOp optimal negative (${scatter.scatter.loop.geometry}s)`, colour: '#2ca02c', points: scatter.scatter.loop.points }] } : {}),
         });
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>dmlkit training report</title>
-<style>
-body { font-family: DejaVu Sans, sans-serif; margin: 2em auto; padding: 0 12px; max-width: 1100px; color: #222; }
-table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 14px; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
-th { background: #f3f3f3; }
-.num { text-align: right; font-variant-numeric: tabular-nums; }
-.table-wrap { overflow-x: auto; max-width: 100%; }
-.charts { display: flex; flex-wrap: wrap; gap: 1em; }
-.charts svg { max-width: 100%; height: auto; }
+  return `${reportPageStart('dmlkit training report')}
 </style>
 </head>
 <body>
