@@ -1,0 +1,41 @@
+/**
+ * @file Gradient rules of activations, with PyTorch's conventions at the kinks: Relu (`y > 0` passes),
+ * Clip (ReLU6: strictly inside the bounds passes, as hardtanh), LeakyRelu (`x > 0` passes, else
+ * `alpha`), Sigmoid (`g (1 - y) y`; SiLU is exported as `x * Sigmoid(x)` and differentiates through
+ * Mul), Tanh (`g (1 - y²)`), Softplus (`g sigmoid(x)`).
+ */
+import type { GradientRule } from '../rule.js';
+import type { StepEmitter } from '../emitter.js';
+import { floatAttribute } from '../../graph/onnx-ir.js';
+import { inputOf, outputGradient } from './elementwise.js';
+
+function activation(f: (emit: StepEmitter, g: string, x: string, y: string, base: string, alpha: number, bounds: readonly (string | undefined)[]) => string): GradientRule {
+  return {
+    differentiableInputs: () => [0],
+    backward: (emit, node, dys, needed) => {
+      if (!needed[0]) return [undefined];
+      const base = `${node.name}/grad`;
+      return [f(emit, outputGradient(node, dys), inputOf(node, 0), node.outputs[0] as string, base, floatAttribute(node, 'alpha', 0.01), [node.inputs[1] || undefined, node.inputs[2] || undefined])];
+    },
+  };
+}
+
+/** Rules of this file by operator type. */
+export const ACTIVATION_RULES: Readonly<Record<string, GradientRule>> = {
+  Relu: activation((emit, g, _x, y, base) => emit.op('Where', [emit.op('Greater', [y, emit.scalar(0)], `${base}/active`), g, emit.scalar(0)], base)),
+  Clip: activation((emit, g, x, _y, base, _alpha, [min, max]) => {
+    let pass: string | undefined;
+    if (min) pass = emit.op('Greater', [x, min], `${base}/above_min`);
+    if (max) {
+      const below = emit.op('Less', [x, max], `${base}/below_max`);
+      pass = pass ? emit.op('And', [pass, below], `${base}/inside`) : below;
+    }
+    return pass ? emit.op('Where', [pass, g, emit.scalar(0)], base) : g;
+  }),
+  LeakyRelu: activation((emit, g, x, _y, base, alpha) =>
+    emit.op('Where', [emit.op('Greater', [x, emit.scalar(0)], `${base}/positive`), g, emit.op('Mul', [g, emit.scalar(alpha)], `${base}/leak`)], base),
+  ),
+  Sigmoid: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Mul', [emit.op('Sub', [emit.scalar(1), y], `${base}/one_minus_y`), y], `${base}/slope`)], base)),
+  Tanh: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Sub', [emit.scalar(1), emit.op('Mul', [y, y], `${base}/y2`)], `${base}/slope`)], base)),
+  Softplus: activation((emit, g, x, _y, base) => emit.op('Mul', [g, emit.op('Sigmoid', [x], `${base}/sigmoid`)], base)),
+};

@@ -1,0 +1,79 @@
+/**
+ * @file BatchNormalization in training mode (PyTorch's `BatchNorm1d/2d.train()`), forward and backward.
+ *
+ * Forward, over every axis but the channel axis 1 (n values per channel):
+ *
+ *     mean = Σx / n,  var = Σ(x - mean)² / n,  invstd = 1 / sqrt(var + ε),
+ *     x̂ = (x - mean) invstd,  y = γ x̂ + β;
+ *     running_mean ← (1 - m) running_mean + m mean,  running_var ← (1 - m) running_var + m var n / (n - 1)
+ *
+ * with PyTorch's momentum m = 1 - the ONNX node's `momentum` attribute (PyTorch exports 0.9 for its
+ * default 0.1) and the unbiased variance in the running estimate. Backward (PyTorch's formula):
+ *
+ *     dβ = Σ dy,  dγ = Σ dy x̂,  dx = γ invstd (dy - x̂ Σ(dy x̂) / n - Σ dy / n).
+ *
+ * Inference (evaluation, export) keeps the node as it is, reading the running statistics.
+ */
+import { DmlError } from '../../../errors.js';
+import { describeNode, elementCount, floatAttribute, type IrNode } from '../../graph/onnx-ir.js';
+import type { StepEmitter } from '../emitter.js';
+import type { ForwardRecord, GradientRule } from '../rule.js';
+import { inputOf, outputGradient } from './elementwise.js';
+
+function geometry(emit: StepEmitter, node: IrNode): { axes: number[]; channelDims: number[]; channels: number; count: number } {
+  const dims = emit.dims(inputOf(node, 0));
+  if (dims.length < 2) throw new DmlError('E_MODEL', `${describeNode(node)}: input of rank ${dims.length}; batch normalisation needs [N, C, ...]`);
+  const channels = dims[1] as number;
+  const count = elementCount(dims) / channels;
+  if (count < 2) throw new DmlError('E_MODEL', `${describeNode(node)}: training batch normalisation needs more than one value per channel; the batch gives ${count}`);
+  return { axes: dims.flatMap((_, i) => (i === 1 ? [] : [i])), channelDims: dims.map((d, i) => (i === 1 ? d : 1)), channels, count };
+}
+
+const batchNormalization: GradientRule = {
+  differentiableInputs: () => [0, 1, 2],
+  forward: (emit, node): ForwardRecord => {
+    const [x, scale, bias, runningMean, runningVar] = [0, 1, 2, 3, 4].map((i) => inputOf(node, i)) as [string, string, string, string, string];
+    const { axes, channelDims, channels, count } = geometry(emit, node);
+    const epsilon = floatAttribute(node, 'epsilon', 1e-5);
+    const momentum = 1 - floatAttribute(node, 'momentum', 0.9);
+    const base = node.name;
+    const mean = emit.op('ReduceMean', [x], `${base}/batch_mean`, { axes: { ints: axes }, keepdims: { i: 1 } });
+    const centered = emit.op('Sub', [x, mean], `${base}/centered`);
+    const variance = emit.op('ReduceMean', [emit.op('Mul', [centered, centered], `${base}/squared`)], `${base}/batch_var`, { axes: { ints: axes }, keepdims: { i: 1 } });
+    const invstd = emit.op('Reciprocal', [emit.op('Sqrt', [emit.op('Add', [variance, emit.scalar(epsilon)], `${base}/var_eps`)], `${base}/std`)], `${base}/invstd`);
+    const normalized = emit.op('Mul', [centered, invstd], `${base}/xhat`);
+    const scaleShaped = emit.reshape(scale, [channels], channelDims, `${base}/scale_shaped`);
+    const biasShaped = emit.reshape(bias, [channels], channelDims, `${base}/bias_shaped`);
+    const scaled = emit.op('Mul', [normalized, scaleShaped], `${base}/scaled`);
+    emit.opInto('Add', [scaled, biasShaped], node.outputs[0] as string);
+    const blend = (running: string, batch: string, factor: number, name: string): string =>
+      emit.op('Add', [emit.op('Mul', [running, emit.scalar(1 - momentum)], `${name}/kept`), emit.op('Mul', [emit.reshape(batch, channelDims, [channels], `${name}/flat`), emit.scalar(momentum * factor)], `${name}/added`)], `${name}/next`);
+    return {
+      saved: { normalized, invstd, scaleShaped },
+      stateUpdates: [
+        { state: runningMean, next: blend(runningMean, mean, 1, `${base}/running_mean`) },
+        { state: runningVar, next: blend(runningVar, variance, count / (count - 1), `${base}/running_var`) },
+      ],
+    };
+  },
+  backward: (emit, node, dys, needed, record) => {
+    const g = outputGradient(node, dys);
+    const { axes, channels, count } = geometry(emit, node);
+    const { normalized, invstd, scaleShaped } = record.saved as { normalized: string; invstd: string; scaleShaped: string };
+    const base = `${node.name}/grad`;
+    const sumG = emit.op('ReduceSum', [g, emit.ints(axes)], `${base}/sum_dy`, { keepdims: { i: 1 } });
+    const sumGX = emit.op('ReduceSum', [emit.op('Mul', [g, normalized], `${base}/dy_xhat`), emit.ints(axes)], `${base}/sum_dy_xhat`, { keepdims: { i: 1 } });
+    const results: (string | undefined)[] = node.inputs.map(() => undefined);
+    if (needed[0]) {
+      const projection = emit.op('Mul', [normalized, emit.op('Mul', [sumGX, emit.scalar(1 / count)], `${base}/mean_dy_xhat`)], `${base}/projection`);
+      const centered = emit.op('Sub', [emit.op('Sub', [g, projection], `${base}/dy_minus_projection`), emit.op('Mul', [sumG, emit.scalar(1 / count)], `${base}/mean_dy`)], `${base}/centered`);
+      results[0] = emit.op('Mul', [centered, emit.op('Mul', [invstd, scaleShaped], `${base}/gain`)], `${base}_input`);
+    }
+    if (needed[1]) results[1] = emit.op('Reshape', [sumGX, emit.ints([channels])], `${base}_scale`);
+    if (needed[2]) results[2] = emit.op('Reshape', [sumG, emit.ints([channels])], `${base}_bias`);
+    return results;
+  },
+};
+
+/** Rules of this file by operator type. */
+export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization };

@@ -1,0 +1,135 @@
+/**
+ * @file Optimiser updates as ONNX nodes, with PyTorch's formulas (torch.optim, single-tensor form):
+ *
+ * - `adam` (Adam, L2 weight decay added to the gradient) and `adamw` (AdamW, decoupled decay):
+ *
+ *       adamw: p ← p (1 - lr λ);   adam: g ← g + λ p
+ *       m ← β1 m + (1 - β1) g,   v ← β2 v + (1 - β2) g²
+ *       p ← p - (lr / (1 - β1^t)) m / (sqrt(v) / sqrt(1 - β2^t) + ε)
+ *
+ * - `sgd` (with `momentum` μ, `dampening` τ, `nesterov`, L2 weight decay λ):
+ *
+ *       g ← g + λ p;   b ← g at the first step, else μ b + (1 - τ) g
+ *       d ← g + μ b (nesterov) or b;   p ← p - lr d
+ *
+ * The per-step scalars (the learning rate, `lr / (1 - β1^t)`, `sqrt(1 - β2^t)`, `1 - lr λ`, the
+ * momentum factors) are computed in double precision in JavaScript, as PyTorch computes them in Python,
+ * and fed to the step graph as float32 inputs. Weight decay applies to the parameters the caller marks
+ * `decayed` (by dmlkit's convention convolution and linear weights, not biases or normalisation
+ * parameters).
+ */
+import { invalidParameterError } from '../../errors.js';
+import type { StepEmitter } from '../autodiff/emitter.js';
+
+/** A graph optimiser's settings. */
+export interface GraphOptimizerSettings {
+  readonly kind: 'adam' | 'adamw' | 'sgd';
+  /** Adam's β1 and β2 (default 0.9, 0.999). */
+  readonly betas?: readonly [number, number];
+  /** Adam's ε (default 1e-8). */
+  readonly epsilon?: number;
+  /** SGD's momentum μ (default 0: plain SGD). */
+  readonly momentum?: number;
+  /** SGD's dampening τ (default 0). */
+  readonly dampening?: number;
+  /** SGD with Nesterov momentum (default false). */
+  readonly nesterov?: boolean;
+  /** λ (default 0): decoupled for `adamw`, added to the gradient for `adam` and `sgd`. */
+  readonly weightDecay?: number;
+}
+
+/** The step-graph values of one parameter's update. */
+export interface ParameterUpdate {
+  /** The parameter after the step. */
+  readonly param: string;
+  /** Each state slot after the step. */
+  readonly slots: Readonly<Record<string, string>>;
+}
+
+/** An optimiser the step graph can run. */
+export interface GraphOptimizer {
+  readonly settings: Required<GraphOptimizerSettings>;
+  /** Per-parameter state slots, e.g. `exp_avg`, `exp_avg_sq` (each starts at zeros). */
+  readonly slots: readonly string[];
+  /** Per-step scalar inputs of the step graph. */
+  readonly hyperParameters: readonly string[];
+  /** The values of {@link hyperParameters} for 1-based step `t` at learning rate `lr`. */
+  hyperValues(t: number, lr: number): Record<string, number>;
+  /** Emits the update of `param` with gradient `gradient`; `hyper` maps hyperparameters to graph inputs. */
+  emitUpdate(emit: StepEmitter, param: string, gradient: string, slots: Readonly<Record<string, string>>, hyper: Readonly<Record<string, string>>, decayed: boolean): ParameterUpdate;
+}
+
+function check(name: string, value: number, ok: boolean, expected: string): number {
+  if (!ok) throw invalidParameterError(`optimizer.${name}`, expected, value);
+  return value;
+}
+
+/** The graph optimiser for `settings` (defaults filled in, values checked). */
+export function createGraphOptimizer(settings: GraphOptimizerSettings): GraphOptimizer {
+  const [beta1, beta2] = settings.betas ?? [0.9, 0.999];
+  const full: Required<GraphOptimizerSettings> = {
+    kind: settings.kind,
+    betas: [check('betas[0]', beta1, beta1 >= 0 && beta1 < 1, 'a number in [0, 1)'), check('betas[1]', beta2, beta2 >= 0 && beta2 < 1, 'a number in [0, 1)')],
+    epsilon: check('epsilon', settings.epsilon ?? 1e-8, (settings.epsilon ?? 1e-8) > 0, 'a positive number'),
+    momentum: check('momentum', settings.momentum ?? 0, (settings.momentum ?? 0) >= 0, 'a non-negative number'),
+    dampening: check('dampening', settings.dampening ?? 0, (settings.dampening ?? 0) >= 0 && (settings.dampening ?? 0) <= 1, 'a number in [0, 1]'),
+    nesterov: settings.nesterov ?? false,
+    weightDecay: check('weightDecay', settings.weightDecay ?? 0, (settings.weightDecay ?? 0) >= 0, 'a non-negative number'),
+  };
+  if (full.nesterov && (full.momentum === 0 || full.dampening !== 0)) throw invalidParameterError('optimizer.nesterov', 'momentum > 0 and dampening 0 (as PyTorch requires)', full.nesterov);
+  if (full.kind === 'sgd') return sgd(full);
+  if (full.kind === 'adam' || full.kind === 'adamw') return adam(full);
+  throw invalidParameterError('optimizer.kind', "'adam', 'adamw' or 'sgd'", full.kind);
+}
+
+function adam(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
+  const [beta1, beta2] = settings.betas;
+  const decoupled = settings.kind === 'adamw';
+  return {
+    settings,
+    slots: ['exp_avg', 'exp_avg_sq'],
+    hyperParameters: ['step_size', 'bias_correction2_sqrt', 'decay_factor'],
+    hyperValues: (t, lr) => ({
+      step_size: lr / (1 - beta1 ** t),
+      bias_correction2_sqrt: Math.sqrt(1 - beta2 ** t),
+      decay_factor: 1 - lr * settings.weightDecay,
+    }),
+    emitUpdate: (emit, param, gradient, slots, hyper, decayed) => {
+      const base = `${param}/adam`;
+      const decay = decayed && settings.weightDecay > 0;
+      let p = param;
+      let g = gradient;
+      if (decay && decoupled) p = emit.op('Mul', [param, hyper.decay_factor as string], `${base}/decayed`);
+      if (decay && !decoupled) g = emit.op('Add', [gradient, emit.op('Mul', [param, emit.scalar(settings.weightDecay)], `${base}/l2`)], `${base}/g_l2`);
+      const m = emit.op('Add', [emit.op('Mul', [slots.exp_avg as string, emit.scalar(beta1)], `${base}/m_kept`), emit.op('Mul', [g, emit.scalar(1 - beta1)], `${base}/m_added`)], `${base}/exp_avg`);
+      const v = emit.op('Add', [emit.op('Mul', [slots.exp_avg_sq as string, emit.scalar(beta2)], `${base}/v_kept`), emit.op('Mul', [emit.op('Mul', [g, g], `${base}/g2`), emit.scalar(1 - beta2)], `${base}/v_added`)], `${base}/exp_avg_sq`);
+      const denominator = emit.op('Add', [emit.op('Div', [emit.op('Sqrt', [v], `${base}/v_sqrt`), hyper.bias_correction2_sqrt as string], `${base}/v_corrected`), emit.scalar(settings.epsilon)], `${base}/denominator`);
+      const step = emit.op('Div', [emit.op('Mul', [m, hyper.step_size as string], `${base}/m_scaled`), denominator], `${base}/step`);
+      return { param: emit.op('Sub', [p, step], `${base}/param`), slots: { exp_avg: m, exp_avg_sq: v } };
+    },
+  };
+}
+
+function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
+  const { momentum, dampening, nesterov, weightDecay } = settings;
+  return {
+    settings,
+    slots: momentum > 0 ? ['momentum_buffer'] : [],
+    hyperParameters: momentum > 0 ? ['lr', 'buffer_keep', 'buffer_add'] : ['lr'],
+    // The first step copies the gradient into the buffer (keep 0, add 1), as PyTorch does.
+    hyperValues: (t, lr) => (momentum > 0 ? { lr, buffer_keep: t === 1 ? 0 : momentum, buffer_add: t === 1 ? 1 : 1 - dampening } : { lr }),
+    emitUpdate: (emit, param, gradient, slots, hyper, decayed) => {
+      const base = `${param}/sgd`;
+      let g = gradient;
+      if (decayed && weightDecay > 0) g = emit.op('Add', [gradient, emit.op('Mul', [param, emit.scalar(weightDecay)], `${base}/l2`)], `${base}/g_l2`);
+      let direction = g;
+      const nextSlots: Record<string, string> = {};
+      if (momentum > 0) {
+        const buffer = emit.op('Add', [emit.op('Mul', [slots.momentum_buffer as string, hyper.buffer_keep as string], `${base}/kept`), emit.op('Mul', [g, hyper.buffer_add as string], `${base}/added`)], `${base}/buffer`);
+        nextSlots.momentum_buffer = buffer;
+        direction = nesterov ? emit.op('Add', [g, emit.op('Mul', [buffer, emit.scalar(momentum)], `${base}/lookahead`)], `${base}/nesterov`) : buffer;
+      }
+      return { param: emit.op('Sub', [param, emit.op('Mul', [direction, hyper.lr as string], `${base}/step`)], `${base}/param`), slots: nextSlots };
+    },
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * @file Compiles a forward ONNX graph into the two graphs one training step runs:
+ *
+ * - the **training forward**: the network in training mode (batch statistics), giving the embeddings
+ *   the loss is computed on;
+ * - the **step**: the same forward again, the backward from the embeddings' gradient (the loss's
+ *   gradient, computed outside), and the optimiser's update, in one graph run. Its inputs are the
+ *   images, the embeddings' gradient, every trained weight, every optimiser slot, every running
+ *   statistic and the per-step scalars; its outputs their new values (`<name>:next`).
+ *
+ * Both are compiled for one fixed input size: every shape is static, and PyTorch's shape arithmetic
+ * is folded away (lib/engine/graph/shapes.ts).
+ */
+import { DmlError, invalidParameterError } from '../../errors.js';
+import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueInfo, type NodeProto, type ValueInfoProto } from '../../onnx/builder.js';
+import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
+import { StepEmitter } from '../autodiff/emitter.js';
+import type { StateUpdate } from '../autodiff/rule.js';
+import type { IrGraph, IrTensor } from '../graph/onnx-ir.js';
+import { inferShapes, type ShapedGraph } from '../graph/shapes.js';
+import type { GraphOptimizer } from './optimizer-graph.js';
+
+/** The value names of a compiled step graph. */
+export interface StepGraphIo {
+  /** Graph inputs fed with data each step (the images). */
+  readonly data: readonly string[];
+  /** The input holding d loss / d output. */
+  readonly seed: string;
+  /** The output the loss is computed on. */
+  readonly output: string;
+  /** Its dimensions. */
+  readonly outputDims: readonly number[];
+  /**
+   * Inputs holding state (weights, optimiser slots, running statistics), each with the output holding
+   * its next value; `next` is absent for state the graph reads but does not change.
+   */
+  readonly variables: readonly { readonly input: string; readonly next?: string; readonly dims: readonly number[] }[];
+  /** Per-step scalar inputs by hyperparameter name. */
+  readonly hyper: Readonly<Record<string, string>>;
+}
+
+/** A compiled step or training forward. */
+export interface CompiledGraph {
+  /** The serialised ONNX model. */
+  readonly model: Uint8Array;
+  readonly io: StepGraphIo;
+}
+
+/** What to compile. */
+export interface StepGraphSpec {
+  readonly graph: IrGraph;
+  /** The fixed dimensions of each data input. */
+  readonly inputDims: ReadonlyMap<string, readonly number[]>;
+  /** The initializers to train. */
+  readonly trained: readonly string[];
+  /** The trained parameters that take weight decay. */
+  readonly decayed: ReadonlySet<string>;
+  /** The forward output the loss reads (the embeddings). */
+  readonly output: string;
+  readonly optimizer: GraphOptimizer;
+}
+
+/** The name of a parameter's optimiser slot in the step graph. */
+export function slotName(param: string, slot: string): string {
+  return `${param}:${slot}`;
+}
+
+/** The name of a value's next state in the step graph. */
+export function nextName(name: string): string {
+  return `${name}:next`;
+}
+
+/**
+ * The initializers a network trains by default: the weights of parametric operators (Conv and
+ * ConvTranspose weight and bias, Gemm's B and C, MatMul's constant operand, BatchNormalization's scale
+ * and bias, LayerNormalization's scale and bias, PRelu's slope) and a constant added to a MatMul or
+ * Conv result (the bias of a Linear exported as MatMul + Add). Constants of other operators
+ * (normalisation constants, epsilons, shapes) and running statistics are not trained.
+ */
+export function defaultTrainedInitializers(graph: IrGraph): string[] {
+  const producers = new Map<string, string>();
+  for (const n of graph.nodes) for (const o of n.outputs) producers.set(o, n.opType);
+  const slots: Readonly<Record<string, readonly number[]>> = {
+    Conv: [1, 2], ConvTranspose: [1, 2], Gemm: [0, 1, 2], MatMul: [0, 1], BatchNormalization: [1, 2], LayerNormalization: [1, 2], PRelu: [1],
+  };
+  const trained = new Set<string>();
+  const isWeight = (name: string | undefined): name is string => !!name && graph.initializers.get(name)?.type === 'float32';
+  for (const n of graph.nodes) {
+    for (const i of slots[n.opType] ?? []) if (isWeight(n.inputs[i])) trained.add(n.inputs[i] as string);
+    if (n.opType === 'Add' && n.inputs.length === 2) {
+      const [a, b] = n.inputs as [string, string];
+      if (isWeight(b) && ['MatMul', 'Conv'].includes(producers.get(a) ?? '')) trained.add(b);
+      if (isWeight(a) && ['MatMul', 'Conv'].includes(producers.get(b) ?? '')) trained.add(a);
+    }
+  }
+  return [...trained];
+}
+
+/** The running statistics (BatchNormalization inputs 3 and 4) of `graph`. */
+export function runningStatistics(graph: IrGraph): string[] {
+  return graph.nodes.filter((n) => n.opType === 'BatchNormalization').flatMap((n) => [n.inputs[3], n.inputs[4]].filter((x): x is string => !!x && graph.initializers.has(x)));
+}
+
+function valueInfo(name: string, type: 'float32' | 'int64', dims: readonly number[]): ValueInfoProto {
+  return tensorValueInfo(name, type, dims);
+}
+
+function initializerOf(name: string, t: IrTensor): ReturnType<typeof floatTensor> {
+  if (t.type === 'float32') return floatTensor(name, t.dims, t.data as Float32Array);
+  if (t.type === 'int64') return int64Tensor(name, t.dims, Array.from(t.data));
+  throw new DmlError('E_MODEL', `constant ${name} is a ${t.type} tensor; the graph trainer writes float32 and int64 constants`);
+}
+
+function shaped(spec: StepGraphSpec): { shaped: ShapedGraph; variables: Set<string> } {
+  const { graph, trained } = spec;
+  for (const name of trained) {
+    if (graph.initializers.get(name)?.type !== 'float32') throw invalidParameterError('trained', 'float32 initializers of the graph', name);
+  }
+  const variables = new Set([...trained, ...runningStatistics(graph)]);
+  return { shaped: inferShapes(graph, spec.inputDims, variables), variables };
+}
+
+function emitConstants(emit: StepEmitter, s: ShapedGraph, variables: ReadonlySet<string>): void {
+  const used = new Set(s.nodes.flatMap((n) => n.inputs));
+  for (const name of used) {
+    const t = s.constants.get(name);
+    if (t && !variables.has(name)) emit.initializers.push(initializerOf(name, t));
+  }
+}
+
+function modelOf(emit: StepEmitter, name: string, inputs: ValueInfoProto[], outputs: ValueInfoProto[], extra: NodeProto[]): Uint8Array {
+  return encodeModel({ graphName: name, inputs, outputs, nodes: [...emit.nodes, ...extra], initializers: emit.initializers });
+}
+
+/** Compiles the training forward: the network in training mode, the output alone. */
+export function compileTrainingForward(spec: Omit<StepGraphSpec, 'optimizer' | 'decayed'>): CompiledGraph {
+  const { shaped: s, variables } = shaped({ ...spec, optimizer: undefined as never, decayed: new Set() });
+  const emit = new StepEmitter(s.shapes, s.constants);
+  emitConstants(emit, s, variables);
+  emitTrainingForward(emit, s);
+  const dims = (name: string): readonly number[] => emit.dims(name);
+  const inputs = [...spec.inputDims.keys(), ...variables].map((n) => valueInfo(n, 'float32', dims(n)));
+  const model = modelOf(emit, 'dmlkit_training_forward', inputs, [valueInfo(spec.output, 'float32', dims(spec.output))], []);
+  return {
+    model,
+    io: { data: [...spec.inputDims.keys()], seed: '', output: spec.output, outputDims: dims(spec.output), variables: [...variables].map((n) => ({ input: n, dims: dims(n) })), hyper: {} },
+  };
+}
+
+/** Compiles the step graph (see the file comment). Throws E_MODEL naming an operator without a rule. */
+export function compileStep(spec: StepGraphSpec): CompiledGraph {
+  const { shaped: s, variables } = shaped(spec);
+  const trained = new Set(spec.trained);
+  const requiresGrad = checkDifferentiable(s, trained);
+  if (!requiresGrad.has(spec.output)) throw new DmlError('E_MODEL', `output ${spec.output} does not depend on any trained weight`);
+  const emit = new StepEmitter(s.shapes, s.constants);
+  emitConstants(emit, s, variables);
+  const seed = emit.unique(`${spec.output}:grad`);
+  const hyper: Record<string, string> = {};
+  for (const h of spec.optimizer.hyperParameters) hyper[h] = emit.unique(`optimizer:${h}`);
+  const slotInputs = new Map<string, Record<string, string>>();
+  for (const p of spec.trained) slotInputs.set(p, Object.fromEntries(spec.optimizer.slots.map((slot) => [slot, emit.unique(slotName(p, slot))])));
+
+  const forward = emitTrainingForward(emit, s);
+  const gradients = emitBackward(emit, s, forward, requiresGrad, spec.output, seed, spec.trained);
+
+  const dims = (name: string): readonly number[] => emit.dims(name);
+  const updates: StateUpdate[] = [...forward.stateUpdates];
+  const variablesIo: { input: string; next: string; dims: readonly number[] }[] = [];
+  for (const p of spec.trained) {
+    const gradient = gradients.get(p);
+    if (gradient === undefined) continue; // unused by the output: PyTorch leaves such a parameter (and its slots) alone
+    const slots = slotInputs.get(p) ?? {};
+    const update = spec.optimizer.emitUpdate(emit, p, gradient, slots, hyper, spec.decayed.has(p));
+    updates.push({ state: p, next: update.param });
+    for (const [slot, input] of Object.entries(slots)) {
+      updates.push({ state: input, next: update.slots[slot] as string });
+      variablesIo.push({ input, next: nextName(input), dims: dims(p) });
+    }
+  }
+  const final: NodeProto[] = updates.map((u) => protoNode('Identity', [u.next], [nextName(u.state)]));
+  const updated = new Set(updates.map((u) => u.state));
+  for (const name of variables) variablesIo.push({ input: name, next: nextName(name), dims: dims(name) });
+  const io: StepGraphIo['variables'] = variablesIo.map((v) => (updated.has(v.input) ? v : { input: v.input, dims: v.dims }));
+  const inputs = [
+    ...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))),
+    valueInfo(seed, 'float32', dims(spec.output)),
+    ...io.map((v) => valueInfo(v.input, 'float32', v.dims)),
+    ...Object.values(hyper).map((n) => valueInfo(n, 'float32', [])),
+  ];
+  const outputs = [valueInfo(spec.output, 'float32', dims(spec.output)), ...io.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : []))];
+  return {
+    model: modelOf(emit, 'dmlkit_training_step', inputs, outputs, final),
+    io: { data: [...spec.inputDims.keys()], seed, output: spec.output, outputDims: dims(spec.output), variables: io, hyper },
+  };
+}
