@@ -43,6 +43,8 @@ export interface GraphTrainerOptions {
   readonly device?: DeviceChoice;
   /** Intra-op threads; onnxruntime's default when omitted. */
   readonly threads?: number;
+  /** Keep each step's parameter gradients ({@link GraphTrainer.gradient}); default false. */
+  readonly recordGradients?: boolean;
 }
 
 interface RunnableGraph {
@@ -57,6 +59,7 @@ export class GraphTrainer {
   readonly attempts: readonly ProviderAttempt[];
   /** Optimiser steps taken. */
   private steps = 0;
+  private readonly lastGradients = new Map<string, Float32Array>();
 
   private constructor(
     private readonly graph: IrGraph,
@@ -96,7 +99,7 @@ export class GraphTrainer {
     const decayed = new Set(trained.filter((n) => decayedOf(n, graph.initializers.get(n)?.dims ?? [])));
     const optimizer = createGraphOptimizer(options.optimizer);
     const inputDims = new Map([[input.name, options.inputDims]]);
-    const step = compileStep({ graph, inputDims, trained, decayed, output: output.name, optimizer });
+    const step = compileStep({ graph, inputDims, trained, decayed, output: output.name, optimizer, gradientOutputs: options.recordGradients ?? false });
     const forward = compileTrainingForward({ graph, inputDims, trained, output: output.name });
     const sessionOptions = { device: options.device ?? 'cpu', name, ...(options.threads !== undefined ? { threads: options.threads } : {}) } as const;
     const stepSession = await createSession(step.model, sessionOptions);
@@ -148,6 +151,8 @@ export class GraphTrainer {
       if (!next) throw new DmlError('E_MODEL', `the step graph returned no ${v.next}`);
       this.state.set(v.input, next);
     }
+    this.lastGradients.clear();
+    for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
     this.steps += 1;
     return out[io.output]?.data as Float32Array;
   }
@@ -162,6 +167,11 @@ export class GraphTrainer {
   /** The current value of a trained weight, running statistic or optimiser slot (`<param>:<slot>`). */
   value(name: string): Float32Array | undefined {
     return this.state.get(name);
+  }
+
+  /** The gradient of trained parameter `name` in the last step (with `recordGradients`). */
+  gradient(name: string): Float32Array | undefined {
+    return this.lastGradients.get(name);
   }
 
   /** Every trained weight and running statistic by initializer name (not the optimiser slots). */

@@ -37,6 +37,8 @@ export interface StepGraphIo {
   readonly variables: readonly { readonly input: string; readonly next?: string; readonly dims: readonly number[] }[];
   /** Per-step scalar inputs by hyperparameter name. */
   readonly hyper: Readonly<Record<string, string>>;
+  /** With `gradientOutputs`: the output holding each trained parameter's gradient (`<name>:grad`). */
+  readonly gradients: Readonly<Record<string, string>>;
 }
 
 /** A compiled step or training forward. */
@@ -58,6 +60,8 @@ export interface StepGraphSpec {
   /** The forward output the loss reads (the embeddings). */
   readonly output: string;
   readonly optimizer: GraphOptimizer;
+  /** Also output each parameter's gradient (for gradient norms and checks). */
+  readonly gradientOutputs?: boolean;
 }
 
 /** The name of a parameter's optimiser slot in the step graph. */
@@ -143,7 +147,7 @@ export function compileTrainingForward(spec: Omit<StepGraphSpec, 'optimizer' | '
   const model = modelOf(emit, 'dmlkit_training_forward', inputs, [valueInfo(spec.output, 'float32', dims(spec.output))], []);
   return {
     model,
-    io: { data: [...spec.inputDims.keys()], seed: '', output: spec.output, outputDims: dims(spec.output), variables: [...variables].map((n) => ({ input: n, dims: dims(n) })), hyper: {} },
+    io: { data: [...spec.inputDims.keys()], seed: '', output: spec.output, outputDims: dims(spec.output), variables: [...variables].map((n) => ({ input: n, dims: dims(n) })), hyper: {}, gradients: {} },
   };
 }
 
@@ -179,6 +183,13 @@ export function compileStep(spec: StepGraphSpec): CompiledGraph {
     }
   }
   const final: NodeProto[] = updates.map((u) => protoNode('Identity', [u.next], [nextName(u.state)]));
+  const gradientIo: Record<string, string> = {};
+  if (spec.gradientOutputs) {
+    for (const [p, g] of gradients) {
+      gradientIo[p] = `${p}:grad`;
+      final.push(protoNode('Identity', [g], [gradientIo[p]]));
+    }
+  }
   const updated = new Set(updates.map((u) => u.state));
   for (const name of variables) variablesIo.push({ input: name, next: nextName(name), dims: dims(name) });
   const io: StepGraphIo['variables'] = variablesIo.map((v) => (updated.has(v.input) ? v : { input: v.input, dims: v.dims }));
@@ -188,9 +199,13 @@ export function compileStep(spec: StepGraphSpec): CompiledGraph {
     ...io.map((v) => valueInfo(v.input, 'float32', v.dims)),
     ...Object.values(hyper).map((n) => valueInfo(n, 'float32', [])),
   ];
-  const outputs = [valueInfo(spec.output, 'float32', dims(spec.output)), ...io.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : []))];
+  const outputs = [
+    valueInfo(spec.output, 'float32', dims(spec.output)),
+    ...io.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : [])),
+    ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p))),
+  ];
   return {
     model: modelOf(emit, 'dmlkit_training_step', inputs, outputs, final),
-    io: { data: [...spec.inputDims.keys()], seed, output: spec.output, outputDims: dims(spec.output), variables: io, hyper },
+    io: { data: [...spec.inputDims.keys()], seed, output: spec.output, outputDims: dims(spec.output), variables: io, hyper, gradients: gradientIo },
   };
 }

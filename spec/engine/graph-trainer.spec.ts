@@ -1,0 +1,147 @@
+/**
+ * The graph trainer against PyTorch: gradients and running statistics of three small networks
+ * (spec/fixtures/graph-gradients, written by scripts/reference/torch_graph_gradients.py; reference values
+ * in float64), optimiser
+ * updates against torch.optim's formulas, and the errors for what it cannot train.
+ */
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
+
+const FIXTURES = new URL('../fixtures/graph-gradients/', import.meta.url);
+
+interface GradientFixture {
+  inputDims: number[];
+  input: number[];
+  seed: number[];
+  output: number[];
+  gradients: Record<string, number[]>;
+  torchFloat32Error: Record<string, number>;
+  runningStatistics: Record<string, number[]>;
+}
+
+/** Largest |a - b| over the largest |b| (or 1e-3 where b is tiny): a relative error of the whole tensor. */
+function relativeError(actual: ArrayLike<number>, expected: readonly number[]): number {
+  expect(actual.length).to.equal(expected.length);
+  let diff = 0;
+  let scale = 1e-3;
+  expected.forEach((e, i) => {
+    diff = Math.max(diff, Math.abs((actual[i] as number) - e));
+    scale = Math.max(scale, Math.abs(e));
+  });
+  return diff / scale;
+}
+
+describe('GraphTrainer', function () {
+  this.timeout(60_000);
+
+  for (const name of ['convnet', 'resnet', 'zoo']) {
+    it(`reproduces PyTorch's gradients and running statistics of the ${name} network`, async () => {
+      const fixture = JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as GradientFixture;
+      const trainer = await GraphTrainer.create({
+        model: readFileSync(new URL(`${name}.onnx`, FIXTURES)),
+        inputDims: fixture.inputDims,
+        optimizer: { kind: 'sgd' },
+        recordGradients: true,
+        threads: 1,
+      });
+      const input = Float32Array.from(fixture.input);
+      expect(relativeError(await trainer.forward(input), fixture.output)).to.be.below(1e-5);
+      const recomputed = await trainer.step(input, Float32Array.from(fixture.seed), 0.01);
+      expect(relativeError(recomputed, fixture.output)).to.be.below(1e-5);
+      expect(Object.keys(fixture.gradients)).to.not.be.empty;
+      for (const [param, expected] of Object.entries(fixture.gradients)) {
+        const gradient = trainer.gradient(param);
+        expect(gradient, param).to.not.equal(undefined);
+        // As close to the exact (float64) gradient as PyTorch's float32 gradient is, or within 1e-4.
+        const tolerance = Math.max(1e-4, 3 * (fixture.torchFloat32Error[param] as number));
+        expect(relativeError(gradient as Float32Array, expected), param).to.be.below(tolerance);
+      }
+      for (const [statistic, expected] of Object.entries(fixture.runningStatistics)) {
+        expect(relativeError(trainer.value(statistic) as Float32Array, expected), statistic).to.be.below(1e-5);
+      }
+      await trainer.release();
+    });
+  }
+
+  /** A linear layer y = x W + b as an ONNX model (x [4, 3], W [3, 2]), optionally followed by `extra` operator. */
+  function linearModel(extra?: string): Uint8Array {
+    const nodes = [node('Gemm', ['x', 'W', 'b'], [extra ? 'h' : 'y'])];
+    if (extra) nodes.push(node(extra, ['h'], ['y']));
+    return encodeModel({
+      graphName: 'linear',
+      inputs: [tensorValueInfo('x', 'float32', ['batch', 3])],
+      outputs: [tensorValueInfo('y', 'float32', ['batch', 2])],
+      nodes,
+      initializers: [floatTensor('W', [3, 2], [0.5, -0.25, 1, 0.75, -0.5, 0.125]), floatTensor('b', [2], [0.1, -0.2])],
+    });
+  }
+  const x = Float32Array.from([1, 2, 3, -1, 0.5, 2, 0, -2, 1, 0.25, 0.5, -0.75]);
+  const seed = Float32Array.from([1, -1, 0.5, 2, -0.5, 0.25, 1.5, -2]);
+  // d/dW of sum(y * seed) = xᵀ seed, d/db = Σ rows of seed (independent of W: the same every step).
+  const gradW = [0, 1, 2].flatMap((i) => [0, 1].map((j) => [0, 1, 2, 3].reduce((s, r) => s + (x[r * 3 + i] as number) * (seed[r * 2 + j] as number), 0)));
+  const gradB = [0, 1].map((j) => [0, 1, 2, 3].reduce((s, r) => s + (seed[r * 2 + j] as number), 0));
+
+  /** torch.optim's update formulas in float64, three steps at the rates `lrs`. */
+  function reference(kind: 'adam' | 'adamw' | 'sgd', p0: number[], g: number[], lrs: number[], decay: number): number[] {
+    const p = [...p0];
+    const m = p.map(() => 0);
+    const v = p.map(() => 0);
+    lrs.forEach((lr, k) => {
+      const t = k + 1;
+      p.forEach((_, i) => {
+        let gi = g[i] as number;
+        if (kind === 'adamw') p[i] = (p[i] as number) * (1 - lr * decay);
+        else gi += decay * (p[i] as number);
+        if (kind === 'sgd') {
+          m[i] = t === 1 ? gi : 0.9 * (m[i] as number) + gi;
+          p[i] = (p[i] as number) - lr * (gi + 0.9 * (m[i] as number));
+          return;
+        }
+        m[i] = 0.9 * (m[i] as number) + 0.1 * gi;
+        v[i] = 0.999 * (v[i] as number) + 0.001 * gi * gi;
+        const denominator = Math.sqrt(v[i] as number) / Math.sqrt(1 - 0.999 ** t) + 1e-8;
+        p[i] = (p[i] as number) - (lr / (1 - 0.9 ** t)) * (m[i] as number) / denominator;
+      });
+    });
+    return p;
+  }
+
+  for (const kind of ['adam', 'adamw', 'sgd'] as const) {
+    it(`applies torch.optim's ${kind === 'sgd' ? 'SGD with Nesterov momentum and L2 decay' : kind === 'adam' ? 'Adam with L2 decay' : 'AdamW'} update, decay on weights only`, async () => {
+      const decay = 0.05;
+      const optimizer = kind === 'sgd' ? ({ kind, momentum: 0.9, nesterov: true, weightDecay: decay } as const) : ({ kind, weightDecay: decay } as const);
+      const trainer = await GraphTrainer.create({ model: linearModel(), inputDims: [4, 3], optimizer, threads: 1 });
+      const lrs = [0.1, 0.05, 0.2];
+      for (const lr of lrs) await trainer.step(x, seed, lr);
+      expect(trainer.stepCount).to.equal(3);
+      expect(relativeError(trainer.value('W') as Float32Array, reference(kind, [0.5, -0.25, 1, 0.75, -0.5, 0.125], gradW, lrs, decay))).to.be.below(1e-6);
+      expect(relativeError(trainer.value('b') as Float32Array, reference(kind, [0.1, -0.2], gradB, lrs, 0))).to.be.below(1e-6);
+      await trainer.release();
+    });
+  }
+
+  it('exports the forward model with the trained weights', async () => {
+    const trainer = await GraphTrainer.create({ model: linearModel(), inputDims: [4, 3], optimizer: { kind: 'sgd' }, threads: 1 });
+    await trainer.step(x, seed, 0.1);
+    const again = await GraphTrainer.create({ model: trainer.exportModel(), inputDims: [4, 3], optimizer: { kind: 'sgd' }, threads: 1 });
+    expect(Array.from(again.value('W') as Float32Array)).to.deep.equal(Array.from(trainer.value('W') as Float32Array));
+    expect(Array.from(await again.forward(x))).to.deep.equal(Array.from(await trainer.forward(x)));
+    await Promise.all([trainer.release(), again.release()]);
+  });
+
+  it('names the operator without a gradient rule and its node, before any work', async () => {
+    await expectDmlError(
+      GraphTrainer.create({ model: linearModel('Erf'), inputDims: [4, 3], optimizer: { kind: 'adam' } }),
+      'E_MODEL',
+      /^node 'y' \(Erf\): the graph trainer has no gradient rule for Erf \(it differentiates Add, /,
+    );
+  });
+
+  it('refuses input dimensions that contradict the model', async () => {
+    await expectDmlError(GraphTrainer.create({ model: linearModel(), inputDims: [4, 5], optimizer: { kind: 'adam' } }), 'E_ARG', /inputDims\[1\]/);
+    await expectDmlError(GraphTrainer.create({ model: linearModel(), inputDims: [4], optimizer: { kind: 'adam' } }), 'E_ARG', /inputDims/);
+  });
+});
