@@ -440,7 +440,8 @@ function batchNormLayer(g: GraphContext, call: LayerCall): ConvertedOutput[] {
       g.floats(`${call.name}/moving_variance`, [channels], variance.data),
     ],
     call.name,
-    { epsilon: { f: numberField(call, 'epsilon', 1e-3) } },
+    // momentum: inference ignores it; the graph trainer updates the moving statistics with it (Keras's and ONNX's meaning agree).
+    { epsilon: { f: numberField(call, 'epsilon', 1e-3) }, momentum: { f: numberField(call, 'momentum', 0.99) } },
   );
   return [{ name: out, nchw: x.nchw }];
 }

@@ -42,7 +42,7 @@ describe('GraphTrainer', function () {
       const fixture = JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as GradientFixture;
       const trainer = await GraphTrainer.create({
         model: readFileSync(new URL(`${name}.onnx`, FIXTURES)),
-        inputDims: fixture.inputDims,
+        itemDims: fixture.inputDims.slice(1),
         optimizer: { kind: 'sgd' },
         recordGradients: true,
         threads: 1,
@@ -113,7 +113,7 @@ describe('GraphTrainer', function () {
     it(`applies torch.optim's ${kind === 'sgd' ? 'SGD with Nesterov momentum and L2 decay' : kind === 'adam' ? 'Adam with L2 decay' : 'AdamW'} update, decay on weights only`, async () => {
       const decay = 0.05;
       const optimizer = kind === 'sgd' ? ({ kind, momentum: 0.9, nesterov: true, weightDecay: decay } as const) : ({ kind, weightDecay: decay } as const);
-      const trainer = await GraphTrainer.create({ model: linearModel(), inputDims: [4, 3], optimizer, threads: 1 });
+      const trainer = await GraphTrainer.create({ model: linearModel(), itemDims: [3], optimizer, threads: 1 });
       const lrs = [0.1, 0.05, 0.2];
       for (const lr of lrs) await trainer.step(x, seed, lr);
       expect(trainer.stepCount).to.equal(3);
@@ -124,9 +124,9 @@ describe('GraphTrainer', function () {
   }
 
   it('exports the forward model with the trained weights', async () => {
-    const trainer = await GraphTrainer.create({ model: linearModel(), inputDims: [4, 3], optimizer: { kind: 'sgd' }, threads: 1 });
+    const trainer = await GraphTrainer.create({ model: linearModel(), itemDims: [3], optimizer: { kind: 'sgd' }, threads: 1 });
     await trainer.step(x, seed, 0.1);
-    const again = await GraphTrainer.create({ model: trainer.exportModel(), inputDims: [4, 3], optimizer: { kind: 'sgd' }, threads: 1 });
+    const again = await GraphTrainer.create({ model: trainer.exportModel(), itemDims: [3], optimizer: { kind: 'sgd' }, threads: 1 });
     expect(Array.from(again.value('W') as Float32Array)).to.deep.equal(Array.from(trainer.value('W') as Float32Array));
     expect(Array.from(await again.forward(x))).to.deep.equal(Array.from(await trainer.forward(x)));
     await Promise.all([trainer.release(), again.release()]);
@@ -134,14 +134,14 @@ describe('GraphTrainer', function () {
 
   it('names the operator without a gradient rule and its node, before any work', async () => {
     await expectDmlError(
-      GraphTrainer.create({ model: linearModel('Erf'), inputDims: [4, 3], optimizer: { kind: 'adam' } }),
+      GraphTrainer.create({ model: linearModel('Erf'), itemDims: [3], optimizer: { kind: 'adam' } }),
       'E_MODEL',
       /^node 'y' \(Erf\): the graph trainer has no gradient rule for Erf \(it differentiates Add, /,
     );
   });
 
   it('refuses input dimensions that contradict the model', async () => {
-    await expectDmlError(GraphTrainer.create({ model: linearModel(), inputDims: [4, 5], optimizer: { kind: 'adam' } }), 'E_ARG', /inputDims\[1\]/);
-    await expectDmlError(GraphTrainer.create({ model: linearModel(), inputDims: [4], optimizer: { kind: 'adam' } }), 'E_ARG', /inputDims/);
+    await expectDmlError(GraphTrainer.create({ model: linearModel(), itemDims: [5], optimizer: { kind: 'adam' } }), 'E_ARG', /itemDims\[0\]/);
+    await expectDmlError(GraphTrainer.create({ model: linearModel(), itemDims: [], optimizer: { kind: 'adam' } }), 'E_ARG', /itemDims/);
   });
 });

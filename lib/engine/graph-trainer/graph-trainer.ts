@@ -10,7 +10,7 @@
  * between runs) and go in and out of each run.
  *
  * ```ts
- * const trainer = await GraphTrainer.create({ model: bytes, inputDims: [32, 3, 64, 64], optimizer: { kind: 'adam' } });
+ * const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, 64, 64], optimizer: { kind: 'adam' } });
  * const embeddings = await trainer.forward(images);
  * const gradient = ...; // d loss / d embeddings
  * await trainer.step(images, gradient, 1e-3);
@@ -32,8 +32,11 @@ export interface GraphTrainerOptions {
   readonly model: Uint8Array;
   /** Names the model in errors (a path). */
   readonly name?: string;
-  /** The input's fixed dimensions, e.g. [batch, 3, 64, 64]. */
-  readonly inputDims: readonly number[];
+  /**
+   * The dimensions of one input item without the batch axis, e.g. [3, 64, 64]. The batch size is read
+   * from each call; a step graph is compiled for each batch size the first time it is met.
+   */
+  readonly itemDims: readonly number[];
   readonly optimizer: GraphOptimizerSettings;
   /** The initializers to train; default: the weights of parametric operators (see defaultTrainedInitializers). */
   readonly trained?: readonly string[];
@@ -52,33 +55,39 @@ interface RunnableGraph {
   readonly session: ort.InferenceSession;
 }
 
+/** The two graphs of one batch size. */
+interface BatchGraphs {
+  readonly forward: RunnableGraph;
+  readonly step: RunnableGraph;
+}
+
 /** A network being trained by whole-step ONNX graphs. */
 export class GraphTrainer {
-  /** The provider running the step graph and each provider tried. */
-  readonly provider: ExecutionProviderName;
-  readonly attempts: readonly ProviderAttempt[];
+  /** The provider running the step graphs (the first batch size's choice, kept for the others). */
+  provider: ExecutionProviderName | undefined;
+  /** Each provider tried when the first graph was opened. */
+  attempts: readonly ProviderAttempt[] = [];
   /** Optimiser steps taken. */
   private steps = 0;
   private readonly lastGradients = new Map<string, Float32Array>();
+  private readonly graphs = new Map<number, Promise<BatchGraphs>>();
 
   private constructor(
     private readonly graph: IrGraph,
-    private readonly bytes: Uint8Array,
+    private readonly options: GraphTrainerOptions,
+    private readonly inputName: string,
+    private readonly outputName: string,
+    private readonly trained: readonly string[],
+    private readonly decayed: ReadonlySet<string>,
     private readonly optimizer: GraphOptimizer,
-    private readonly forwardGraph: RunnableGraph,
-    private readonly stepGraph: RunnableGraph,
     private readonly state: Map<string, Float32Array>,
-    /** The input's fixed dimensions. */
-    readonly inputDims: readonly number[],
-    /** The embeddings' dimensions. */
-    readonly outputDims: readonly number[],
-    created: { provider: ExecutionProviderName; attempts: readonly ProviderAttempt[] },
-  ) {
-    this.provider = created.provider;
-    this.attempts = created.attempts;
-  }
+  ) {}
 
-  /** Compiles the model's training graphs and opens their sessions. Throws E_MODEL naming what cannot be trained. */
+  /**
+   * Reads the model and checks what it can before any graph is compiled: one float32 input whose
+   * item dimensions match `itemDims`, an output, weights to train, the optimiser settings, and a
+   * gradient rule for every operator between the weights and the output (compiled at batch size 2).
+   */
   static async create(options: GraphTrainerOptions): Promise<GraphTrainer> {
     const name = options.name ?? 'model';
     const graph = readOnnxGraph(options.model, name);
@@ -87,47 +96,89 @@ export class GraphTrainer {
     if (input.type !== 'float32') throw new DmlError('E_MODEL', `${name}: input ${input.name} is ${input.type}; expected float32 images`);
     const output = graph.outputs[0];
     if (!output) throw new DmlError('E_MODEL', `${name} has no output`);
-    if (options.inputDims.length !== input.dims.length || options.inputDims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
-      throw invalidParameterError('inputDims', `${input.dims.length} positive integers (input ${input.name} is [${input.dims.join(', ')}])`, options.inputDims);
+    const itemDims = options.itemDims;
+    if (itemDims.length !== input.dims.length - 1 || itemDims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
+      throw invalidParameterError('itemDims', `${input.dims.length - 1} positive integers (input ${input.name} is [${input.dims.join(', ')}])`, itemDims);
     }
-    input.dims.forEach((d, i) => {
-      if (typeof d === 'number' && d !== options.inputDims[i]) throw invalidParameterError(`inputDims[${i}]`, `${d} (the model's fixed size)`, options.inputDims[i]);
+    itemDims.forEach((d, i) => {
+      const fixed = input.dims[i + 1];
+      if (typeof fixed === 'number' && fixed !== d) throw invalidParameterError(`itemDims[${i}]`, `${fixed} (the model's fixed size)`, d);
     });
     const trained = options.trained ?? defaultTrainedInitializers(graph);
     if (trained.length === 0) throw new DmlError('E_MODEL', `${name} has no weights to train`);
     const decayedOf = options.decayed ?? ((_n: string, dims: readonly number[]) => dims.length > 1);
     const decayed = new Set(trained.filter((n) => decayedOf(n, graph.initializers.get(n)?.dims ?? [])));
     const optimizer = createGraphOptimizer(options.optimizer);
-    const inputDims = new Map([[input.name, options.inputDims]]);
-    const step = compileStep({ graph, inputDims, trained, decayed, output: output.name, optimizer, gradientOutputs: options.recordGradients ?? false });
-    const forward = compileTrainingForward({ graph, inputDims, trained, output: output.name });
-    const sessionOptions = { device: options.device ?? 'cpu', name, ...(options.threads !== undefined ? { threads: options.threads } : {}) } as const;
-    const stepSession = await createSession(step.model, sessionOptions);
-    const forwardSession = await createSession(forward.model, { ...sessionOptions, device: stepSession.provider });
     const state = new Map<string, Float32Array>();
-    for (const name of [...trained, ...runningStatistics(graph)]) state.set(name, Float32Array.from(graph.initializers.get(name)?.data ?? []));
-    for (const v of step.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
-    return new GraphTrainer(graph, options.model, optimizer, { compiled: forward, session: forwardSession.session }, { compiled: step, session: stepSession.session }, state, [...options.inputDims], step.io.outputDims, stepSession);
+    for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
+    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, optimizer, state);
+    const probe = trainer.compile(typeof input.dims[0] === 'number' ? input.dims[0] : 2);
+    for (const v of probe.step.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
+    return trainer;
   }
 
-  /** Optimiser steps taken so far. */
+  private compile(batch: number): { forward: CompiledGraph; step: CompiledGraph } {
+    const inputDims = new Map([[this.inputName, [batch, ...this.options.itemDims]]]);
+    const common = { graph: this.graph, inputDims, trained: this.trained, output: this.outputName };
+    return {
+      step: compileStep({ ...common, decayed: this.decayed, optimizer: this.optimizer, gradientOutputs: this.options.recordGradients ?? false }),
+      forward: compileTrainingForward(common),
+    };
+  }
+
+  /** The graphs for `batch` items, compiled and opened on first use. */
+  private graphsFor(batch: number): Promise<BatchGraphs> {
+    let graphs = this.graphs.get(batch);
+    if (!graphs) {
+      graphs = (async () => {
+        const compiled = this.compile(batch);
+        const name = this.options.name ?? 'model';
+        const device = this.provider ?? this.options.device ?? 'cpu';
+        const sessionOptions = { device, name, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
+        const step = await createSession(compiled.step.model, sessionOptions);
+        if (this.provider === undefined) {
+          this.provider = step.provider;
+          this.attempts = step.attempts;
+        }
+        const forward = await createSession(compiled.forward.model, { ...sessionOptions, device: step.provider });
+        return { step: { compiled: compiled.step, session: step.session }, forward: { compiled: compiled.forward, session: forward.session } };
+      })();
+      this.graphs.set(batch, graphs);
+      graphs.catch(() => this.graphs.delete(batch));
+    }
+    return graphs;
+  }
+
+  /** Optimiser steps taken so far (restored by {@link restore}). */
   get stepCount(): number {
     return this.steps;
   }
 
-  private feeds(compiled: CompiledGraph, images: Float32Array): Record<string, ort.Tensor> {
-    const feeds: Record<string, ort.Tensor> = {};
-    const data = compiled.io.data[0] as string;
-    feeds[data] = new ort.Tensor('float32', images, [...this.inputDims]);
-    for (const v of compiled.io.variables) feeds[v.input] = new ort.Tensor('float32', this.state.get(v.input) as Float32Array, v.dims);
+  /** The dimensions of one input item (without the batch axis). */
+  get itemDims(): readonly number[] {
+    return this.options.itemDims;
+  }
+
+  private batchOf(images: Float32Array): number {
+    const per = elementCount(this.options.itemDims);
+    if (!(images instanceof Float32Array) || images.length === 0 || images.length % per !== 0) {
+      throw invalidParameterError('images', `a Float32Array of a whole number of items of [${this.options.itemDims.join(', ')}] (${per} values each)`, images instanceof Float32Array ? images.length : images);
+    }
+    return images.length / per;
+  }
+
+  private feeds(compiled: CompiledGraph, images: Float32Array, batch: number): Record<string, ort.Tensor> {
+    const feeds: Record<string, ort.Tensor> = { [this.inputName]: new ort.Tensor('float32', images, [batch, ...this.options.itemDims]) };
+    for (const v of compiled.io.variables) feeds[v.input] = new ort.Tensor('float32', this.state.get(v.input) as Float32Array, [...v.dims]);
     return feeds;
   }
 
-  /** The embeddings of `images` (row-major, the input's dimensions) with batch statistics, weights unchanged. */
+  /** The embeddings of `images` (row-major, item after item) with batch statistics, weights unchanged. */
   async forward(images: Float32Array): Promise<Float32Array> {
-    this.checkImages(images);
-    const out = await this.forwardGraph.session.run(this.feeds(this.forwardGraph.compiled, images));
-    return out[this.forwardGraph.compiled.io.output]?.data as Float32Array;
+    const batch = this.batchOf(images);
+    const { forward } = await this.graphsFor(batch);
+    const out = await forward.session.run(this.feeds(forward.compiled, images, batch));
+    return out[forward.compiled.io.output]?.data as Float32Array;
   }
 
   /**
@@ -135,16 +186,18 @@ export class GraphTrainer {
    * embeddings {@link forward} gave for `images`. Returns the embeddings the step recomputed.
    */
   async step(images: Float32Array, outputGradient: Float32Array, lr: number): Promise<Float32Array> {
-    this.checkImages(images);
+    const batch = this.batchOf(images);
     if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
-    const io = this.stepGraph.compiled.io;
-    const feeds = this.feeds(this.stepGraph.compiled, images);
-    const outputDims = this.outputDims;
-    if (outputGradient.length !== elementCount(outputDims)) throw invalidParameterError('outputGradient', `${elementCount(outputDims)} values ([${outputDims.join(', ')}])`, outputGradient.length);
-    feeds[io.seed] = new ort.Tensor('float32', outputGradient, [...outputDims]);
+    const { step } = await this.graphsFor(batch);
+    const io = step.compiled.io;
+    if (!(outputGradient instanceof Float32Array) || outputGradient.length !== elementCount(io.outputDims)) {
+      throw invalidParameterError('outputGradient', `a Float32Array of ${elementCount(io.outputDims)} values ([${io.outputDims.join(', ')}])`, outputGradient instanceof Float32Array ? outputGradient.length : outputGradient);
+    }
+    const feeds = this.feeds(step.compiled, images, batch);
+    feeds[io.seed] = new ort.Tensor('float32', outputGradient, [...io.outputDims]);
     const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
-    const out = await this.stepGraph.session.run(feeds);
+    const out = await step.session.run(feeds);
     for (const v of io.variables) {
       if (!v.next) continue;
       const next = out[v.next]?.data as Float32Array | undefined;
@@ -157,11 +210,32 @@ export class GraphTrainer {
     return out[io.output]?.data as Float32Array;
   }
 
-  private checkImages(images: Float32Array): void {
-    const expected = elementCount(this.inputDims);
-    if (!(images instanceof Float32Array) || images.length !== expected) {
-      throw invalidParameterError('images', `a Float32Array of ${expected} values ([${this.inputDims.join(', ')}])`, images instanceof Float32Array ? images.length : images);
+  /** The names of the trained initializers. */
+  get trainedNames(): readonly string[] {
+    return this.trained;
+  }
+
+  /** The optimiser's per-parameter slots (e.g. `exp_avg`, `exp_avg_sq`). */
+  get slotNames(): readonly string[] {
+    return this.optimizer.slots;
+  }
+
+  /**
+   * Restores optimiser slots and the step count (a resume): `slots` maps `<param>:<slot>` names to
+   * values of the parameter's size. Weights and running statistics come with the model.
+   */
+  restore(slots: ReadonlyMap<string, Float32Array>, stepCount: number): void {
+    if (!Number.isSafeInteger(stepCount) || stepCount < 0) throw invalidParameterError('stepCount', 'a non-negative integer', stepCount);
+    for (const param of this.trained) {
+      for (const slot of this.optimizer.slots) {
+        const name = slotName(param, slot);
+        const value = slots.get(name);
+        const size = this.state.get(param)?.length ?? 0;
+        if (!value || value.length !== size) throw new DmlError('E_ARG', `optimizer slot ${name}: expected ${size} values, found ${value?.length ?? 'none'}`);
+        this.state.set(name, value.slice());
+      }
     }
+    this.steps = stepCount;
   }
 
   /** The current value of a trained weight, running statistic or optimiser slot (`<param>:<slot>`). */
@@ -186,7 +260,7 @@ export class GraphTrainer {
 
   /** The forward model (inference mode, as given) with the trained weights and running statistics. */
   exportModel(): Uint8Array {
-    const model = decodeModel(this.bytes, 'model');
+    const model = decodeModel(this.options.model, 'model');
     const graph = model.graph ?? {};
     const initializers: TensorProto[] = (graph.initializer ?? []).map((t) => {
       const value = this.state.get(t.name ?? '');
@@ -206,9 +280,10 @@ export class GraphTrainer {
     });
   }
 
-  /** Closes both sessions. */
+  /** Closes every session. */
   async release(): Promise<void> {
-    await this.forwardGraph.session.release();
-    await this.stepGraph.session.release();
+    const all = await Promise.allSettled([...this.graphs.values()]);
+    this.graphs.clear();
+    for (const r of all) if (r.status === 'fulfilled') await Promise.all([r.value.forward.session.release(), r.value.step.session.release()]);
   }
 }
