@@ -14,6 +14,7 @@ export interface TrainFlags {
   seed?: string;
   out?: string;
   backend?: string;
+  device?: string;
   resume?: boolean;
   overwrite?: boolean;
 }
@@ -28,7 +29,8 @@ export function registerTrainCommand(program: Command): void {
     .option('--steps <n>', 'train this many optimiser steps (replaces the config\'s epochs or steps; default: the config\'s)')
     .option('--seed <n>', 'override seed (default: the config\'s)')
     .option('--out <dir>', 'override the output folder (default: the config\'s)')
-    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu (default: the config\'s)')
+    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu, or onnx (the graph trainer on onnxruntime) (default: the config\'s)')
+    .option('--device <name>', 'the onnx backend\'s device: auto (CUDA, else WebGPU, else CPU), cuda, webgpu or cpu (default: the config\'s, else auto)')
     .option('--resume', 'continue from <out>/checkpoints/last')
     .option('--overwrite', 'replace the run the output folder holds (without it, or --resume, such a folder is refused)')
     .action(async (flags: TrainFlags) => {

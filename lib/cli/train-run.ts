@@ -41,6 +41,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   if (flags.seed !== undefined) raw['seed'] = parseSeed(flags.seed, '--seed');
   if (flags.out !== undefined) raw['out'] = flags.out;
   if (flags.backend !== undefined) raw['backend'] = flags.backend;
+  if (flags.device !== undefined) raw['device'] = flags.device;
   const config = parseTrainConfig(raw, flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
   const result = await train(config, { resume: flags.resume === true, overwrite: flags.overwrite === true, log: (line) => process.stderr.write(`${line}\n`) });

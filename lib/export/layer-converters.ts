@@ -27,7 +27,7 @@
 import type * as tf from '@tensorflow/tfjs';
 import { describeValue, DmlError } from '../errors.js';
 import type { AttributeValue } from '../onnx/builder.js';
-import { permuteArray, type GraphContext, type TensorValue } from './onnx-graph.js';
+import { permuteArray, type GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
 
 /** One call of a layer, as the graph walk hands it to a converter. */
 export interface LayerCall {
@@ -113,14 +113,21 @@ function padPairsField(call: LayerCall, key: string): [[number, number], [number
 }
 
 /** The layer weight whose original name ends in `/suffix` (`kernel`, `bias`, `gamma`, ...), or undefined. */
-function optionalWeight(call: LayerCall, suffix: string): { data: Float32Array; shape: number[] } | undefined {
+function optionalWeight(call: LayerCall, suffix: string): LayerWeight | undefined {
   const variable = call.layer.weights.find((w) => w.originalName === suffix || w.originalName.endsWith(`/${suffix}`));
   if (variable === undefined) return undefined;
   const tensor = variable.read();
-  return { data: Float32Array.from(tensor.dataSync() as Float32Array), shape: [...variable.shape] as number[] };
+  return { data: Float32Array.from(tensor.dataSync() as Float32Array), shape: [...variable.shape] as number[], source: { variable } };
 }
 
-function weight(call: LayerCall, suffix: string): { data: Float32Array; shape: number[] } {
+/** A layer weight's values, shape, and where they came from. */
+interface LayerWeight {
+  data: Float32Array;
+  shape: number[];
+  source: WeightSource;
+}
+
+function weight(call: LayerCall, suffix: string): LayerWeight {
   const w = optionalWeight(call, suffix);
   if (w === undefined) {
     const names = call.layer.weights.map((v) => v.originalName).join(', ');
@@ -262,15 +269,17 @@ function paddingAttributes(
 }
 
 /** An HWIO kernel [kh, kw, in, out] as ONNX's OIHW. */
-function oihw(kernel: { data: Float32Array; shape: number[] }): { data: Float32Array; dims: number[] } {
+function oihw(kernel: LayerWeight): { data: Float32Array; dims: number[]; source: WeightSource } {
   const [kh, kw, cin, cout] = kernel.shape as [number, number, number, number];
-  return { data: permuteArray(kernel.data, kernel.shape, [3, 2, 0, 1]), dims: [cout, cin, kh, kw] };
+  const perm = [3, 2, 0, 1];
+  return { data: permuteArray(kernel.data, kernel.shape, perm), dims: [cout, cin, kh, kw], source: { variable: kernel.source.variable, perm } };
 }
 
 /** A depthwise kernel [kh, kw, in, multiplier] as an ONNX grouped-conv weight [in * multiplier, 1, kh, kw]. */
-function depthwiseWeight(kernel: { data: Float32Array; shape: number[] }): { data: Float32Array; dims: number[]; channels: number } {
+function depthwiseWeight(kernel: LayerWeight): { data: Float32Array; dims: number[]; channels: number; source: WeightSource } {
   const [kh, kw, cin, multiplier] = kernel.shape as [number, number, number, number];
-  return { data: permuteArray(kernel.data, kernel.shape, [2, 3, 0, 1]), dims: [cin * multiplier, 1, kh, kw], channels: cin };
+  const perm = [2, 3, 0, 1];
+  return { data: permuteArray(kernel.data, kernel.shape, perm), dims: [cin * multiplier, 1, kh, kw], channels: cin, source: { variable: kernel.source.variable, perm } };
 }
 
 function checkedStridesAndDilation(call: LayerCall): { strides: [number, number]; dilation: [number, number] } {
@@ -288,8 +297,8 @@ function convLayer(g: GraphContext, call: LayerCall): ConvertedOutput[] {
   const size: [number, number] = [kernel.shape[0] as number, kernel.shape[1] as number];
   const w = oihw(kernel);
   const bias = optionalWeight(call, 'bias');
-  const inputs = [input.x.name, g.floats(`${call.name}/kernel`, w.dims, w.data)];
-  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data));
+  const inputs = [input.x.name, g.floats(`${call.name}/kernel`, w.dims, w.data, w.source)];
+  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data, bias.source));
   const out = g.op('Conv', inputs, `${call.name}/conv`, {
     kernel_shape: { ints: size },
     strides: { ints: strides },
@@ -306,9 +315,9 @@ function depthwiseConvLayer(g: GraphContext, call: LayerCall): ConvertedOutput[]
   const { strides, dilation } = checkedStridesAndDilation(call);
   const size: [number, number] = [kernel.shape[0] as number, kernel.shape[1] as number];
   const w = depthwiseWeight(kernel);
-  const inputs = [input.x.name, g.floats(`${call.name}/depthwise_kernel`, w.dims, w.data)];
+  const inputs = [input.x.name, g.floats(`${call.name}/depthwise_kernel`, w.dims, w.data, w.source)];
   const bias = optionalWeight(call, 'bias');
-  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data));
+  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data, bias.source));
   const out = g.op('Conv', inputs, `${call.name}/depthwise`, {
     kernel_shape: { ints: size },
     strides: { ints: strides },
@@ -325,7 +334,7 @@ function separableConvLayer(g: GraphContext, call: LayerCall): ConvertedOutput[]
   const depthwise = weight(call, 'depthwise_kernel');
   const size: [number, number] = [depthwise.shape[0] as number, depthwise.shape[1] as number];
   const dw = depthwiseWeight(depthwise);
-  const spread = g.op('Conv', [input.x.name, g.floats(`${call.name}/depthwise_kernel`, dw.dims, dw.data)], `${call.name}/depthwise`, {
+  const spread = g.op('Conv', [input.x.name, g.floats(`${call.name}/depthwise_kernel`, dw.dims, dw.data, dw.source)], `${call.name}/depthwise`, {
     kernel_shape: { ints: size },
     strides: { ints: strides },
     dilations: { ints: dilation },
@@ -333,9 +342,9 @@ function separableConvLayer(g: GraphContext, call: LayerCall): ConvertedOutput[]
     ...paddingAttributes(call, input, size, strides, dilation),
   });
   const pointwise = oihw(weight(call, 'pointwise_kernel'));
-  const inputs = [spread, g.floats(`${call.name}/pointwise_kernel`, pointwise.dims, pointwise.data)];
+  const inputs = [spread, g.floats(`${call.name}/pointwise_kernel`, pointwise.dims, pointwise.data, pointwise.source)];
   const bias = optionalWeight(call, 'bias');
-  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data));
+  if (bias) inputs.push(g.floats(`${call.name}/bias`, bias.shape, bias.data, bias.source));
   const out = g.op('Conv', inputs, `${call.name}/pointwise`, { kernel_shape: { ints: [1, 1] }, strides: { ints: [1, 1] }, group: { i: 1 } });
   return [withActivation(g, call, out, input.channelsLast)];
 }
@@ -428,16 +437,16 @@ function batchNormLayer(g: GraphContext, call: LayerCall): ConvertedOutput[] {
   const mean = weight(call, 'moving_mean');
   const variance = weight(call, 'moving_variance');
   const channels = mean.data.length;
-  const gamma = optionalWeight(call, 'gamma')?.data ?? new Float32Array(channels).fill(1);
-  const beta = optionalWeight(call, 'beta')?.data ?? new Float32Array(channels);
+  const gamma = optionalWeight(call, 'gamma');
+  const beta = optionalWeight(call, 'beta');
   const out = g.op(
     'BatchNormalization',
     [
       x.name,
-      g.floats(`${call.name}/gamma`, [channels], gamma),
-      g.floats(`${call.name}/beta`, [channels], beta),
-      g.floats(`${call.name}/moving_mean`, [channels], mean.data),
-      g.floats(`${call.name}/moving_variance`, [channels], variance.data),
+      g.floats(`${call.name}/gamma`, [channels], gamma?.data ?? new Float32Array(channels).fill(1), gamma?.source),
+      g.floats(`${call.name}/beta`, [channels], beta?.data ?? new Float32Array(channels), beta?.source),
+      g.floats(`${call.name}/moving_mean`, [channels], mean.data, mean.source),
+      g.floats(`${call.name}/moving_variance`, [channels], variance.data, variance.source),
     ],
     call.name,
     // momentum: inference ignores it; the graph trainer updates the moving statistics with it (Keras's and ONNX's meaning agree).
@@ -515,8 +524,8 @@ registerLayerConverter('Dense', (g, call) => {
   const x = g.native(singleInput(call));
   const kernel = weight(call, 'kernel');
   const bias = optionalWeight(call, 'bias');
-  const w = g.floats(`${call.name}/kernel`, kernel.shape, kernel.data);
-  const b = bias ? g.floats(`${call.name}/bias`, bias.shape, bias.data) : undefined;
+  const w = g.floats(`${call.name}/kernel`, kernel.shape, kernel.data, kernel.source);
+  const b = bias ? g.floats(`${call.name}/bias`, bias.shape, bias.data, bias.source) : undefined;
   let out: string;
   if (x.shape.length === 2) {
     out = g.op('Gemm', b ? [x.name, w, b] : [x.name, w], `${call.name}/dense`, { alpha: { f: 1 }, beta: { f: 1 }, transA: { i: 0 }, transB: { i: 0 } });

@@ -11,6 +11,7 @@
  * norms and activations on an NCHW graph input runs without any transpose, and a Flatten or Reshape
  * after them gets exactly one (back to NHWC order, so the flattened features match TensorFlow.js).
  */
+import type * as tf from '@tensorflow/tfjs';
 import { floatTensor, int64Tensor, node, type AttributeValue, type NodeProto, type TensorProto } from '../onnx/builder.js';
 
 /** A converted tensor. See the file comment. */
@@ -52,10 +53,22 @@ export function permuteArray(data: Float32Array, shape: readonly number[], perm:
   return out;
 }
 
+/**
+ * The TensorFlow.js weight an initializer holds, and the permutation of its axes on the way (numpy's
+ * `transpose`: axis i of the initializer is axis `perm[i]` of the weight), so that trained values can be
+ * written back into the weight (the graph trainer trains a converted model).
+ */
+export interface WeightSource {
+  readonly variable: tf.LayerVariable;
+  readonly perm?: readonly number[];
+}
+
 /** Nodes and initializers of a graph being built, with unique value names. */
 export class GraphContext {
   readonly nodes: NodeProto[] = [];
   readonly initializers: TensorProto[] = [];
+  /** The weight behind each initializer made from one (see {@link floats}). */
+  readonly weightSources = new Map<string, WeightSource>();
   private readonly used = new Set<string>();
   private readonly scalars = new Map<number, string>();
   private readonly transposed = new Map<string, TensorValue>();
@@ -73,10 +86,11 @@ export class GraphContext {
     this.used.add(name);
   }
 
-  /** A float32 initializer named after `base`; returns its name. */
-  floats(base: string, dims: readonly number[], values: Float32Array | readonly number[]): string {
+  /** A float32 initializer named after `base`, holding the values of weight `source` when given; returns its name. */
+  floats(base: string, dims: readonly number[], values: Float32Array | readonly number[], source?: WeightSource): string {
     const name = this.unique(base);
     this.initializers.push(floatTensor(name, dims, values));
+    if (source) this.weightSources.set(name, source);
     return name;
   }
 

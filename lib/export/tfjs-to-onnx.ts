@@ -21,7 +21,7 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import type { TensorLayout } from '../image/preprocessing.js';
 import { node, tensorValueInfo, type Dim, type NodeProto, type TensorProto, type ValueInfoProto } from '../onnx/builder.js';
 import { layerConverter, supportedLayerClasses, type ConvertedOutput } from './layer-converters.js';
-import { GraphContext, type TensorValue } from './onnx-graph.js';
+import { GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
 
 /** Options of {@link convertLayersModel}. */
 export interface ConvertOptions {
@@ -63,6 +63,8 @@ export interface ConvertedModel {
   outputDims: Dim[];
   /** Layer calls converted (nested models count their layers). */
   layerCount: number;
+  /** The TensorFlow.js weight behind each initializer made from one. */
+  weightSources: ReadonlyMap<string, WeightSource>;
 }
 
 type SymbolicTensor = tf.SymbolicTensor;
@@ -192,5 +194,6 @@ export function convertLayersModel(model: tf.LayersModel, options: ConvertOption
     outputName,
     outputDims,
     layerCount: counter.layers,
+    weightSources: g.weightSources,
   };
 }

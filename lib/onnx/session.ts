@@ -77,8 +77,12 @@ const PROVIDER_LISTS: Readonly<Record<ExecutionProviderName, ort.InferenceSessio
 
 let logLevelSet = false;
 
-/** Silences onnxruntime's stderr line for an expected failed GPU attempt; done before the first session only. */
-function quietOrtLogging(): void {
+/**
+ * Silences onnxruntime's stderr line for an expected failed GPU attempt. onnxruntime reads the level
+ * once, when its environment is created: call this before the first session and before anything else
+ * initialises onnxruntime (the ort-cpu training backend does, through the native binding).
+ */
+export function quietOrtLogging(): void {
   if (logLevelSet) return;
   ort.env.logLevel = 'fatal';
   logLevelSet = true;

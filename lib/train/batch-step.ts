@@ -36,6 +36,8 @@ export interface BatchStepContext {
 export function batchStep(context: BatchStepContext): {
   /** The random input choices of the batch `rows`, from the epoch's input generator. */
   drawInputs: (rows: Int32Array, rng: Rng) => InputDraw;
+  /** The model input of the batch `rows` with its draw applied (the caller disposes it). */
+  inputsOf: (rows: Int32Array, draw?: InputDraw) => tf.Tensor;
   /** Loss and gradients of the batch `rows` (the caller disposes them); `counts` receives the valid and total tuples. */
   gradientsOf: (rows: Int32Array, counts: { valid: number; total: number }, draw?: InputDraw) => { value: tf.Scalar; grads: tf.NamedTensorMap };
 } {
@@ -46,8 +48,7 @@ export function batchStep(context: BatchStepContext): {
     ...(viewCount > 1 ? { views: Int32Array.from(rows, () => rng.nextInt(viewCount)) } : {}),
     ...(augmentation ? { augmentation: drawBatchAugmentation(rows.length, preprocessing.height, preprocessing.width, augmentation, rng) } : {}),
   });
-  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }, draw: InputDraw = {}): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
-    const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
+  const inputsOf = (rows: Int32Array, draw: InputDraw = {}): tf.Tensor => {
     let x = batchTensor(trainData, rows, inputShape, draw.views);
     if (draw.augmentation) {
       // Augment as NHWC images (trainData.inputShape), then back to the model's input shape (e.g. flat for an MLP).
@@ -56,6 +57,11 @@ export function batchStep(context: BatchStepContext): {
       x = tf.tidy(() => tf.reshape(applyBatchAugmentation(tf.reshape(plain, [rows.length, ...trainData.inputShape] as [number, number, number, number]) as tf.Tensor4D, boxes, fill), [rows.length, ...inputShape]));
       plain.dispose();
     }
+    return x;
+  };
+  const gradientsOf = (rows: Int32Array, counts: { valid: number; total: number }, draw: InputDraw = {}): { value: tf.Scalar; grads: tf.NamedTensorMap } => {
+    const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
+    const x = inputsOf(rows, draw);
     try {
       return tf.variableGrads(() => {
         const embeddings = model.apply(x, { training: true }) as tf.Tensor2D;
@@ -69,5 +75,5 @@ export function batchStep(context: BatchStepContext): {
       x.dispose();
     }
   };
-  return { drawInputs, gradientsOf };
+  return { drawInputs, inputsOf, gradientsOf };
 }

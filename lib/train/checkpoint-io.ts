@@ -5,7 +5,8 @@
  *
  * Layout: `model.json` + `weights.bin` (tfjs layers format, loadable by any tfjs, see
  * models/tfjs-files.ts), `optimizer.json` + `optimizer.bin` (class name, config and the
- * `optimizer.getWeights()` tensors in tfjs's weight encoding), `state.json`, and `checkpoint.json`
+ * `optimizer.getWeights()` tensors in tfjs's weight encoding), `arrays.json` + `arrays.bin` (named
+ * float32 arrays: the graph trainer's optimiser slots), `state.json`, and `checkpoint.json`
  * listing every file with its size and SHA-256, which a load verifies.
  *
  * Atomicity: everything is serialised in memory first, then written into a temporary folder beside
@@ -38,11 +39,15 @@ const MODEL_JSON = 'model.json';
 const OPTIMIZER_JSON = 'optimizer.json';
 const OPTIMIZER_BIN = 'optimizer.bin';
 const STATE_JSON = 'state.json';
+const ARRAYS_JSON = 'arrays.json';
+const ARRAYS_BIN = 'arrays.bin';
 
 /** What a checkpoint holds. */
 export interface CheckpointContents {
   model: tf.LayersModel;
   optimizer?: tf.Optimizer;
+  /** Named float32 arrays (the graph trainer's optimiser slots). */
+  arrays?: ReadonlyMap<string, Float32Array>;
   /** Any JSON-serialisable value. */
   state?: unknown;
 }
@@ -51,6 +56,7 @@ export interface CheckpointContents {
 export interface LoadedCheckpoint {
   model: tf.LayersModel;
   optimizer?: tf.Optimizer;
+  arrays?: Map<string, Float32Array>;
   state?: unknown;
 }
 
@@ -224,6 +230,17 @@ export async function saveCheckpoint(dir: string, contents: CheckpointContents):
     files.set(OPTIMIZER_JSON, optimizer.json);
     files.set(OPTIMIZER_BIN, optimizer.data);
   }
+  if (contents.arrays !== undefined) {
+    const index = [...contents.arrays].map(([name, values]) => ({ name, length: values.length }));
+    const data = new Float32Array(index.reduce((n, a) => n + a.length, 0));
+    let offset = 0;
+    for (const values of contents.arrays.values()) {
+      data.set(values, offset);
+      offset += values.length;
+    }
+    files.set(ARRAYS_JSON, jsonText(index, 'contents.arrays'));
+    files.set(ARRAYS_BIN, new Uint8Array(data.buffer));
+  }
   if (contents.state !== undefined) files.set(STATE_JSON, jsonText(contents.state, 'contents.state'));
   const manifest: CheckpointManifest = { format: CHECKPOINT_FORMAT, createdAt: new Date().toISOString(), tfjsVersion: tf.version_core, files: {} };
   for (const [name, data] of files) {
@@ -355,6 +372,18 @@ export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Opti
     const data = new Uint8Array(await readVerified(dir, manifest, OPTIMIZER_BIN));
     const toRuntime = new Map([...stableVariableNames(model)].map(([runtime, stable]) => [stable, runtime]));
     loaded.optimizer = await restoreOptimizerState({ json, data }, `Checkpoint ${dir}`, options.optimizer, toRuntime);
+  }
+  if (ARRAYS_JSON in manifest.files && ARRAYS_BIN in manifest.files) {
+    const index = JSON.parse((await readVerified(dir, manifest, ARRAYS_JSON)).toString('utf8')) as { name: string; length: number }[];
+    const bytes = await readVerified(dir, manifest, ARRAYS_BIN);
+    const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+    loaded.arrays = new Map();
+    let offset = 0;
+    for (const { name, length } of index) {
+      if (offset + length > data.length) throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${ARRAYS_JSON} lists more values than ${ARRAYS_BIN} holds`);
+      loaded.arrays.set(name, data.slice(offset, offset + length));
+      offset += length;
+    }
   }
   if (STATE_JSON in manifest.files) {
     const stateText = (await readVerified(dir, manifest, STATE_JSON)).toString('utf8');

@@ -252,7 +252,13 @@ export const trainConfigSchema = z
      */
     steps: positiveInt.optional(),
     seed: z.number().int().min(0).max(0xffffffff).default(0),
-    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu']).default('auto'),
+    /**
+     * Where training runs: a TensorFlow.js backend (`auto` picks the fastest that loads), or `onnx`,
+     * the graph trainer (one onnxruntime graph per step, on the `device` it picks; lib/train/graph-network.ts).
+     */
+    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx']).default('auto'),
+    /** The `onnx` backend's execution provider: `auto` (CUDA, else WebGPU, else CPU; the default), `cuda`, `webgpu` or `cpu`. */
+    device: z.enum(['auto', 'cuda', 'webgpu', 'cpu']).optional(),
     validation: z
       .object({
         /** Validate every this many epochs (and after the last); an `epochs` run. */
@@ -303,6 +309,9 @@ export const trainConfigSchema = z
     if ((c.epochs === undefined) === (c.steps === undefined)) {
       const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
       context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });
+    }
+    if (c.device !== undefined && c.backend !== 'onnx') {
+      context.addIssue({ code: 'custom', path: ['device'], message: `chooses where the onnx backend runs; with backend ${c.backend} remove it (got ${c.device})` });
     }
     if (c.steps === undefined && c.validation.everySteps !== undefined) {
       context.addIssue({ code: 'custom', path: ['validation', 'everySteps'], message: `applies to a steps run only (set steps instead of epochs), got ${c.validation.everySteps} in an epochs run` });

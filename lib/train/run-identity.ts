@@ -13,7 +13,7 @@ import { DmlError } from '../errors.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
 /** Configuration fields a resume may change (see the file comment): the budget, where the folder is, the backend. */
-export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend'] as const;
+export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend', 'device'] as const;
 
 /** The identity of `config`: a copy without {@link RESUMABLE_FIELDS}, and its hash. */
 export function runIdentity(config: object): { identity: Record<string, unknown>; hash: string } {

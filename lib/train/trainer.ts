@@ -56,6 +56,7 @@ import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
+import { GraphNetwork } from './graph-network.js';
 import { relabelTrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
@@ -117,7 +118,10 @@ export interface TrainOptions {
 /** What a finished run returns (also written to `<out>/report.json`). */
 export interface TrainResult {
   out: string;
+  /** The TensorFlow.js backend that trained, or `onnx` (the graph trainer). */
   backend: string;
+  /** The onnx backend's execution provider and each provider tried (as `dml eval` reports them). */
+  device?: { provider: string; attempts: Array<{ provider: string; error?: string }> };
   history: EpochRecord[];
   config: Record<string, unknown>;
   /**
@@ -153,6 +157,8 @@ interface CheckpointState {
   identity?: Record<string, unknown>;
   lossVariables?: number[][];
   lossGenerator?: number[] | undefined;
+  /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
+  graphSteps?: number;
 }
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
@@ -223,7 +229,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
-  const backend = await selectBackend(config.backend);
+  // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
+  const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
   if (backend.warning) warn(backend.warning);
   let manifest = await openDataset(config.data.dataset, { warn });
   if (config.data.trainClasses !== undefined) {
@@ -255,7 +262,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed, trainData.labelNames);
   for (const message of sampler.warnings) warn(message);
 
-  const check = await ensureBackendSupports(model, { training: true });
+  const check = await ensureBackendSupports(model, { training: config.backend !== 'onnx' });
   if (check.warning) warn(check.warning);
 
   const resolvedConfig = {
@@ -301,12 +308,22 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let position: RunPosition = { epoch: 0, epochStep: 0, globalStep: 0 };
   /** The loss generator's state saved with the checkpoint; restored after the probe step below. */
   let resumedGenerator: number[] | undefined;
+  /** The graph optimiser's state of the checkpoint a run on the onnx backend resumes from. */
+  let resumedGraph: { slots: Map<string, Float32Array>; steps: number } | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
     const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
     const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
+    const graphCheckpoint = state.graphSteps !== undefined;
+    if (graphCheckpoint !== (config.backend === 'onnx')) {
+      throw new DmlError(
+        'E_ARG',
+        `Cannot resume from ${checkpointDir} on backend ${config.backend}: it was written by ${graphCheckpoint ? 'the onnx backend' : 'a TensorFlow.js backend'}, whose optimiser state the other cannot continue; resume it with ${graphCheckpoint ? '--backend onnx' : 'a TensorFlow.js backend (not onnx)'}`,
+      );
+    }
+    if (graphCheckpoint) resumedGraph = { slots: loaded.arrays ?? new Map(), steps: state.graphSteps as number };
     // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
     position = {
       epoch: state.epoch,
@@ -365,13 +382,16 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
   const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
-  const { drawInputs, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
+  const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
+  // The onnx backend: the model (with a resumed checkpoint's weights) converted and opened on its device.
+  const graph = config.backend === 'onnx' ? await GraphNetwork.create(model, config, config.device ?? 'auto') : undefined;
+  if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
   // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
   // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
   const statistics = model.nonTrainableWeights.map((w) => tf.clone(w.read()));
-  for (;;) {
+  while (!graph) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
       tf.dispose([probe.value, probe.grads]);
@@ -395,8 +415,16 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const finished = (p: RunPosition): boolean =>
     budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
   const saveState = async (): Promise<void> => {
-    const state: CheckpointState & RunPosition = { ...position, history, configHash, identity, lossVariables: lossVariableValues(), lossGenerator: loss.generator?.getState() };
-    await saveCheckpoint(checkpointDir, { model, optimizer, state });
+    const state: CheckpointState & RunPosition = {
+      ...position,
+      history,
+      configHash,
+      identity,
+      lossVariables: lossVariableValues(),
+      lossGenerator: loss.generator?.getState(),
+      ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
+    };
+    await saveCheckpoint(checkpointDir, { model, optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
@@ -450,10 +478,26 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       }
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       const counts = { valid: 0, total: 0 };
-      const { value, grads } = gradientsOf(rows, counts, drawInputs(rows, inputRng));
+      const draw = drawInputs(rows, inputRng);
+      let lossValue: number;
+      // The tfjs path computes the gradients here and applies them below; the graph path applies its step itself (when the loss is finite).
+      let grads: tf.NamedTensorMap = {};
+      if (graph) {
+        const x = inputsOf(rows, draw);
+        try {
+          const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
+          const result = await graph.trainBatch(x, labels, loss, optimizer, lr);
+          [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
+        } finally {
+          x.dispose();
+        }
+      } else {
+        const computed = gradientsOf(rows, counts, draw);
+        grads = computed.grads;
+        lossValue = (await computed.value.data())[0] as number;
+        computed.value.dispose();
+      }
       const { valid: validCount, total: totalCount } = counts;
-      const lossValue = (await value.data())[0] as number;
-      value.dispose();
       if (!Number.isFinite(lossValue)) {
         tf.dispose(grads);
         throw new DmlError(
@@ -462,8 +506,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         );
       }
       if (validCount > 0) {
-        optimizer.applyGradients(grads as Record<string, tf.Tensor>);
-        if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
+        if (!graph) {
+          optimizer.applyGradients(grads as Record<string, tf.Tensor>);
+          if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
+        }
         period.lossSum += lossValue;
         period.updates++;
       }
@@ -477,6 +523,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
+      graph?.writeBack();
       for (const w of model.weights) {
         const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
         if (bad) {
@@ -503,7 +550,15 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
 
   await prepareFolder(); // a resume with no epoch left to train still records its config and report
-  const result: TrainResult = { out, backend: tf.getBackend(), history, config: resolvedConfig, warnings, preprocessing };
+  const result: TrainResult = {
+    out,
+    backend: graph ? 'onnx' : tf.getBackend(),
+    ...(graph?.trainer.provider ? { device: { provider: graph.trainer.provider, attempts: [...graph.trainer.attempts] } } : {}),
+    history,
+    config: resolvedConfig,
+    warnings,
+    preprocessing,
+  };
   await writeFileAtomic(
     path.join(out, 'report.json'),
     `${JSON.stringify({ format: 'dmlkit.train-report/1', createdAt: new Date().toISOString(), versions: collectVersions(), backendSelection: backend, configHash, ...result }, null, 2)}\n`,

@@ -173,6 +173,8 @@ describe('train: the run folder', function () {
   const runs = [
     { name: 'cpu, MLP', overrides: { backend: 'cpu' } },
     { name: 'ort-cpu, MLP with batch norm', overrides: { backend: 'ort-cpu', model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4, batchNorm: true } } },
+    // The graph trainer: its optimiser slots and step count travel in the checkpoint's arrays.
+    { name: 'onnx graph trainer, MLP with batch norm', overrides: { backend: 'onnx', device: 'cpu', model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4, batchNorm: true } } },
   ];
   for (const [i, { name, overrides }] of runs.entries()) {
     it(`kill -9 in the middle of epoch 2, then --resume in a new process, ends bit for bit where an uninterrupted run does (${name})`, async () => {

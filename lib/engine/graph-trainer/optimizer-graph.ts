@@ -7,7 +7,8 @@
  *       m ← β1 m + (1 - β1) g,   v ← β2 v + (1 - β2) g²
  *       p ← p - (lr / (1 - β1^t)) m / (sqrt(v) / sqrt(1 - β2^t) + ε)
  *
- * - `sgd` (with `momentum` μ, `dampening` τ, `nesterov`, L2 weight decay λ):
+ * - `sgd` (with `momentum` μ, `dampening` τ, `nesterov`, weight decay λ: L2 as PyTorch's SGD, or
+ *   decoupled with `decoupledWeightDecay`, p ← p (1 - lr λ) first, SGDW):
  *
  *       g ← g + λ p;   b ← g at the first step, else μ b + (1 - τ) g
  *       d ← g + μ b (nesterov) or b;   p ← p - lr d
@@ -36,6 +37,8 @@ export interface GraphOptimizerSettings {
   readonly nesterov?: boolean;
   /** λ (default 0): decoupled for `adamw`, added to the gradient for `adam` and `sgd`. */
   readonly weightDecay?: number;
+  /** `sgd` only: decay the weights before the step (SGDW) instead of adding λ p to the gradient. */
+  readonly decoupledWeightDecay?: boolean;
 }
 
 /** The step-graph values of one parameter's update. */
@@ -75,6 +78,7 @@ export function createGraphOptimizer(settings: GraphOptimizerSettings): GraphOpt
     dampening: check('dampening', settings.dampening ?? 0, (settings.dampening ?? 0) >= 0 && (settings.dampening ?? 0) <= 1, 'a number in [0, 1]'),
     nesterov: settings.nesterov ?? false,
     weightDecay: check('weightDecay', settings.weightDecay ?? 0, (settings.weightDecay ?? 0) >= 0, 'a non-negative number'),
+    decoupledWeightDecay: settings.decoupledWeightDecay ?? false,
   };
   if (full.nesterov && (full.momentum === 0 || full.dampening !== 0)) throw invalidParameterError('optimizer.nesterov', 'momentum > 0 and dampening 0 (as PyTorch requires)', full.nesterov);
   if (full.kind === 'sgd') return sgd(full);
@@ -115,13 +119,19 @@ function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
   return {
     settings,
     slots: momentum > 0 ? ['momentum_buffer'] : [],
-    hyperParameters: momentum > 0 ? ['lr', 'buffer_keep', 'buffer_add'] : ['lr'],
+    hyperParameters: momentum > 0 ? ['lr', 'decay_factor', 'buffer_keep', 'buffer_add'] : ['lr', 'decay_factor'],
     // The first step copies the gradient into the buffer (keep 0, add 1), as PyTorch does.
-    hyperValues: (t, lr) => (momentum > 0 ? { lr, buffer_keep: t === 1 ? 0 : momentum, buffer_add: t === 1 ? 1 : 1 - dampening } : { lr }),
+    hyperValues: (t, lr) => ({
+      lr,
+      decay_factor: 1 - lr * weightDecay,
+      ...(momentum > 0 ? { buffer_keep: t === 1 ? 0 : momentum, buffer_add: t === 1 ? 1 : 1 - dampening } : {}),
+    }),
     emitUpdate: (emit, param, gradient, slots, hyper, decayed) => {
       const base = `${param}/sgd`;
       let g = gradient;
-      if (decayed && weightDecay > 0) g = emit.op('Add', [gradient, emit.op('Mul', [param, emit.scalar(weightDecay)], `${base}/l2`)], `${base}/g_l2`);
+      let p = param;
+      if (decayed && weightDecay > 0 && settings.decoupledWeightDecay) p = emit.op('Mul', [param, hyper.decay_factor as string], `${base}/decayed`);
+      else if (decayed && weightDecay > 0) g = emit.op('Add', [gradient, emit.op('Mul', [param, emit.scalar(weightDecay)], `${base}/l2`)], `${base}/g_l2`);
       let direction = g;
       const nextSlots: Record<string, string> = {};
       if (momentum > 0) {
@@ -129,7 +139,7 @@ function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
         nextSlots.momentum_buffer = buffer;
         direction = nesterov ? emit.op('Add', [g, emit.op('Mul', [buffer, emit.scalar(momentum)], `${base}/lookahead`)], `${base}/nesterov`) : buffer;
       }
-      return { param: emit.op('Sub', [param, emit.op('Mul', [direction, hyper.lr as string], `${base}/step`)], `${base}/param`), slots: nextSlots };
+      return { param: emit.op('Sub', [p, emit.op('Mul', [direction, hyper.lr as string], `${base}/step`)], `${base}/param`), slots: nextSlots };
     },
   };
 }

@@ -18,6 +18,7 @@
  */
 import { createRequire } from 'node:module';
 import ort from '../../onnx/ort.js';
+import { quietOrtLogging } from '../../onnx/session.js';
 import { DmlError } from '../../errors.js';
 import { encodeModel, node, tensorValueInfo } from '../../onnx/builder.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
@@ -198,6 +199,7 @@ export function loadOrtSyncRuntime(options: OrtSyncRuntimeOptions): OrtSyncRunti
     if (typeof module?.binding?.InferenceSession !== 'function' || typeof module.initOrt !== 'function') {
       throw new Error('the module has no binding.InferenceSession or initOrt');
     }
+    quietOrtLogging(); // a later GPU attempt of the onnx training backend must not print onnxruntime's error line
     module.initOrt();
     runtime = new OrtSyncRuntime(module, options.threads, options.maxSessions ?? 256);
     selfTest(runtime);

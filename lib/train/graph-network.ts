@@ -1,0 +1,122 @@
+/**
+ * @file The `onnx` training backend: the run's network, built by TensorFlow.js from its spec, is
+ * converted to ONNX by the exporter's converters (so what is exported is what was trained) and
+ * trained by the graph trainer (lib/engine/graph-trainer/), one onnxruntime run per step on the device
+ * `device` picks. The loss stays dmlkit's TensorFlow.js code: it gives the loss and its gradient with
+ * respect to the embeddings on the CPU (a [batch, dim] matrix), which the step graph back-propagates.
+ *
+ * The trained values are written back into the TensorFlow.js model at each validation point, so that
+ * validation, checkpoints and `dml export` work on the model as for every other backend; a checkpoint
+ * also keeps the graph optimiser's slots and step count, so a resume continues exactly.
+ *
+ * The optimiser follows PyTorch (docs/methods.md has the formulas): `adam` is torch's Adam (ε 1e-8),
+ * with `weightDecay` its AdamW (decoupled decay, applied before the step); `momentum` and `sgd` are
+ * torch's SGD with the decay decoupled (SGDW). Weight decay applies to kernels only, as on the other
+ * backends.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { DmlError } from '../errors.js';
+import { convertLayersModel } from '../export/tfjs-to-onnx.js';
+import type { WeightSource } from '../export/onnx-graph.js';
+import { permuteArray } from '../export/onnx-graph.js';
+import { GraphTrainer } from '../engine/graph-trainer/graph-trainer.js';
+import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
+import { encodeModel } from '../onnx/builder.js';
+import type { DeviceChoice } from '../onnx/devices.js';
+import type { TrainConfig } from './config.js';
+import type { MetricLoss } from './losses/metric-loss.js';
+
+/** The graph optimiser for a run's `optimizer` section (see the file comment). */
+export function graphOptimizerSettings(optimizer: TrainConfig['optimizer']): GraphOptimizerSettings {
+  const weightDecay = optimizer.weightDecay;
+  switch (optimizer.kind) {
+    case 'adam':
+      return weightDecay > 0 ? { kind: 'adamw', weightDecay } : { kind: 'adam' };
+    case 'momentum':
+      return { kind: 'sgd', momentum: optimizer.momentum, weightDecay, decoupledWeightDecay: true };
+    case 'sgd':
+      return { kind: 'sgd', weightDecay, decoupledWeightDecay: true };
+  }
+}
+
+/** One batch's loss. */
+export interface GraphBatch {
+  /** The loss value (NaN or infinite when training diverged: then nothing was updated). */
+  value: number;
+  validCount: number;
+  totalCount: number;
+}
+
+/** A run's network on the graph trainer. */
+export class GraphNetwork {
+  private constructor(
+    readonly trainer: GraphTrainer,
+    private readonly sources: ReadonlyMap<string, WeightSource>,
+  ) {}
+
+  /**
+   * Converts `model` and opens its graph trainer on `device`, compiling the step graph for the first
+   * batch size (an operator the graph trainer cannot differentiate fails here, before any work).
+   */
+  static async create(model: tf.LayersModel, config: TrainConfig, device: DeviceChoice): Promise<GraphNetwork> {
+    const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
+    const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
+    const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
+    const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
+    const trainer = await GraphTrainer.create({ model: bytes, name: `the ${config.model.kind} network`, itemDims, optimizer: graphOptimizerSettings(config.optimizer), trained, device });
+    return new GraphNetwork(trainer, converted.weightSources);
+  }
+
+  /**
+   * Trains on batch `x` (the model's input, [batch, ...]) with `labels`: the training forward gives
+   * the embeddings, `loss` their gradient, the step graph the update, applied when the batch has a
+   * valid tuple and a finite loss. The loss's own variables (the margin loss's β) are updated by
+   * `lossOptimizer`.
+   */
+  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number): Promise<GraphBatch> {
+    const images = x.dataSync() as Float32Array;
+    const embeddingValues = await this.trainer.forward(images);
+    const batch = labels.length;
+    const embeddings = tf.variable(tf.tensor2d(embeddingValues, [batch, embeddingValues.length / batch]), true);
+    const counts = { valid: 0, total: 0 };
+    const { value, grads } = tf.variableGrads(() => {
+      const result = loss.compute(embeddings, labels);
+      counts.valid = result.validCount;
+      counts.total = result.totalCount;
+      return counts.valid > 0 ? result.loss : (tf.mul(tf.sum(embeddings), 0) as tf.Scalar);
+    }, [embeddings, ...loss.trainableVariables]);
+    try {
+      const lossValue = (await value.data())[0] as number;
+      if (counts.valid > 0 && Number.isFinite(lossValue)) {
+        await this.trainer.step(images, (await (grads[embeddings.name] as tf.Tensor).data()) as Float32Array, lr);
+        if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(Object.fromEntries(loss.trainableVariables.map((v) => [v.name, grads[v.name] as tf.Tensor])));
+      }
+      return { value: lossValue, validCount: counts.valid, totalCount: counts.total };
+    } finally {
+      tf.dispose([value, embeddings, ...Object.values(grads)]);
+    }
+  }
+
+  /** Writes the trained weights and running statistics back into the TensorFlow.js model. */
+  writeBack(): void {
+    for (const [name, source] of this.sources) {
+      const values = this.trainer.value(name);
+      if (!values) throw new DmlError('E_MODEL', `the graph trainer holds no value for ${name}`);
+      const shape = source.variable.shape as number[];
+      const perm = source.perm;
+      const restored = perm ? permuteArray(values, perm.map((p) => shape[p] as number), perm.map((_, i) => perm.indexOf(i))) : values;
+      const next = tf.tensor(restored, shape);
+      source.variable.write(next);
+      next.dispose();
+    }
+  }
+
+  /** The graph optimiser's slots, for a checkpoint. */
+  slots(): Map<string, Float32Array> {
+    const slots = new Map<string, Float32Array>();
+    for (const param of this.trainer.trainedNames) {
+      for (const [slot, values] of Object.entries(this.trainer.slots(param))) if (values) slots.set(`${param}:${slot}`, values);
+    }
+    return slots;
+  }
+}
