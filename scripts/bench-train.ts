@@ -1,6 +1,7 @@
 /**
- * @file Training-step benchmark, every TensorFlow.js backend that loads here in the same run
- * (tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu), with each backend's speed-up over `cpu`:
+ * @file Training-step benchmark, every TensorFlow.js backend that loads here and the graph trainer
+ * (`onnx`, one onnxruntime graph per step on the CPU provider) in the same run (tfjs-node-gpu,
+ * tfjs-node, ort-cpu, wasm, cpu, onnx), with each backend's speed-up over `cpu`:
  * - `head`: a 2048 -> 512 embedding head (Dense + L2 normalisation, the recipe-(c) head on
  *   ResNet-50-sized features) at batch 128 (32 classes x 4);
  * - `cnn`: the trainer's default small CNN on 28 x 28 x 1 images (conv 32 - pool - conv 64 - pool -
@@ -10,8 +11,12 @@
  * - `convnet`: the compact strided CNN with its default widths and depth on 64 x 64 x 3 images (four
  *   stages of 3x3 stride-2 conv + batch norm + ReLU, 32 - 64 - 128 - 256 channels, global average
  *   pooling, embedding 64, models/convnet.ts) at batch 128; not in the default `--models`, since a
- *   step takes seconds on ort-cpu and minutes on cpu.
- * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu).
+ *   step takes seconds on ort-cpu and minutes on cpu;
+ * - `recipe-r`: Recipe R's network (`convnet` widths 32-64-128, depth 2, max-pool downsampling,
+ *   [average, max] pooling, pooled batch norm, embedding 128) on 64 x 64 x 3 at batch 128; not in the
+ *   default `--models`.
+ * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu;
+ * on `onnx` the loss and its gradient by TensorFlow.js's cpu backend, the step by the graph trainer).
  * Each backend runs in its own child process (a process holds one tfjs backend), started with the
  * Node flags the `dml` command runs with ({@link DML_NODE_FLAGS}); each step is timed
  * (forward, loss, backward and the optimiser update, synchronised by reading the loss) after warm-up
@@ -19,7 +24,7 @@
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
  * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu]
+ *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu,onnx]
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -30,6 +35,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/train/backend.js';
+import { GraphNetwork } from '../lib/train/graph-network.js';
 import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
 import type { ModelSpec } from '../lib/train/models/model-spec.js';
@@ -39,9 +45,11 @@ import { Rng } from '../lib/util/rng.js';
 /** The flags of the `dml` command's shebang (scripts/dml.ts), so that steps are timed as `dml train` runs them. */
 const DML_NODE_FLAGS = ['--single-threaded-gc'];
 
-const ALL_BACKENDS: BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
-type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet';
-const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet'];
+/** A TensorFlow.js backend, or the graph trainer. */
+type BenchBackend = BackendChoice | 'onnx';
+const ALL_BACKENDS: BenchBackend[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx'];
+type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet' | 'recipe-r';
+const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet', 'recipe-r'];
 
 interface Args {
   models: BenchModel[];
@@ -50,7 +58,7 @@ interface Args {
   convnetSteps: number;
   warmup: number;
   batch: number;
-  backends: BackendChoice[];
+  backends: BenchBackend[];
 }
 
 function argument(argv: string[], flag: string): string | undefined {
@@ -58,7 +66,7 @@ function argument(argv: string[], flag: string): string | undefined {
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
-function parseArgs(argv: string[]): Args & { child?: { backend: BackendChoice; model: BenchModel } } {
+function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; model: BenchModel } } {
   const number = (flag: string, fallback: number): number => Number(argument(argv, flag) ?? fallback);
   const child = argument(argv, '--child');
   const models = (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[];
@@ -71,8 +79,8 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BackendChoice; m
     convnetSteps: number('--convnet-steps', 3),
     warmup: number('--warmup', 2),
     batch: number('--batch', 128),
-    backends: (argument(argv, '--backends')?.split(',') as BackendChoice[] | undefined) ?? ALL_BACKENDS,
-    ...(child ? { child: { backend: child.split(':')[0] as BackendChoice, model: child.split(':')[1] as BenchModel } } : {}),
+    backends: (argument(argv, '--backends')?.split(',') as BenchBackend[] | undefined) ?? ALL_BACKENDS,
+    ...(child ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel } } : {}),
   };
 }
 
@@ -93,11 +101,16 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
     inputShape: [64, 64, 3],
     title: 'convnet 64x64x3: 4 x (3x3 stride-2 conv + BN + ReLU) 32-64-128-256, GAP, 64 + L2',
   },
+  'recipe-r': {
+    spec: { kind: 'convnet', inputShape: [64, 64, 3], widths: [32, 64, 128], depth: 2, poolBatchNorm: true, embeddingDim: 128 },
+    inputShape: [64, 64, 3],
+    title: "Recipe R's network 64x64x3: conv_bn 32 (stride 2), 32, pool, 64, 64, pool, 128, 128, [GAP, GMP], BN, 128 + L2",
+  },
 };
 
 /** Timed steps of `which`. */
 function stepsOf(which: BenchModel, args: Args): number {
-  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' ? args.convnetSteps : args.steps;
+  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' || which === 'recipe-r' ? args.convnetSteps : args.steps;
 }
 
 const median = (xs: number[]): number => {
@@ -113,11 +126,12 @@ interface Timing {
 }
 
 /** Runs one model on one backend and prints one JSON line. */
-async function child(backend: BackendChoice, which: BenchModel, args: Args): Promise<void> {
+async function child(backend: BenchBackend, which: BenchModel, args: Args): Promise<void> {
   let selected;
   try {
-    selected = await selectBackend(backend);
-    if (selected.name !== backend) throw new Error(selected.warning ?? `got ${selected.name}`);
+    // The graph trainer's loss runs on TensorFlow.js's cpu backend (a [batch, dim] matrix).
+    selected = await selectBackend(backend === 'onnx' ? 'cpu' : backend);
+    if (backend !== 'onnx' && selected.name !== backend) throw new Error(selected.warning ?? `got ${selected.name}`);
   } catch (err) {
     console.log(JSON.stringify({ error: (err as Error).message.split('\n')[0] }));
     return;
@@ -136,6 +150,16 @@ async function child(backend: BackendChoice, which: BenchModel, args: Args): Pro
   const variables = model.trainableWeights.map((w) => w.read() as tf.Variable);
   const steps = stepsOf(which, args);
   const times: number[] = [];
+  if (backend === 'onnx') {
+    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, 'cpu');
+    for (let step = 0; step < args.warmup + steps; step++) {
+      const start = performance.now();
+      await network.trainBatch(x, labels, loss, optimizer, config.learningRate);
+      if (step >= args.warmup) times.push(performance.now() - start);
+    }
+    console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: 'graph trainer, cpu provider' }));
+    return;
+  }
   const missing = missingKernels(modelKernels(model, true));
   if (missing.length > 0) {
     console.log(JSON.stringify({ error: `lacks ${missing.join(', ')} (the trainer moves such models to cpu)` }));
@@ -174,6 +198,19 @@ elif "${which}" == "convnet":
         c = w
     model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
     x = torch.randn(B, 3, 64, 64)
+elif "${which}" == "recipe-r":
+    def conv_bn(ci, co, s=1):
+        return [torch.nn.Conv2d(ci, co, 3, stride=s, padding=1, bias=False), torch.nn.BatchNorm2d(co), torch.nn.ReLU()]
+    class RecipeR(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = torch.nn.Sequential(*conv_bn(3, 32, 2), *conv_bn(32, 32), torch.nn.MaxPool2d(2), *conv_bn(32, 64), *conv_bn(64, 64), torch.nn.MaxPool2d(2), *conv_bn(64, 128), *conv_bn(128, 128))
+            self.neck = torch.nn.BatchNorm1d(256); self.fc = torch.nn.Linear(256, 128)
+        def forward(self, x):
+            x = self.features(x)
+            x = torch.cat([torch.nn.functional.adaptive_avg_pool2d(x, 1), torch.nn.functional.adaptive_max_pool2d(x, 1)], 1).flatten(1)
+            return self.fc(self.neck(x))
+    model = RecipeR(); x = torch.randn(B, 3, 64, 64)
 elif "${which}" == "cnn-bn":
     # Keras's batch-norm defaults (momentum 0.99 = PyTorch 0.01, epsilon 1e-3), as models/cnn.ts builds it
     bn2, bn1 = (lambda c: torch.nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)), (lambda c: torch.nn.BatchNorm1d(c, eps=1e-3, momentum=0.01))

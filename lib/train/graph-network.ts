@@ -47,6 +47,42 @@ export interface GraphBatch {
   totalCount: number;
 }
 
+/** A loss value with its gradients (see {@link embeddingLossGradient}). */
+export interface EmbeddingLossGradient extends GraphBatch {
+  /** d loss / d embeddings, row-major [batch, dim]. */
+  embeddings: Float32Array;
+  /** d loss / d each of the loss's own variables, by variable name (the caller disposes them). */
+  lossVariables: tf.NamedTensorMap;
+}
+
+/**
+ * The loss of `embeddings` (row-major [labels.length, dim], L2-normalised) and its gradient with
+ * respect to them and to the loss's own variables, computed by dmlkit's loss code on TensorFlow.js.
+ * Without a valid tuple the value is 0 and the gradients are zeros.
+ */
+export function embeddingLossGradient(loss: MetricLoss, embeddings: Float32Array, labels: Int32Array): EmbeddingLossGradient {
+  const batch = labels.length;
+  const variable = tf.variable(tf.tensor2d(embeddings, [batch, embeddings.length / batch]), true);
+  const counts = { valid: 0, total: 0 };
+  const { value, grads } = tf.variableGrads(() => {
+    const result = loss.compute(variable, labels);
+    counts.valid = result.validCount;
+    counts.total = result.totalCount;
+    return counts.valid > 0 ? result.loss : (tf.mul(tf.sum(variable), 0) as tf.Scalar);
+  }, [variable, ...loss.trainableVariables]);
+  try {
+    return {
+      value: value.dataSync()[0] as number,
+      validCount: counts.valid,
+      totalCount: counts.total,
+      embeddings: (grads[variable.name] as tf.Tensor).dataSync() as Float32Array,
+      lossVariables: Object.fromEntries(loss.trainableVariables.map((v) => [v.name, grads[v.name] as tf.Tensor])),
+    };
+  } finally {
+    tf.dispose([value, variable, grads[variable.name] as tf.Tensor]);
+  }
+}
+
 /** A run's network on the graph trainer. */
 export class GraphNetwork {
   private constructor(
@@ -58,12 +94,12 @@ export class GraphNetwork {
    * Converts `model` and opens its graph trainer on `device`, compiling the step graph for the first
    * batch size (an operator the graph trainer cannot differentiate fails here, before any work).
    */
-  static async create(model: tf.LayersModel, config: TrainConfig, device: DeviceChoice): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
     const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
-    const trainer = await GraphTrainer.create({ model: bytes, name: `the ${config.model.kind} network`, itemDims, optimizer: graphOptimizerSettings(config.optimizer), trained, device });
+    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device });
     return new GraphNetwork(trainer, converted.weightSources);
   }
 
@@ -75,25 +111,15 @@ export class GraphNetwork {
    */
   async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number): Promise<GraphBatch> {
     const images = x.dataSync() as Float32Array;
-    const embeddingValues = await this.trainer.forward(images);
-    const batch = labels.length;
-    const embeddings = tf.variable(tf.tensor2d(embeddingValues, [batch, embeddingValues.length / batch]), true);
-    const counts = { valid: 0, total: 0 };
-    const { value, grads } = tf.variableGrads(() => {
-      const result = loss.compute(embeddings, labels);
-      counts.valid = result.validCount;
-      counts.total = result.totalCount;
-      return counts.valid > 0 ? result.loss : (tf.mul(tf.sum(embeddings), 0) as tf.Scalar);
-    }, [embeddings, ...loss.trainableVariables]);
+    const gradient = embeddingLossGradient(loss, await this.trainer.forward(images), labels);
     try {
-      const lossValue = (await value.data())[0] as number;
-      if (counts.valid > 0 && Number.isFinite(lossValue)) {
-        await this.trainer.step(images, (await (grads[embeddings.name] as tf.Tensor).data()) as Float32Array, lr);
-        if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(Object.fromEntries(loss.trainableVariables.map((v) => [v.name, grads[v.name] as tf.Tensor])));
+      if (gradient.validCount > 0 && Number.isFinite(gradient.value)) {
+        await this.trainer.step(images, gradient.embeddings, lr);
+        if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(gradient.lossVariables);
       }
-      return { value: lossValue, validCount: counts.valid, totalCount: counts.total };
+      return { value: gradient.value, validCount: gradient.validCount, totalCount: gradient.totalCount };
     } finally {
-      tf.dispose([value, embeddings, ...Object.values(grads)]);
+      tf.dispose(gradient.lossVariables);
     }
   }
 

@@ -35,7 +35,7 @@ describe('train: the onnx backend (graph trainer)', function () {
   it('writes the trained values back: the TensorFlow.js model then computes what the trained ONNX graph computes', async () => {
     const config = parseTrainConfig(tinyTrainConfig(path.join(dir, 'unused'), { backend: 'onnx', device: 'cpu', model: convnet }), 'spec');
     const model = await buildModel(config.model as ModelSpec, 3);
-    const network = await GraphNetwork.create(model, config, 'cpu');
+    const network = await GraphNetwork.create(model, config.optimizer, 'cpu');
     const x = tf.randomUniform([6, 28, 28, 1], 0, 1, 'float32', 5);
     const before = model.getWeights().map((w) => Array.from(w.dataSync()));
     network.writeBack();
