@@ -16,6 +16,8 @@ try {
 export const {
   DEFAULT_DUPLICATE_THRESHOLD,
   DEFAULT_MULTI_SIMILARITY_EPSILON,
+  GraphNetwork,
+  GraphTrainer,
   L2Normalize,
   LOSS_NAMES,
   allPairs,
@@ -24,7 +26,9 @@ export const {
   computeBackboneFeatures,
   createLoss,
   createSampler,
+  embeddingLossGradient,
   featuresSpecSchema,
+  graphOptimizerSettings,
   groupTripletsByAnchor,
   loadCheckpoint,
   lossSpecSchema,

@@ -26,6 +26,10 @@ export {
 } from './train/samplers/sampler.js';
 export type { FilledLengthRule } from './train/samplers/filled.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
+// The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
+export { GraphTrainer, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
+export type { GraphOptimizerSettings } from './engine/graph-trainer/optimizer-graph.js';
+export { GraphNetwork, embeddingLossGradient, graphOptimizerSettings, type EmbeddingLossGradient, type GraphBatch } from './train/graph-network.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
 export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './report/training-html.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.

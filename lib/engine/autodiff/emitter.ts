@@ -7,7 +7,7 @@
 import { DmlError } from '../../errors.js';
 import { node as protoNode, type AttributeValue } from '../../onnx/builder.js';
 import { GraphContext } from '../../export/onnx-graph.js';
-import { describeNode, type IrAttribute, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
+import { describeNode, type IrAttribute, type IrElementType, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import type { ValueShape } from '../graph/shapes.js';
 
 function attributeValue(node: IrNode, name: string, a: IrAttribute): AttributeValue {
@@ -18,6 +18,7 @@ function attributeValue(node: IrNode, name: string, a: IrAttribute): AttributeVa
 /** The step graph under construction. */
 export class StepEmitter extends GraphContext {
   private readonly intConstants = new Map<string, string>();
+  private readonly declaredTypes = new Map<string, IrElementType>();
 
   /**
    * @param shapes - every forward value's shape (from lib/engine/graph/shapes.ts).
@@ -36,6 +37,16 @@ export class StepEmitter extends GraphContext {
     const s = this.shapes.get(name);
     if (!s) throw new DmlError('E_MODEL', `value ${name} has no known shape`);
     return s.dims;
+  }
+
+  /** Records the element type of emitted value `name` when it is not float32 (MaxPool's indices). */
+  declareType(name: string, type: IrElementType): void {
+    this.declaredTypes.set(name, type);
+  }
+
+  /** The element type of value `name`: declared, or the forward graph's; undefined when unknown (emitted values are float32). */
+  typeOf(name: string): IrElementType | undefined {
+    return this.declaredTypes.get(name) ?? this.shapes.get(name)?.type;
   }
 
   /** The constant value of forward value `name`, or undefined when it is computed or trained. */

@@ -3,11 +3,12 @@
  * run per step (lib/engine/graph-trainer/step-graph.ts), on any execution provider onnxruntime-node
  * offers (`device` as `dml eval` chooses it).
  *
- * A step is two runs: the training forward gives the embeddings; the caller computes the loss and its
- * gradient with respect to the embeddings (dmlkit's losses, unchanged); the step graph recomputes the
- * forward, back-propagates that gradient and applies the optimiser. The weights, optimiser slots and
- * running statistics live in JavaScript between steps (onnxruntime-node cannot keep tensors on a device
- * between runs) and go in and out of each run.
+ * A step is two runs: the training forward gives the embeddings and keeps the activations the
+ * backward needs; the caller computes the loss and its gradient with respect to the embeddings
+ * (dmlkit's losses, unchanged); the step graph back-propagates that gradient from the kept activations
+ * and applies the optimiser. The weights, optimiser slots, running statistics and kept activations live
+ * in JavaScript between runs (onnxruntime-node cannot keep tensors on a device between runs) and go in
+ * and out of each run.
  *
  * ```ts
  * const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, 64, 64], optimizer: { kind: 'adam' } });
@@ -24,7 +25,7 @@ import ort from '../../onnx/ort.js';
 import { createSession, type ProviderAttempt } from '../../onnx/session.js';
 import { elementCount, readOnnxGraph, type IrGraph } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
-import { compileStep, compileTrainingForward, defaultTrainedInitializers, runningStatistics, slotName, type CompiledGraph } from './step-graph.js';
+import { compileStep, defaultTrainedInitializers, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
 
 /** Options of {@link GraphTrainer.create}. */
 export interface GraphTrainerOptions {
@@ -50,15 +51,19 @@ export interface GraphTrainerOptions {
   readonly recordGradients?: boolean;
 }
 
-interface RunnableGraph {
-  readonly compiled: CompiledGraph;
-  readonly session: ort.InferenceSession;
-}
-
 /** The two graphs of one batch size. */
 interface BatchGraphs {
-  readonly forward: RunnableGraph;
-  readonly step: RunnableGraph;
+  readonly io: StepGraphIo;
+  readonly forward: ort.InferenceSession;
+  readonly step: ort.InferenceSession;
+}
+
+/** The forward run of the batch a step is about to train on. */
+interface ForwardRun {
+  readonly images: Float32Array;
+  /** The optimiser steps taken when it ran (a later step changed the weights it used). */
+  readonly atStep: number;
+  readonly outputs: ort.InferenceSession.OnnxValueMapType;
 }
 
 /** A network being trained by whole-step ONNX graphs. */
@@ -71,6 +76,7 @@ export class GraphTrainer {
   private steps = 0;
   private readonly lastGradients = new Map<string, Float32Array>();
   private readonly graphs = new Map<number, Promise<BatchGraphs>>();
+  private lastForward: ForwardRun | undefined;
 
   private constructor(
     private readonly graph: IrGraph,
@@ -113,17 +119,13 @@ export class GraphTrainer {
     for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
     const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, optimizer, state);
     const probe = trainer.compile(typeof input.dims[0] === 'number' ? input.dims[0] : 2);
-    for (const v of probe.step.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
+    for (const v of probe.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
     return trainer;
   }
 
-  private compile(batch: number): { forward: CompiledGraph; step: CompiledGraph } {
+  private compile(batch: number): ReturnType<typeof compileStep> {
     const inputDims = new Map([[this.inputName, [batch, ...this.options.itemDims]]]);
-    const common = { graph: this.graph, inputDims, trained: this.trained, output: this.outputName };
-    return {
-      step: compileStep({ ...common, decayed: this.decayed, optimizer: this.optimizer, gradientOutputs: this.options.recordGradients ?? false }),
-      forward: compileTrainingForward(common),
-    };
+    return compileStep({ graph: this.graph, inputDims, trained: this.trained, output: this.outputName, decayed: this.decayed, optimizer: this.optimizer, gradientOutputs: this.options.recordGradients ?? false });
   }
 
   /** The graphs for `batch` items, compiled and opened on first use. */
@@ -135,13 +137,13 @@ export class GraphTrainer {
         const name = this.options.name ?? 'model';
         const device = this.provider ?? this.options.device ?? 'cpu';
         const sessionOptions = { device, name, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
-        const step = await createSession(compiled.step.model, sessionOptions);
+        const step = await createSession(compiled.stepModel, sessionOptions);
         if (this.provider === undefined) {
           this.provider = step.provider;
           this.attempts = step.attempts;
         }
-        const forward = await createSession(compiled.forward.model, { ...sessionOptions, device: step.provider });
-        return { step: { compiled: compiled.step, session: step.session }, forward: { compiled: compiled.forward, session: forward.session } };
+        const forward = await createSession(compiled.forwardModel, { ...sessionOptions, device: step.provider });
+        return { io: compiled.io, step: step.session, forward: forward.session };
       })();
       this.graphs.set(batch, graphs);
       graphs.catch(() => this.graphs.delete(batch));
@@ -167,37 +169,54 @@ export class GraphTrainer {
     return images.length / per;
   }
 
-  private feeds(compiled: CompiledGraph, images: Float32Array, batch: number): Record<string, ort.Tensor> {
-    const feeds: Record<string, ort.Tensor> = { [this.inputName]: new ort.Tensor('float32', images, [batch, ...this.options.itemDims]) };
-    for (const v of compiled.io.variables) feeds[v.input] = new ort.Tensor('float32', this.state.get(v.input) as Float32Array, [...v.dims]);
+  /** Feeds of `session` from the state: every input named like a state entry. */
+  private stateFeeds(session: ort.InferenceSession, variables: readonly { readonly input: string; readonly dims: readonly number[] }[]): Record<string, ort.Tensor> {
+    const inputs = new Set(session.inputNames);
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const v of variables) if (inputs.has(v.input)) feeds[v.input] = new ort.Tensor('float32', this.state.get(v.input) as Float32Array, [...v.dims]);
     return feeds;
   }
 
-  /** The embeddings of `images` (row-major, item after item) with batch statistics, weights unchanged. */
-  async forward(images: Float32Array): Promise<Float32Array> {
+  /** Runs the forward graph on `images` and keeps its outputs for the step that follows. */
+  private async runForward(images: Float32Array): Promise<{ graphs: BatchGraphs; run: ForwardRun }> {
     const batch = this.batchOf(images);
-    const { forward } = await this.graphsFor(batch);
-    const out = await forward.session.run(this.feeds(forward.compiled, images, batch));
-    return out[forward.compiled.io.output]?.data as Float32Array;
+    const graphs = await this.graphsFor(batch);
+    const feeds = this.stateFeeds(graphs.forward, graphs.io.forwardVariables);
+    feeds[this.inputName] = new ort.Tensor('float32', images, [batch, ...this.options.itemDims]);
+    const run: ForwardRun = { images, atStep: this.steps, outputs: await graphs.forward.run(feeds) };
+    this.lastForward = run;
+    return { graphs, run };
+  }
+
+  /**
+   * The embeddings of `images` (row-major, item after item) with batch statistics, weights unchanged.
+   * The activations are kept: a {@link step} on the same `images` array reuses them.
+   */
+  async forward(images: Float32Array): Promise<Float32Array> {
+    const { graphs, run } = await this.runForward(images);
+    return run.outputs[graphs.io.output]?.data as Float32Array;
   }
 
   /**
    * One optimiser step at learning rate `lr`: `outputGradient` is d loss / d embeddings for the
-   * embeddings {@link forward} gave for `images`. Returns the embeddings the step recomputed.
+   * embeddings {@link forward} gave for `images` (the same array, no step in between: its kept
+   * activations are used; otherwise the forward runs again). Returns those embeddings.
    */
   async step(images: Float32Array, outputGradient: Float32Array, lr: number): Promise<Float32Array> {
-    const batch = this.batchOf(images);
     if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
-    const { step } = await this.graphsFor(batch);
-    const io = step.compiled.io;
+    const kept = this.lastForward;
+    const { graphs, run } = kept && kept.images === images && kept.atStep === this.steps ? { graphs: await this.graphsFor(this.batchOf(images)), run: kept } : await this.runForward(images);
+    const io = graphs.io;
     if (!(outputGradient instanceof Float32Array) || outputGradient.length !== elementCount(io.outputDims)) {
       throw invalidParameterError('outputGradient', `a Float32Array of ${elementCount(io.outputDims)} values ([${io.outputDims.join(', ')}])`, outputGradient instanceof Float32Array ? outputGradient.length : outputGradient);
     }
-    const feeds = this.feeds(step.compiled, images, batch);
+    const feeds = this.stateFeeds(graphs.step, io.variables);
     feeds[io.seed] = new ort.Tensor('float32', outputGradient, [...io.outputDims]);
+    for (const name of io.saved) feeds[name] = run.outputs[name] as ort.Tensor;
+    for (const name of io.stepData) feeds[name] = new ort.Tensor('float32', images, [this.batchOf(images), ...this.options.itemDims]);
     const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
-    const out = await step.session.run(feeds);
+    const out = await graphs.step.run(feeds);
     for (const v of io.variables) {
       if (!v.next) continue;
       const next = out[v.next]?.data as Float32Array | undefined;
@@ -207,7 +226,8 @@ export class GraphTrainer {
     this.lastGradients.clear();
     for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
     this.steps += 1;
-    return out[io.output]?.data as Float32Array;
+    this.lastForward = undefined;
+    return run.outputs[io.output]?.data as Float32Array;
   }
 
   /** The names of the trained initializers. */
@@ -284,6 +304,6 @@ export class GraphTrainer {
   async release(): Promise<void> {
     const all = await Promise.allSettled([...this.graphs.values()]);
     this.graphs.clear();
-    for (const r of all) if (r.status === 'fulfilled') await Promise.all([r.value.forward.session.release(), r.value.step.session.release()]);
+    for (const r of all) if (r.status === 'fulfilled') await Promise.all([r.value.forward.release(), r.value.step.release()]);
   }
 }

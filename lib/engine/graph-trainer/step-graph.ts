@@ -20,31 +20,40 @@ import type { IrGraph, IrTensor } from '../graph/onnx-ir.js';
 import { inferShapes, type ShapedGraph } from '../graph/shapes.js';
 import type { GraphOptimizer } from './optimizer-graph.js';
 
-/** The value names of a compiled step graph. */
+/** The value names of a compiled step. */
 export interface StepGraphIo {
-  /** Graph inputs fed with data each step (the images). */
+  /** Graph inputs fed with data each step (the images), inputs of the forward graph. */
   readonly data: readonly string[];
-  /** The input holding d loss / d output. */
-  readonly seed: string;
-  /** The output the loss is computed on. */
+  /** The forward graph's output the loss is computed on. */
   readonly output: string;
   /** Its dimensions. */
   readonly outputDims: readonly number[];
+  /** The state the forward graph reads (weights, running statistics). */
+  readonly forwardVariables: readonly { readonly input: string; readonly dims: readonly number[] }[];
+  /** Forward values the step graph reads: further outputs of the forward graph, inputs of the step graph, same names. */
+  readonly saved: readonly string[];
+  /** The data inputs the step graph reads too (a first layer's weight gradient needs the images). */
+  readonly stepData: readonly string[];
+  /** The step graph's input holding d loss / d output. */
+  readonly seed: string;
   /**
-   * Inputs holding state (weights, optimiser slots, running statistics), each with the output holding
-   * its next value; `next` is absent for state the graph reads but does not change.
+   * The state the step graph reads (weights, optimiser slots), each with the output holding its next
+   * value; `next` is absent for state it reads but does not change. Running statistics are updated
+   * by the forward and leave through the step graph too.
    */
   readonly variables: readonly { readonly input: string; readonly next?: string; readonly dims: readonly number[] }[];
-  /** Per-step scalar inputs by hyperparameter name. */
+  /** Per-step scalar inputs of the step graph by hyperparameter name. */
   readonly hyper: Readonly<Record<string, string>>;
-  /** With `gradientOutputs`: the output holding each trained parameter's gradient (`<name>:grad`). */
+  /** With `gradientOutputs`: the step graph's output holding each trained parameter's gradient (`<name>:grad`). */
   readonly gradients: Readonly<Record<string, string>>;
 }
 
-/** A compiled step or training forward. */
-export interface CompiledGraph {
-  /** The serialised ONNX model. */
-  readonly model: Uint8Array;
+/** A compiled training step: two graphs run one after the other, the loss's gradient computed between them. */
+export interface CompiledStep {
+  /** The training forward: images and state in; the output and the saved activations out. */
+  readonly forwardModel: Uint8Array;
+  /** The backward and the update: the saved activations, the output's gradient, state and per-step scalars in; the next state out. */
+  readonly stepModel: Uint8Array;
   readonly io: StepGraphIo;
 }
 
@@ -109,6 +118,11 @@ function valueInfo(name: string, type: 'float32' | 'int64', dims: readonly numbe
   return tensorValueInfo(name, type, dims);
 }
 
+/** A graph value declared by element type alone (a saved activation: onnxruntime reads its shape from the tensor). */
+function untypedShape(name: string, type: 'float32' | 'int64'): ValueInfoProto {
+  return { name, type: { tensorType: { elemType: type === 'float32' ? 1 : 7 } } };
+}
+
 function initializerOf(name: string, t: IrTensor): ReturnType<typeof floatTensor> {
   if (t.type === 'float32') return floatTensor(name, t.dims, t.data as Float32Array);
   if (t.type === 'int64') return int64Tensor(name, t.dims, Array.from(t.data));
@@ -132,27 +146,17 @@ function emitConstants(emit: StepEmitter, s: ShapedGraph, variables: ReadonlySet
   }
 }
 
-function modelOf(emit: StepEmitter, name: string, inputs: ValueInfoProto[], outputs: ValueInfoProto[], extra: NodeProto[]): Uint8Array {
-  return encodeModel({ graphName: name, inputs, outputs, nodes: [...emit.nodes, ...extra], initializers: emit.initializers });
+/** A model of `nodes` with the initializers of `emit` they read. */
+function modelOf(emit: StepEmitter, name: string, inputs: ValueInfoProto[], outputs: ValueInfoProto[], nodes: NodeProto[]): Uint8Array {
+  const read = new Set(nodes.flatMap((n) => n.input ?? []));
+  return encodeModel({ graphName: name, inputs, outputs, nodes, initializers: emit.initializers.filter((t) => read.has(t.name ?? '')) });
 }
 
-/** Compiles the training forward: the network in training mode, the output alone. */
-export function compileTrainingForward(spec: Omit<StepGraphSpec, 'optimizer' | 'decayed'>): CompiledGraph {
-  const { shaped: s, variables } = shaped({ ...spec, optimizer: undefined as never, decayed: new Set() });
-  const emit = new StepEmitter(s.shapes, s.constants);
-  emitConstants(emit, s, variables);
-  emitTrainingForward(emit, s);
-  const dims = (name: string): readonly number[] => emit.dims(name);
-  const inputs = [...spec.inputDims.keys(), ...variables].map((n) => valueInfo(n, 'float32', dims(n)));
-  const model = modelOf(emit, 'dmlkit_training_forward', inputs, [valueInfo(spec.output, 'float32', dims(spec.output))], []);
-  return {
-    model,
-    io: { data: [...spec.inputDims.keys()], seed: '', output: spec.output, outputDims: dims(spec.output), variables: [...variables].map((n) => ({ input: n, dims: dims(n) })), hyper: {}, gradients: {} },
-  };
-}
-
-/** Compiles the step graph (see the file comment). Throws E_MODEL naming an operator without a rule. */
-export function compileStep(spec: StepGraphSpec): CompiledGraph {
+/**
+ * Compiles a training step (see the file comment): the forward graph, and the step graph of the
+ * backward and the update. Throws E_MODEL naming an operator without a gradient rule.
+ */
+export function compileStep(spec: StepGraphSpec): CompiledStep {
   const { shaped: s, variables } = shaped(spec);
   const trained = new Set(spec.trained);
   const requiresGrad = checkDifferentiable(s, trained);
@@ -166,11 +170,12 @@ export function compileStep(spec: StepGraphSpec): CompiledGraph {
   for (const p of spec.trained) slotInputs.set(p, Object.fromEntries(spec.optimizer.slots.map((slot) => [slot, emit.unique(slotName(p, slot))])));
 
   const forward = emitTrainingForward(emit, s);
+  const forwardNodes = emit.nodes.splice(0);
   const gradients = emitBackward(emit, s, forward, requiresGrad, spec.output, seed, spec.trained);
 
   const dims = (name: string): readonly number[] => emit.dims(name);
   const updates: StateUpdate[] = [...forward.stateUpdates];
-  const variablesIo: { input: string; next: string; dims: readonly number[] }[] = [];
+  const slotIo: { input: string; next: string; dims: readonly number[] }[] = [];
   for (const p of spec.trained) {
     const gradient = gradients.get(p);
     if (gradient === undefined) continue; // unused by the output: PyTorch leaves such a parameter (and its slots) alone
@@ -179,33 +184,66 @@ export function compileStep(spec: StepGraphSpec): CompiledGraph {
     updates.push({ state: p, next: update.param });
     for (const [slot, input] of Object.entries(slots)) {
       updates.push({ state: input, next: update.slots[slot] as string });
-      variablesIo.push({ input, next: nextName(input), dims: dims(p) });
+      slotIo.push({ input, next: nextName(input), dims: dims(p) });
     }
   }
-  const final: NodeProto[] = updates.map((u) => protoNode('Identity', [u.next], [nextName(u.state)]));
+  const stepNodes: NodeProto[] = [...emit.nodes, ...updates.map((u) => protoNode('Identity', [u.next], [nextName(u.state)]))];
   const gradientIo: Record<string, string> = {};
   if (spec.gradientOutputs) {
     for (const [p, g] of gradients) {
       gradientIo[p] = `${p}:grad`;
-      final.push(protoNode('Identity', [g], [gradientIo[p]]));
+      stepNodes.push(protoNode('Identity', [g], [gradientIo[p]]));
     }
   }
+
+  // What crosses from the forward graph to the step graph: forward values the backward and the updates read.
+  const produced = new Set(forwardNodes.flatMap((n) => n.output ?? []));
+  const readByStep = new Set(stepNodes.flatMap((n) => n.input ?? []));
+  const saved = [...produced].filter((name) => readByStep.has(name));
+  const stepData = [...spec.inputDims.keys()].filter((name) => readByStep.has(name));
+  const readByForward = new Set(forwardNodes.flatMap((n) => n.input ?? []));
+  const forwardVariables = [...variables].filter((name) => readByForward.has(name)).map((name) => ({ input: name, dims: dims(name) }));
   const updated = new Set(updates.map((u) => u.state));
-  for (const name of variables) variablesIo.push({ input: name, next: nextName(name), dims: dims(name) });
-  const io: StepGraphIo['variables'] = variablesIo.map((v) => (updated.has(v.input) ? v : { input: v.input, dims: v.dims }));
-  const inputs = [
-    ...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))),
-    valueInfo(seed, 'float32', dims(spec.output)),
-    ...io.map((v) => valueInfo(v.input, 'float32', v.dims)),
-    ...Object.values(hyper).map((n) => valueInfo(n, 'float32', [])),
+  const stepVariables: StepGraphIo['variables'] = [
+    ...slotIo,
+    ...[...variables].filter((name) => readByStep.has(name) || updated.has(name)).map((name) => (updated.has(name) ? { input: name, next: nextName(name), dims: dims(name) } : { input: name, dims: dims(name) })),
   ];
-  const outputs = [
-    valueInfo(spec.output, 'float32', dims(spec.output)),
-    ...io.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : [])),
-    ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p))),
-  ];
+  const typeOf = (name: string): 'float32' | 'int64' => (emit.typeOf(name) === 'int64' ? 'int64' : 'float32');
+
+  const forwardModel = modelOf(
+    emit,
+    'dmlkit_training_forward',
+    [...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))), ...forwardVariables.map((v) => valueInfo(v.input, 'float32', v.dims))],
+    [valueInfo(spec.output, 'float32', dims(spec.output)), ...saved.filter((n) => n !== spec.output).map((n) => untypedShape(n, typeOf(n)))],
+    forwardNodes,
+  );
+  const stepModel = modelOf(
+    emit,
+    'dmlkit_training_step',
+    [
+      untypedShape(seed, 'float32'),
+      ...stepVariables.filter((v) => readByStep.has(v.input)).map((v) => valueInfo(v.input, 'float32', v.dims)),
+      ...Object.values(hyper).filter((n) => readByStep.has(n)).map((n) => valueInfo(n, 'float32', [])),
+      ...saved.map((n) => untypedShape(n, typeOf(n))),
+      ...stepData.map((n) => valueInfo(n, 'float32', dims(n))),
+    ],
+    [...stepVariables.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : [])), ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p)))],
+    stepNodes,
+  );
   return {
-    model: modelOf(emit, 'dmlkit_training_step', inputs, outputs, final),
-    io: { data: [...spec.inputDims.keys()], seed, output: spec.output, outputDims: dims(spec.output), variables: io, hyper, gradients: gradientIo },
+    forwardModel,
+    stepModel,
+    io: {
+      data: [...spec.inputDims.keys()],
+      output: spec.output,
+      outputDims: dims(spec.output),
+      forwardVariables,
+      saved,
+      stepData,
+      seed,
+      variables: stepVariables.filter((v) => readByStep.has(v.input) || v.next),
+      hyper: Object.fromEntries(Object.entries(hyper).filter(([, n]) => readByStep.has(n))),
+      gradients: gradientIo,
+    },
   };
 }

@@ -2,8 +2,10 @@
  * @file The gradient rule of 2-D Conv (strides, pads or auto_pad, dilations, groups, depthwise
  * included), written with ONNX's own convolutions:
  *
- * - input: `ConvTranspose(dY, W)` with the forward's strides, pads, dilations and groups, and the
- *   output padding that restores the input size (the rows a strided window never reached);
+ * - input: for a stride-1 convolution, a Conv of dY with the kernel transposed (per group) and flipped
+ *   in space, padded by (k - 1) d - p on each side; otherwise `ConvTranspose(dY, W)` with the forward's
+ *   strides, pads, dilations and groups, and the output padding that restores the input size (the rows
+ *   a strided window never reached);
  * - weight: im2col and a matrix product. A Conv of each input channel with an identity kernel
  *   [kh kw, 1, kh, kw] (the forward's strides, pads, dilations) lays out every window's values,
  *   [N, G, c_in / G * kh kw, h w]; a batched MatMul with dY as [N, G, h w, c_out / G] gives each image's
@@ -36,18 +38,38 @@ const conv: GradientRule = {
     const base = `${node.name}/grad`;
     const results: (string | undefined)[] = node.inputs.map(() => undefined);
     if (needed[0]) {
-      const outputPadding = [h, wd].map((size, i) => {
-        const reached = (geometry.strides[i] as number) * ((i === 0 ? outH : outW) - 1) + ((geometry.kernel[i] as number) - 1) * (geometry.dilations[i] as number) + 1 - (geometry.pads[i] as number) - (geometry.pads[i + 2] as number);
-        return size - reached;
-      });
-      results[0] = emit.op('ConvTranspose', [g, w], `${base}_input`, {
-        group: { i: groups },
-        kernel_shape: { ints: geometry.kernel },
-        strides: { ints: geometry.strides },
-        dilations: { ints: geometry.dilations },
-        pads: { ints: geometry.pads },
-        output_padding: { ints: outputPadding },
-      });
+      const span = geometry.kernel.map((k, i) => (k - 1) * (geometry.dilations[i] as number));
+      const flippedPads = [...span, ...span].map((extent, i) => extent - (geometry.pads[i] as number));
+      if (geometry.strides.every((st) => st === 1) && flippedPads.every((p) => p >= 0)) {
+        // Stride 1: a plain Conv of dY with the kernel transposed per group and flipped in space (faster
+        // than onnxruntime's ConvTranspose, which scatters through col2im).
+        const [kh, kw] = geometry.kernel as [number, number];
+        const cInGroup = cIn / groups;
+        const cOutGroup = cOut / groups;
+        const perGroup = emit.op('Transpose', [emit.reshape(w, wDims, [groups, cOutGroup, cInGroup, kh, kw], `${base}_input/w5`)], `${base}_input/w_t`, { perm: { ints: [0, 2, 1, 3, 4] } });
+        const transposed = emit.reshape(perGroup, [groups, cInGroup, cOutGroup, kh, kw], [cIn, cOutGroup, kh, kw], `${base}_input/w_io`);
+        const flipped = emit.op('Slice', [transposed, emit.ints([-1, -1]), emit.ints([-(kh + 1), -(kw + 1)]), emit.ints([2, 3]), emit.ints([-1, -1])], `${base}_input/w_flipped`);
+        results[0] = emit.op('Conv', [g, flipped], `${base}_input`, {
+          group: { i: groups },
+          kernel_shape: { ints: geometry.kernel },
+          strides: { ints: [1, 1] },
+          dilations: { ints: geometry.dilations },
+          pads: { ints: flippedPads },
+        });
+      } else {
+        const outputPadding = [h, wd].map((size, i) => {
+          const reached = (geometry.strides[i] as number) * ((i === 0 ? outH : outW) - 1) + ((geometry.kernel[i] as number) - 1) * (geometry.dilations[i] as number) + 1 - (geometry.pads[i] as number) - (geometry.pads[i + 2] as number);
+          return size - reached;
+        });
+        results[0] = emit.op('ConvTranspose', [g, w], `${base}_input`, {
+          group: { i: groups },
+          kernel_shape: { ints: geometry.kernel },
+          strides: { ints: geometry.strides },
+          dilations: { ints: geometry.dilations },
+          pads: { ints: geometry.pads },
+          output_padding: { ints: outputPadding },
+        });
+      }
     }
     if (needed[1]) {
       const cInGroup = cIn / groups;

@@ -28,6 +28,7 @@ const maxPool: GradientRule = {
     if (intAttribute(node, 'storage_order', 0) !== 0) throw new DmlError('E_MODEL', `${describeNode(node)}: storage_order 1 (column-major indices) is not supported`);
     const existing = node.outputs[1];
     const indices = existing || emit.unique(`${node.name}/indices`);
+    emit.declareType(indices, 'int64');
     emit.copy(node, [node.outputs[0] as string, indices]);
     return { saved: { indices }, stateUpdates: [] };
   },
