@@ -14,7 +14,11 @@
  *   step takes seconds on ort-cpu and minutes on cpu;
  * - `recipe-r`: Recipe R's network (`convnet` widths 32-64-128, depth 2, max-pool downsampling,
  *   [average, max] pooling, pooled batch norm, embedding 128) on 64 x 64 x 3 at batch 128; not in the
- *   default `--models`.
+ *   default `--models`;
+ * - `resnet18`: torchvision's ResNet-18 (random weights, classifier replaced by Linear(512 -> 128) + L2)
+ *   at 64 x 64 x 3, exported by scripts/reference/export_torchvision.py: the graph trainer and PyTorch
+ *   only (no TensorFlow.js model of it); needs python3-torch and python3-torchvision; not in the default
+ *   `--models`.
  * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu;
  * on `onnx` the loss and its gradient by TensorFlow.js's cpu backend, the step by the graph trainer).
  * Each backend runs in its own child process (a process holds one tfjs backend), started with the
@@ -31,11 +35,14 @@
  * a lot when another process holds a core.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/train/backend.js';
-import { GraphNetwork } from '../lib/train/graph-network.js';
+import { GraphTrainer } from '../lib/engine/graph-trainer/graph-trainer.js';
+import { embeddingLossGradient, GraphNetwork } from '../lib/train/graph-network.js';
 import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
 import type { ModelSpec } from '../lib/train/models/model-spec.js';
@@ -48,8 +55,8 @@ const DML_NODE_FLAGS = ['--single-threaded-gc'];
 /** A TensorFlow.js backend, or the graph trainer. */
 type BenchBackend = BackendChoice | 'onnx';
 const ALL_BACKENDS: BenchBackend[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx'];
-type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet' | 'recipe-r';
-const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet', 'recipe-r'];
+type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet' | 'recipe-r' | 'resnet18';
+const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet', 'recipe-r', 'resnet18'];
 
 interface Args {
   models: BenchModel[];
@@ -84,7 +91,12 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; mo
   };
 }
 
-const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title: string }> = {
+/** The PyTorch-exported networks (no TensorFlow.js model): the graph trainer and PyTorch only. */
+const ONNX_MODELS: Partial<Record<BenchModel, { arch: string; size: number; title: string }>> = {
+  resnet18: { arch: 'resnet18', size: 64, title: "torchvision's ResNet-18 64x64x3, Linear(512 -> 128) + L2" },
+};
+
+const MODELS: Record<Exclude<BenchModel, 'resnet18'>, { spec: ModelSpec; inputShape: number[]; title: string }> = {
   head: { spec: { kind: 'mlp', inputDim: 2048, hidden: [], embeddingDim: 512 }, inputShape: [2048], title: 'head 2048 -> 512 + L2' },
   cnn: {
     spec: { kind: 'cnn', inputShape: [28, 28, 1], filters: [32, 64], hidden: [128], embeddingDim: 64 },
@@ -110,7 +122,7 @@ const MODELS: Record<BenchModel, { spec: ModelSpec; inputShape: number[]; title:
 
 /** Timed steps of `which`. */
 function stepsOf(which: BenchModel, args: Args): number {
-  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' || which === 'recipe-r' ? args.convnetSteps : args.steps;
+  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' || which === 'recipe-r' || which === 'resnet18' ? args.convnetSteps : args.steps;
 }
 
 const median = (xs: number[]): number => {
@@ -136,7 +148,16 @@ async function child(backend: BenchBackend, which: BenchModel, args: Args): Prom
     console.log(JSON.stringify({ error: (err as Error).message.split('\n')[0] }));
     return;
   }
-  const { spec, inputShape } = MODELS[which];
+  const exported = ONNX_MODELS[which];
+  if (exported) {
+    if (backend !== 'onnx') {
+      console.log(JSON.stringify({ error: 'a PyTorch-exported network: the graph trainer (onnx) only' }));
+      return;
+    }
+    await onnxModelChild(exported, args);
+    return;
+  }
+  const { spec, inputShape } = MODELS[which as keyof typeof MODELS];
   const model = await buildModel(spec, 0);
   const loss = createLoss({ name: 'ephn' });
   const config = { kind: 'adam' as const, learningRate: 1e-3, momentum: 0.9, weightDecay: 5e-4, milestones: [], gamma: 0.1 };
@@ -178,6 +199,31 @@ async function child(backend: BenchBackend, which: BenchModel, args: Args): Prom
   console.log(JSON.stringify({ ...timing, note: selected.note ?? null }));
 }
 
+/** Times the graph trainer on a torchvision network exported to ONNX (NCHW input), with Adam and the EPHN loss. */
+async function onnxModelChild(exported: { arch: string; size: number }, args: Args): Promise<void> {
+  const file = path.join(os.tmpdir(), `dml-bench-${exported.arch}-${exported.size}-${process.pid}.onnx`);
+  const made = spawnSync('/usr/bin/python3', [fileURLToPath(new URL('reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
+  if (made.status !== 0) {
+    console.log(JSON.stringify({ error: `scripts/reference/export_torchvision.py failed (python3-torch and python3-torchvision needed): ${(made.stderr ?? '').trim().split('\n').pop()}` }));
+    return;
+  }
+  const bytes = readFileSync(file);
+  rmSync(file, { force: true });
+  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device: 'cpu' });
+  const rng = new Rng(0);
+  const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));
+  const x = Float32Array.from({ length: args.batch * 3 * exported.size * exported.size }, () => rng.nextGaussian());
+  const loss = createLoss({ name: 'ephn' });
+  const times: number[] = [];
+  for (let step = 0; step < args.warmup + args.convnetSteps; step++) {
+    const start = performance.now();
+    const gradient = embeddingLossGradient(loss, await trainer.forward(x), labels);
+    await trainer.step(x, gradient.embeddings, 1e-3);
+    if (step >= args.warmup) times.push(performance.now() - start);
+  }
+  console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: 'graph trainer, cpu provider' }));
+}
+
 /** The PyTorch reference step, or null when python3 has no torch. */
 function torchReference(which: BenchModel, args: Args): (Timing & { version: string }) | null {
   const program = `
@@ -197,6 +243,10 @@ elif "${which}" == "convnet":
         layers += [torch.nn.Conv2d(c, w, 3, stride=2, padding=1, bias=False), torch.nn.BatchNorm2d(w), torch.nn.ReLU()]
         c = w
     model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
+    x = torch.randn(B, 3, 64, 64)
+elif "${which}" == "resnet18":
+    import torchvision
+    model = torchvision.models.resnet18(weights=None); model.fc = torch.nn.Linear(512, 128)
     x = torch.randn(B, 3, 64, 64)
 elif "${which}" == "recipe-r":
     def conv_bn(ci, co, s=1):
@@ -254,7 +304,7 @@ async function main(): Promise<void> {
   const script = fileURLToPath(import.meta.url);
   for (const which of args.models) {
     const steps = stepsOf(which, args);
-    console.log(`\nTraining steps, ${MODELS[which].title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
+    console.log(`\nTraining steps, ${(ONNX_MODELS[which] ?? MODELS[which as keyof typeof MODELS]).title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
     console.log('| backend | median ms/step (min-max) | steps/s | images/s | x cpu |');
     console.log('|---|---|---|---|---|');
     const rows: Array<{ name: string; timing: Timing | null; error?: string }> = [];
