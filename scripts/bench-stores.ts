@@ -2,13 +2,14 @@
  * @file The two index stores side by side in one run: the hnswlib store (a folder, the graph in
  * memory) and the LanceDB store (`lance:<folder>`, IVF_HNSW_SQ with refine, searched on disk) over
  * the same clustered unit vectors: build time, size on disk, recall@10 against exact search, and
- * p50 / p99 latency of single-vector searches through `dml serve` at a fixed concurrency.
+ * p50 / p99 latency of single-vector searches through `dml serve` at each concurrency of a list.
  *
- *   npx tsx scripts/bench-stores.ts [--n 100000] [--dim 128] [--clusters 1000] [--queries 1000]
- *                                   [--concurrency 8] [--requests 4000] [--seconds 30]
+ *   npx tsx scripts/bench-stores.ts [--n 100000] [--dim 128] [--clusters 1000] [--noise 1]
+ *                                   [--queries 1000] [--concurrency 1,8] [--requests 4000] [--seconds 30]
  *
- * Vectors: `--clusters` Gaussian centres, each item a centre plus Gaussian noise (sigma 0.5 per
- * coordinate relative to a unit-variance centre), L2-normalised; queries are fresh points drawn the
+ * Vectors: `--clusters` Gaussian centres, each item a centre plus Gaussian noise (standard deviation
+ * `--noise` per coordinate, the centres' being 1; larger noise makes the clusters overlap and the
+ * search harder), L2-normalised; queries are fresh points drawn the
  * same way (not in the gallery). Ground truth: exact top-10 by onnxruntime (lib/search/exact.ts).
  * Recall@10 is measured in this process through each store's `search` (what `dml serve` calls);
  * latency through `POST /search/vector` (k = 10) of a `dml serve` child process per store (started
@@ -32,6 +33,7 @@ import { MODEL_FILE } from '../lib/index-store/layout.js';
 import { createIndexStore, openIndexStore } from '../lib/index-store/open-store.js';
 import { exactSearch } from '../lib/search/exact.js';
 import { Rng } from '../lib/util/rng.js';
+import { parseNonNegativeNumber, parsePositiveInt, parsePositiveIntList } from '../lib/cli/parse-options.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts. */
@@ -44,25 +46,26 @@ interface Args {
   n: number;
   dim: number;
   clusters: number;
+  noise: number;
   queries: number;
-  concurrency: number;
+  concurrency: number[];
   requests: number;
   seconds: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const get = (flag: string, fallback: string): number => {
+  const raw = (flag: string, fallback: string): string => {
     const i = argv.indexOf(flag);
-    const value = Number(i >= 0 ? argv[i + 1] : fallback);
-    if (!Number.isSafeInteger(value) || value < 1) throw new Error(`Expected a positive integer for ${flag} but received ${JSON.stringify(argv[i + 1])}`);
-    return value;
+    return i >= 0 ? (argv[i + 1] ?? '') : fallback;
   };
+  const get = (flag: string, fallback: string): number => parsePositiveInt(raw(flag, fallback), flag);
   return {
     n: get('--n', '100000'),
     dim: get('--dim', '128'),
     clusters: get('--clusters', '1000'),
+    noise: parseNonNegativeNumber(raw('--noise', '1'), '--noise'),
     queries: get('--queries', '1000'),
-    concurrency: get('--concurrency', '8'),
+    concurrency: parsePositiveIntList(raw('--concurrency', '1,8'), '--concurrency'),
     requests: get('--requests', '4000'),
     seconds: get('--seconds', '30'),
   };
@@ -75,11 +78,11 @@ function percentile(values: number[], p: number): number {
 }
 
 /** `count` clustered unit vectors around `centres` (see the file comment). */
-function clustered(rng: Rng, centres: Float32Array, clusters: number, count: number, dim: number): Float32Array {
+function clustered(rng: Rng, centres: Float32Array, clusters: number, noise: number, count: number, dim: number): Float32Array {
   const out = new Float32Array(count * dim);
   for (let i = 0; i < count; i++) {
     const c = Math.floor(rng.next() * clusters);
-    for (let j = 0; j < dim; j++) out[i * dim + j] = (centres[c * dim + j] as number) + 0.5 * rng.nextGaussian();
+    for (let j = 0; j < dim; j++) out[i * dim + j] = (centres[c * dim + j] as number) + noise * rng.nextGaussian();
   }
   normalizeRowsInPlace(out, count, dim, 'vectors');
   return out;
@@ -146,8 +149,8 @@ async function main(): Promise<void> {
   try {
     const rng = new Rng(27);
     const centres = Float32Array.from({ length: clusters * dim }, () => rng.nextGaussian());
-    const vectors = clustered(rng, centres, clusters, n, dim);
-    const queries = clustered(rng, centres, clusters, args.queries, dim);
+    const vectors = clustered(rng, centres, clusters, args.noise, n, dim);
+    const queries = clustered(rng, centres, clusters, args.noise, args.queries, dim);
     const ids = Array.from({ length: n }, (_, i) => `v${i}`);
     const set = { vectors, count: n, dim, ids, labels: ids.map((_, i) => String(i % 10)) };
     const truth = new Int32Array(args.queries * K);
@@ -188,21 +191,25 @@ async function main(): Promise<void> {
       const recall = hits / (args.queries * K);
 
       const server = await startServer(location);
-      await load(server.url, bodies, args.concurrency, 200, args.seconds);
-      const { latencies, failures } = await load(server.url, bodies, args.concurrency, args.requests, args.seconds);
+      const latency: string[] = [];
+      for (const c of args.concurrency) {
+        await load(server.url, bodies, c, 200, args.seconds);
+        const { latencies, failures } = await load(server.url, bodies, c, args.requests, args.seconds);
+        latency.push(`${c}: ${percentile(latencies, 50).toFixed(2)} / ${percentile(latencies, 99).toFixed(2)} (${latencies.length} ok, ${failures} failed)`);
+      }
       const rss = await rssMiB(server.pid);
       await server.stop();
       rows.push(
-        `| ${name} | ${buildSeconds.toFixed(1)} s (${((cpu.user + cpu.system) / 1e6).toFixed(1)} s CPU in this process) | ${(bytes / 2 ** 20).toFixed(0)} MiB | ${recall.toFixed(3)} | ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${latencies.length} / ${failures} | ${rss.toFixed(0)} MiB |`,
+        `| ${name} | ${buildSeconds.toFixed(1)} s (${((cpu.user + cpu.system) / 1e6).toFixed(1)} s CPU in this process) | ${(bytes / 2 ** 20).toFixed(0)} MiB | ${recall.toFixed(3)} | ${latency.join('<br>')} | ${rss.toFixed(0)} MiB |`,
       );
     }
     const lines = [
       `Machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
-      `Data: ${n} x ${dim} clustered unit vectors (${clusters} clusters), ${args.queries} queries not in the gallery, k = ${K}`,
-      `Latency: POST /search/vector through dml serve (read-only, --device cpu), concurrency ${args.concurrency}, at most ${args.requests} requests or ${args.seconds} s after 200 warm-up requests`,
+      `Data: ${n} x ${dim} clustered unit vectors (${clusters} clusters, noise ${args.noise}), ${args.queries} queries not in the gallery, k = ${K}`,
+      `Latency: POST /search/vector through dml serve (read-only, --device cpu), at most ${args.requests} requests or ${args.seconds} s per concurrency after 200 warm-up requests`,
       '',
-      '| store | build | on disk (model left out) | recall@10 | p50 ms | p99 ms | requests / failed | server RSS after the run |',
-      '|---|---|---|---|---|---|---|---|',
+      '| store | build | on disk (model left out) | recall@10 | concurrency: p50 / p99 ms | server RSS after the runs |',
+      '|---|---|---|---|---|---|',
       ...rows,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);

@@ -7,7 +7,7 @@ import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { embedItemsCached } from '../embed/cache.js';
 import { decodeProcessCount, OnnxEmbedder, type SkippedImage } from '../embed/embedder.js';
-import { DmlError } from '../errors.js';
+import { DmlError, invalidParameterError } from '../errors.js';
 import { ImageDecodePool } from '../image/decode-pool.js';
 import { checkNewIndexFolder } from '../index-store/layout.js';
 import { createIndexStore, openIndexStore, parseIndexLocation } from '../index-store/open-store.js';
@@ -31,6 +31,9 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
   const hnsw = hnswParameters(flags);
   const ann = lanceParameters(flags);
   const { kind, dir } = parseIndexLocation(flags.out, '--out');
+  if (kind === 'hnsw' && flags.lanceTable !== undefined) {
+    throw invalidParameterError('--lance-table', 'no table location with an hnswlib --out (only --out lance:<folder> has one)', flags.lanceTable);
+  }
   const workers = decodeWorkers(flags);
   const preprocessing = preprocessingOverrides(flags);
   const pixelLimit = limitInputPixels(flags);
@@ -75,6 +78,7 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
       sources: set.ids.map((id) => sources.get(id) as ImageSource),
       hnsw,
       ann,
+      lanceTable: flags.lanceTable,
       onProgress: (done, total) => graphBar.update(done, total),
     });
     graphBar.stop();

@@ -1,6 +1,6 @@
 /**
- * @file The ANN flags of `dml index build --out lance:<folder>` (lib/index-store/lance-store.ts):
- * declared once, parsed once.
+ * @file The flags of `dml index build --out lance:<folder>` (lib/index-store/lance-store.ts): the ANN
+ * parameters and where the table goes; declared once, parsed once.
  */
 import type { Command } from 'commander';
 import { DEFAULT_LANCE_ANN, type LanceAnnParams } from '../index-store/lance-store.js';
@@ -15,6 +15,7 @@ export interface LanceFlags {
   lanceEf: string;
   lanceNprobes: string;
   lanceRefineFactor: string;
+  lanceTable?: string;
 }
 
 /** Declares the `--lance-*` flags on `command`. */
@@ -27,7 +28,8 @@ export function addLanceOptions(command: Command): Command {
     .option('--lance-ef-construction <n>', 'lance: HNSW efConstruction', String(d.efConstruction))
     .option('--lance-ef <n>', 'lance: HNSW ef at query time (raised to k)', String(d.ef))
     .option('--lance-nprobes <n>', 'lance: IVF partitions searched per query', String(d.nprobes))
-    .option('--lance-refine-factor <n>', 'lance: candidates per wanted neighbour re-ranked by their full vectors (1: none)', String(d.refineFactor));
+    .option('--lance-refine-factor <n>', 'lance: candidates per wanted neighbour re-ranked by their full vectors (1: none)', String(d.refineFactor))
+    .option('--lance-table <uri>', 'lance: keep the table in this LanceDB database (s3://bucket/prefix, gs://, az://, or a folder) instead of in the index folder; credentials from the environment (AWS_ACCESS_KEY_ID, ...)');
 }
 
 /** The ANN parameters of the flags. Errors: E_ARG naming the flag. */

@@ -8,7 +8,9 @@
  * ```
  * index.json      metadata (format, model sha256, preprocessing, dim, dataset, ANN parameters)
  * model.onnx      the embedder, copied at build time (with its external data files, if any)
- * items.lance/    the LanceDB table `items`: id, label, source (JSON of the image source), vector
+ * items.lance/    the LanceDB table `items`: id, label, source (JSON of the image source), vector;
+ *                 or elsewhere: `index.json` names a database URI (`s3://bucket/prefix`, `gs://`,
+ *                 `az://`) holding the table, and the folder holds the rest
  * uploads/<sha256> images added over HTTP (item sources point here, relative to the folder)
  * lock            pid of the process that holds the index open for writing (lock.ts)
  * ```
@@ -19,7 +21,7 @@
  * search asks for `refineFactor` x k candidates and re-ranks them by their full vectors; rows added
  * since the index was built are searched exactly beside it until the next optimize. One query vector
  * goes to LanceDB at a time: a batch of query vectors on an unindexed table is a path that exhausted
- * the memory of a 23 GB machine (docs/stack.md).
+ * the memory of a 23 GB machine (docs/stack.md, section 10).
  *
  * Durability: an add or remove returns once LanceDB has committed a new table version (its manifest
  * written and renamed into place), so a writer killed afterwards loses nothing acknowledged; one
@@ -29,7 +31,11 @@
  *
  * Read replicas: a read-only store checks for a newer table version every `refreshSeconds`
  * (LanceDB's read consistency interval), and refreshes its item count and label counts when it finds
- * one. Only one process may hold an index open for writing (the `lock` file, as for the hnswlib store).
+ * one. Only one process may hold an index open for writing (the `lock` file, as for the hnswlib store;
+ * with the table on object storage the lock guards one machine only, and keeping to one writer across
+ * machines is up to whoever runs them). Object-storage credentials come from the environment
+ * variables LanceDB reads (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT`,
+ * ...); dmlkit neither reads, records nor logs them.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
@@ -102,10 +108,20 @@ export interface LanceIndexMetadata extends IndexStoreMetadata {
   format: typeof LANCE_INDEX_FORMAT;
   /** ANN parameters. */
   ann: LanceAnnParams;
+  /**
+   * Where the table is: null for `items.lance/` in the index folder, else the URI of the LanceDB
+   * database holding the table `items` (`s3://bucket/prefix`, `gs://...`, `az://...`, or an absolute path).
+   */
+  table: string | null;
 }
 
-/** What {@link LanceIndexStore.create} builds an index from: as for the hnswlib store, with ANN parameters instead of HNSW ones. */
-export type CreateLanceIndexInit = Omit<CreateIndexInit, 'hnsw'> & { ann: LanceAnnParams };
+/**
+ * What {@link LanceIndexStore.create} builds an index from: as for the hnswlib store, with ANN
+ * parameters instead of HNSW ones, and optionally where to put the table (see
+ * {@link LanceIndexMetadata.table}; a path is made absolute; the database must not hold a table
+ * `items` yet).
+ */
+export type CreateLanceIndexInit = Omit<CreateIndexInit, 'hnsw'> & { ann: LanceAnnParams; table?: string | undefined };
 
 /** What {@link LanceIndexStore.optimize} did. */
 export interface LanceOptimizeResult {
@@ -160,6 +176,8 @@ interface LanceTable {
   close(): void;
 }
 interface LanceConnection {
+  tableNames(): Promise<string[]>;
+  dropTable(name: string): Promise<void>;
   createTable(name: string, rows: Array<Record<string, unknown>>): Promise<LanceTable>;
   openTable(name: string): Promise<LanceTable>;
   close(): void;
@@ -181,6 +199,12 @@ async function loadLancedb(dir: string): Promise<LanceModule> {
   } catch (err) {
     throw explainMissingLancedb(err, `Index ${LANCE_PREFIX}${dir}`);
   }
+}
+
+/** A table location as recorded: a URI (`scheme://...`) as given, a path made absolute. Errors: E_ARG for an empty one. */
+function tableLocation(table: string): string {
+  if (typeof table !== 'string' || table.trim() === '') throw invalidParameterError('table', 'a database URI (s3://bucket/prefix, gs://..., az://...) or a folder', table);
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(table) ? table : path.resolve(table);
 }
 
 /** A string as an SQL literal for LanceDB filters (single quotes doubled). */
@@ -276,29 +300,38 @@ export class LanceIndexStore implements IndexStore {
       ids.add(id);
     });
     set.labels.forEach((label, i) => checkItemText(`set.labels[${i}]`, label));
+    const table = init.table === undefined ? null : tableLocation(init.table);
     await checkNewIndexFolder(dir);
     const lance = await loadLancedb(dir);
     const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+    let db: LanceConnection | undefined;
+    /** Whether this build created a table outside the folder (to drop if the build fails). */
+    let createdElsewhere = false;
     try {
       await mkdir(tmp, { recursive: true });
       await copyIndexModel(tmp, init.modelPath, init.metadata.model.sha256);
-      const db = await lance.connect(tmp);
+      db = await lance.connect(table ?? tmp);
+      const taken = (): DmlError => invalidParameterError('table', `a database that holds no table ${JSON.stringify(LANCE_TABLE)} yet`, table);
+      if (table !== null && (await db.tableNames()).includes(LANCE_TABLE)) throw taken();
       const rows = (start: number): Array<Record<string, unknown>> =>
         set.ids.slice(start, start + BUILD_CHUNK).map((id, j) => {
           const row = start + j;
           return itemRow(id, set.labels[row] as string, sources[row] as ImageSource, set.vectors.subarray(row * set.dim, (row + 1) * set.dim));
         });
-      const table = await db.createTable(LANCE_TABLE, rows(0));
+      // An object store may not list the table (s3rver does not): LanceDB's refusal to create it again is the check then.
+      const created = await db.createTable(LANCE_TABLE, rows(0)).catch((err: unknown) => {
+        throw table !== null && /already exists/i.test((err as Error).message) ? taken() : err;
+      });
+      createdElsewhere = table !== null;
       init.onProgress?.(Math.min(BUILD_CHUNK, set.count), set.count);
       for (let start = BUILD_CHUNK; start < set.count; start += BUILD_CHUNK) {
-        await table.add(rows(start));
+        await created.add(rows(start));
         init.onProgress?.(Math.min(start + BUILD_CHUNK, set.count), set.count);
       }
-      await table.createIndex('id', { config: lance.Index.btree() });
-      if (set.count >= init.ann.minRows) await LanceIndexStore.#buildAnnIndex(lance, table, set.count, init.ann);
-      table.close();
-      db.close();
-      const metadata: LanceIndexMetadata = { format: LANCE_INDEX_FORMAT, createdAt: new Date().toISOString(), ...init.metadata, dim: set.dim, ann: init.ann };
+      await created.createIndex('id', { config: lance.Index.btree() });
+      if (set.count >= init.ann.minRows) await LanceIndexStore.#buildAnnIndex(lance, created, set.count, init.ann);
+      created.close();
+      const metadata: LanceIndexMetadata = { format: LANCE_INDEX_FORMAT, createdAt: new Date().toISOString(), ...init.metadata, dim: set.dim, ann: init.ann, table };
       await writeFileAtomic(path.join(tmp, METADATA_FILE), `${JSON.stringify(metadata, null, 2)}\n`);
       await syncPath(tmp);
       if (await stat(target).catch(() => undefined)) await rmdir(target);
@@ -306,7 +339,11 @@ export class LanceIndexStore implements IndexStore {
       await syncPath(path.dirname(target));
     } catch (err) {
       await rm(tmp, { recursive: true, force: true }).catch(() => undefined);
+      // A table this build wrote elsewhere, for an index that was never completed, goes too.
+      if (createdElsewhere) await db?.dropTable(LANCE_TABLE).catch(() => undefined);
       throw ioError(`Cannot write index ${LANCE_PREFIX}${dir}`, err);
+    } finally {
+      db?.close();
     }
   }
 
@@ -343,14 +380,14 @@ export class LanceIndexStore implements IndexStore {
     } catch (err) {
       throw new DmlError('E_DATASET', `${metadataPath} is not valid JSON: ${(err as Error).message}`, { cause: err });
     }
-    if (metadata?.format !== LANCE_INDEX_FORMAT || !Number.isInteger(metadata.dim) || typeof metadata.ann !== 'object') {
-      throw new DmlError('E_DATASET', `${metadataPath}: expected a ${LANCE_INDEX_FORMAT} file with a dim and ANN parameters (a folder written by dml index build --out ${LANCE_PREFIX}<folder>)`);
+    if (metadata?.format !== LANCE_INDEX_FORMAT || !Number.isInteger(metadata.dim) || typeof metadata.ann !== 'object' || !(metadata.table === null || typeof metadata.table === 'string')) {
+      throw new DmlError('E_DATASET', `${metadataPath}: expected a ${LANCE_INDEX_FORMAT} file with a dim, ANN parameters and a table location (a folder written by dml index build --out ${LANCE_PREFIX}<folder>)`);
     }
     const lance = await loadLancedb(dir);
     const lockFile = writable ? await acquireLock(root) : undefined;
     try {
       // A writer sees its own commits; a reader looks for other processes' commits every refreshSeconds.
-      const db = await lance.connect(root, writable ? {} : { readConsistencyInterval: refreshSeconds });
+      const db = await lance.connect(metadata.table ?? root, writable ? {} : { readConsistencyInterval: refreshSeconds });
       const table = await db.openTable(LANCE_TABLE).catch((err: unknown) => {
         db.close();
         throw ioError(`Cannot open the table of index ${LANCE_PREFIX}${dir}`, err);

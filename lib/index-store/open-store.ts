@@ -31,13 +31,17 @@ export async function openIndexStore(location: string, options: OpenIndexStoreOp
   return SearchIndexStore.open(dir, { writable, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
 }
 
-/** What {@link createIndexStore} builds an index from: the hnswlib store's input, plus the LanceDB store's ANN parameters. */
-export type CreateIndexStoreInit = CreateIndexInit & { ann: LanceAnnParams };
+/**
+ * What {@link createIndexStore} builds an index from: the hnswlib store's input, plus the LanceDB
+ * store's ANN parameters and, optionally, where its table goes (`lanceTable`, see `LanceIndexMetadata.table`).
+ */
+export type CreateIndexStoreInit = CreateIndexInit & { ann: LanceAnnParams; lanceTable?: string | undefined };
 
 /** Builds a new index at `location` (a folder that must not exist or be empty) with the store the location names. */
 export async function createIndexStore(location: string, init: CreateIndexStoreInit): Promise<void> {
   const { kind, dir } = parseIndexLocation(location);
-  const { ann, hnsw, ...common } = init;
-  if (kind === 'lance') await LanceIndexStore.create(dir, { ...common, ann });
+  const { ann, hnsw, lanceTable, ...common } = init;
+  if (kind === 'lance') await LanceIndexStore.create(dir, { ...common, ann, table: lanceTable });
+  else if (lanceTable !== undefined) throw invalidParameterError('lanceTable', `no table location for an hnswlib index (only ${LANCE_PREFIX}<folder> locations have one)`, lanceTable);
   else await SearchIndexStore.create(dir, { ...common, hnsw });
 }

@@ -6,36 +6,14 @@
  * Skipped with a note where `@lancedb/lancedb` is not installed, except in CI (CI=true), where .ci/run
  * installs it and a missing package fails the cases.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { LanceIndexStore } from '../../lib/index-store/lance-store.js';
+import { exited, killAfterAcknowledged, startDml, startServer } from '../helpers/dml-process.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
-
-/** Starts `dml` in a child process (tsx), as a user would run it. */
-function dml(...args: string[]): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', ...args]);
-}
-
-/** Starts `dml serve <index>` on a free port and resolves with its address once it listens. */
-async function serve(index: string, ...extra: string[]): Promise<{ child: ChildProcessWithoutNullStreams; url: string }> {
-  const child = dml('serve', index, '--port', '0', '--device', 'cpu', '--log-level', 'silent', ...extra);
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1] as string);
-    });
-    child.on('exit', (code) => reject(new Error(`dml serve exited with ${code}: ${stderr}`)));
-  });
-  return { child, url };
-}
 
 describe('dml index and dml serve on lance:<folder>', function () {
   this.timeout(120_000);
@@ -104,17 +82,9 @@ describe('dml index and dml serve on lance:<folder>', function () {
     for (const [round, killAfter] of [[0, 3], [1, 25]] as const) {
       const base = expected;
       const more = copyImages(path.join(dir, `more-${round}`), 10, 6, 10 + round * 6);
-      const child = dml('index', 'add', `lance:${out}`, `folder:${more}`, '--batch-size', '2', '--device', 'cpu');
       const acknowledged: string[] = [];
-      let pending = '';
-      const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      child.stdout.on('data', (chunk: Buffer) => {
-        const lines = (pending + chunk.toString()).split('\n');
-        pending = lines.pop() as string;
-        for (const line of lines) acknowledged.push(line.replace(/^added /, ''));
-        if (acknowledged.length >= killAfter) child.kill('SIGKILL');
-      });
-      expect(await done, `round ${round}: the run was killed before it finished`).to.equal(null);
+      const child = startDml(['index', 'add', `lance:${out}`, `folder:${more}`, '--batch-size', '2', '--device', 'cpu']);
+      expect(await killAfterAcknowledged(child, killAfter, acknowledged), `round ${round}: the run was killed before it finished`).to.equal(null);
       const store = await LanceIndexStore.open(out);
       for (const id of acknowledged) expect((await store.get(id))?.source, `round ${round}: ${id}`).to.deep.equal({ kind: 'file', path: path.join(more, id) });
       expect(store.count).to.be.at.least(expected + acknowledged.length);
@@ -135,10 +105,11 @@ describe('dml index and dml serve on lance:<folder>', function () {
   it('read replicas: two dml serve processes answer from one table while dml index add writes to it', async () => {
     const out = path.join(dir, 'index');
     expect((await build(out)).code).to.equal(0);
-    const replicas = await Promise.all([0, 1].map(() => serve(`lance:${out}`, '--refresh-seconds', '0.5')));
+    const servers = [0, 1].map(() => startServer(`lance:${out}`, ['--refresh-seconds', '0.5']));
     try {
+      const replicas = await Promise.all(servers.map(async (server) => ({ url: await server.url })));
       const more = copyImages(path.join(dir, 'more'), 2, 2, 20);
-      const writer = dml('index', 'add', `lance:${out}`, `folder:${more}`, '--batch-size', '1', '--device', 'cpu');
+      const writer = startDml(['index', 'add', `lance:${out}`, `folder:${more}`, '--batch-size', '1', '--device', 'cpu']);
       // Every reader query during the writes succeeds.
       let writing = true;
       const writerDone = new Promise<number | null>((resolve) => writer.on('close', (code) => resolve(code)));
@@ -164,8 +135,8 @@ describe('dml index and dml serve on lance:<folder>', function () {
         expect(item.status).to.equal(200);
       }
     } finally {
-      for (const { child } of replicas) child.kill('SIGTERM');
-      await Promise.all(replicas.map(({ child }) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : child.on('exit', resolve)))));
+      for (const { child } of servers) child.kill('SIGTERM');
+      await Promise.all(servers.map(({ child }) => exited(child)));
     }
   });
 });

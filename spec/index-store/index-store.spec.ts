@@ -289,7 +289,7 @@ describe('index-store interface: the same cases against both stores', function (
       expect(explainMissingLancedb(other, 'x')).to.equal(other);
       expect(() => parseIndexLocation('lance:', '--out')).to.throw('Expected a folder after lance: for --out but received "lance:"');
       await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 0 }), 'E_ARG', 'Expected a positive number of seconds for refreshSeconds but received 0');
-      await expectDmlError(openIndexStore(`lance:${fixture.dir}`), 'E_DATASET', /index\.json: expected a dmlkit\.lance-index\/1 file with a dim and ANN parameters/);
+      await expectDmlError(openIndexStore(`lance:${fixture.dir}`), 'E_DATASET', /index\.json: expected a dmlkit\.lance-index\/1 file with a dim, ANN parameters and a table location/);
       await expectDmlError(buildLanceIndex(fixture, path.join(tmp, 'bad-ann'), { refineFactor: 0 }), 'E_ARG', 'Expected a positive integer for ann.refineFactor but received 0');
     });
   });
