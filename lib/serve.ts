@@ -11,7 +11,7 @@ export { SearchIndexStore } from './index-store/store.js';
 export type { SearchIndexMetadata, IndexedItem, NewItem, SearchHit, IndexSearchOptions, OpenIndexOptions, CreateIndexInit } from './index-store/layout.js';
 export type { HnswParams } from './search/hnsw.js';
 export { DEFAULT_SNAPSHOT_EVERY } from './index-store/layout.js';
-export type { IndexStore, IndexStoreKind, IndexStoreMetadata, LabelCount, ListOptions, OpenIndexStoreOptions, Awaitable } from './index-store/index-store.js';
+export type { IndexStore, IndexStoreKind, IndexStoreMetadata, LabelCount, ListOptions, OpenIndexStoreOptions, OptimizeOptions, Awaitable } from './index-store/index-store.js';
 export { LANCE_PREFIX } from './index-store/index-store.js';
 export { openIndexStore, createIndexStore, parseIndexLocation, type CreateIndexStoreInit } from './index-store/open-store.js';
 export {

@@ -35,6 +35,11 @@ export interface BuildFlags extends EmbedFlags, HnswFlags, LanceFlags, Preproces
   cache: boolean;
 }
 
+/** Flags of `dml index optimize`. */
+export interface OptimizeFlags {
+  rebuildAnn?: boolean;
+}
+
 /** Flags of `dml index add`. */
 export interface AddFlags extends EmbedFlags {
   snapshotEvery: string;
@@ -102,9 +107,10 @@ export function registerIndexCommand(program: Command): void {
     .command('optimize')
     .description('Fold changes into the search structure off the serving path (hnswlib: a snapshot; LanceDB: compaction, ANN index update, version pruning); prints what was done as JSON')
     .argument('<index>', INDEX_ARG)
-    .action(async (dir: string) => {
+    .option('--rebuild-ann', 'LanceDB store: train the ANN index again from all rows instead of adding the new rows to it')
+    .action(async (dir: string, flags: OptimizeFlags) => {
       const { runOptimize } = await import('./index-run.js');
-      await runOptimize(dir);
+      await runOptimize(dir, flags);
     });
 
   index

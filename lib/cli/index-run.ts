@@ -16,7 +16,7 @@ import { parsePositiveInt } from './parse-options.js';
 import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import { lanceParameters } from './lance-flags.js';
-import type { AddFlags, BuildFlags } from './index-command.js';
+import type { AddFlags, BuildFlags, OptimizeFlags } from './index-command.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
 import { printWarning as warn } from './warning.js';
 
@@ -180,10 +180,14 @@ export async function runRemove(dir: string, ids: string[]): Promise<void> {
 }
 
 /** `dml index optimize <index>`: folds the changes in (see index-store.ts), prints what was done as JSON. */
-export async function runOptimize(dir: string): Promise<void> {
+export async function runOptimize(dir: string, flags: OptimizeFlags): Promise<void> {
+  const rebuildAnn = flags.rebuildAnn === true;
+  if (rebuildAnn && parseIndexLocation(dir).kind === 'hnsw') {
+    throw invalidParameterError('--rebuild-ann', 'a lance:<folder> index (an hnswlib index has no separate ANN index; build a new one to rebuild it)', dir);
+  }
   const store = await openIndexStore(dir, { writable: true });
   try {
-    const done = await store.optimize();
+    const done = await store.optimize({ rebuildAnn });
     process.stdout.write(`${JSON.stringify({ items: store.count, ...done }, null, 2)}\n`);
   } finally {
     await store.close();

@@ -4,9 +4,10 @@
  *
  * - {@link SearchIndexStore} (store.ts): an hnswlib graph held in the process's memory, with a
  *   journal and snapshots in a folder. Locations are plain folder paths.
- * - `LanceIndexStore` (lance-store.ts): a LanceDB table in a folder, searched from disk; several
- *   read-only processes may serve one table while one writer changes it. Locations are
- *   `lance:<folder>` ({@link LANCE_PREFIX}); it needs the optional peer dependency `@lancedb/lancedb`.
+ * - `LanceIndexStore` (lance-store.ts): a LanceDB table in the folder or on object storage, searched
+ *   from there; several read-only processes may serve one table while one writer changes it.
+ *   Locations are `lance:<folder>` ({@link LANCE_PREFIX}); it needs the optional peer dependency
+ *   `@lancedb/lancedb`.
  *
  * {@link openIndexStore} (open-store.ts) opens either from a location string.
  *
@@ -106,11 +107,21 @@ export interface IndexStore {
    * a new snapshot (hnswlib); compaction, the ANN index brought up to date and old versions pruned
    * (LanceDB). Writable stores only. Resolves to what was done, as JSON-ready values.
    */
-  optimize(): Promise<Record<string, unknown>>;
+  optimize(options?: OptimizeOptions): Promise<Record<string, unknown>>;
   /** What the index holds and how it is kept, as JSON-ready values (`dml index info`). */
   info(): Awaitable<Record<string, unknown>>;
   /** Finishes pending writes and releases what the store holds (the write lock); idempotent. */
   close(): Promise<void>;
+}
+
+/** Options of {@link IndexStore.optimize}. */
+export interface OptimizeOptions {
+  /**
+   * LanceDB store: train the ANN index again from all rows (new IVF partitions and graphs) instead of
+   * adding the new rows to the one there is; for a table that has changed a lot since it was indexed.
+   * The hnswlib store has no separate ANN index and refuses it (E_ARG).
+   */
+  rebuildAnn?: boolean;
 }
 
 /** Options of {@link openIndexStore}. */

@@ -45,7 +45,7 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import { explainMissingLancedb } from '../cli/optional-deps.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkInteger, checkPositiveInteger } from '../util/check.js';
-import { LANCE_PREFIX, type IndexStore, type IndexStoreMetadata, type LabelCount, type ListOptions } from './index-store.js';
+import { LANCE_PREFIX, type IndexStore, type IndexStoreMetadata, type LabelCount, type ListOptions, type OptimizeOptions } from './index-store.js';
 import {
   checkItemId,
   checkItemText,
@@ -132,7 +132,7 @@ export interface LanceOptimizeResult {
   filesAdded: number;
   /** Old table versions pruned. */
   versionsPruned: number;
-  /** Whether the ANN index was created now (rather than extended with the new rows, or still absent). */
+  /** Whether the ANN index was trained now, created or rebuilt (rather than extended with the new rows, or still absent). */
   indexBuilt: boolean;
   /** Rows outside the ANN index afterwards. */
   unindexedRows: number;
@@ -192,7 +192,8 @@ interface LanceModule {
 
 /** Loads LanceDB; without it, one E_NOT_FOUND naming the packages to install (optional-deps.ts). */
 async function loadLancedb(dir: string): Promise<LanceModule> {
-  // Silences a deprecation warning LanceDB prints on every index listing (about centroids in its statistics).
+  // Opts in to LanceDB's future behaviour, which silences the deprecation warning it prints on stderr
+  // when it reads vector-index statistics (seen during an optimize after the ANN index was rebuilt).
   process.env['LANCE_INCLUDE_VECTOR_CENTROIDS'] ??= 'false';
   try {
     return (await import('@lancedb/lancedb' as string)) as LanceModule;
@@ -579,15 +580,19 @@ export class LanceIndexStore implements IndexStore {
 
   /**
    * Off the serving path (`dml index optimize`): compacts the table's data files, brings the ANN
-   * index up to date (creates it once the table holds `minRows` rows, otherwise adds the new rows to
-   * it), prunes old versions as LanceDB's defaults allow and removes
-   * uploaded images no item uses. Writable stores only.
+   * index up to date (creates it once the table holds `minRows` rows, trains it again with
+   * `rebuildAnn`, otherwise adds the new rows to it), prunes old versions as LanceDB's defaults allow
+   * and removes uploaded images no item uses. Writable stores only. Errors: E_ARG for `rebuildAnn` on
+   * a table of fewer than `minRows` rows.
    */
-  async optimize(): Promise<LanceOptimizeResult & Record<string, unknown>> {
+  async optimize(options: OptimizeOptions = {}): Promise<LanceOptimizeResult & Record<string, unknown>> {
+    const rebuild = options.rebuildAnn === true;
     return this.#exclusive(async () => {
+      const { minRows } = this.#metadata.ann;
+      if (rebuild && this.#count < minRows) throw invalidParameterError('rebuildAnn', `a table of at least minRows (${minRows}) rows`, `${this.#count} rows`);
       const before = this.#version;
       const stats = await this.#table.optimize();
-      const build = this.#count >= this.#metadata.ann.minRows && !this.#annIndex;
+      const build = this.#count >= minRows && (rebuild || !this.#annIndex);
       if (build) {
         await LanceIndexStore.#buildAnnIndex(this.#lance, this.#table, this.#count, this.#metadata.ann);
         // Folds the new index in and drops the files it replaced.

@@ -73,7 +73,7 @@ import {
   type SearchHit,
   type SearchIndexMetadata,
 } from './layout.js';
-import type { IndexStore } from './index-store.js';
+import type { IndexStore, OptimizeOptions } from './index-store.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { readSnapshot, removeGeneration, removeLeftovers, writeGeneration, writeMetadata, writeSnapshot } from './snapshot.js';
 import { checkPositiveInteger } from '../util/check.js';
@@ -386,8 +386,11 @@ export class SearchIndexStore implements IndexStore {
     await this.#exclusive(() => this.#snapshot());
   }
 
-  /** `dml index optimize`: {@link snapshot}; resolves to the generation before and after. */
-  async optimize(): Promise<{ generations: [number, number] }> {
+  /** `dml index optimize`: {@link snapshot}; resolves to the generation before and after. Errors: E_ARG for `rebuildAnn`. */
+  async optimize(options: OptimizeOptions = {}): Promise<{ generations: [number, number] }> {
+    if (options.rebuildAnn === true) {
+      throw invalidParameterError('rebuildAnn', 'false for an hnswlib index (its graph is the index; build a new index to rebuild it)', true);
+    }
     const before = this.#generation;
     await this.snapshot();
     return { generations: [before, this.#generation] };

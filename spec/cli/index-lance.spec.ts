@@ -64,6 +64,15 @@ describe('dml index and dml serve on lance:<folder>', function () {
     const optimized = await runCliCaptured(['index', 'optimize', `lance:${out}`]);
     expect(optimized.code, optimized.stderr).to.equal(0);
     expect(JSON.parse(optimized.stdout)).to.deep.include({ items: 17, indexBuilt: false, unindexedRows: 0 });
+    const rebuilt = await runCliCaptured(['index', 'optimize', `lance:${out}`, '--rebuild-ann']);
+    expect(rebuilt.code, rebuilt.stderr).to.equal(0);
+    expect(JSON.parse(rebuilt.stdout)).to.deep.include({ items: 17, indexBuilt: true, unindexedRows: 0 });
+    const hnsw = await runCliCaptured(['index', 'optimize', path.join(dir, 'elsewhere'), '--rebuild-ann']);
+    expect(hnsw).to.deep.equal({
+      code: 2,
+      stdout: '',
+      stderr: `dml: Expected a lance:<folder> index (an hnswlib index has no separate ANN index; build a new one to rebuild it) for --rebuild-ann but received "${path.join(dir, 'elsewhere')}"\n`,
+    });
     const store = await LanceIndexStore.open(out);
     expect(store.count).to.equal(17);
     expect(await store.get(ids[0] as string)).to.equal(undefined);

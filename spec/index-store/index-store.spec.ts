@@ -192,6 +192,13 @@ describe('index-store interface: the same cases against both stores', function (
         await expectDmlError(async () => store.search(new Float32Array(64).fill(Number.NaN), { k: 1 }), 'E_ARG', 'Expected finite values for query but received NaN');
         await expectDmlError(async () => store.search(axisVector(64, 0), { k: 0 }), 'E_ARG', 'Expected a positive integer for k but received 0');
         await expectDmlError(async () => store.vector('nope'), 'E_NOT_FOUND', 'No item with id "nope" in the index');
+        await expectDmlError(
+          store.optimize({ rebuildAnn: true }),
+          'E_ARG',
+          kind === 'hnsw'
+            ? 'Expected false for an hnswlib index (its graph is the index; build a new index to rebuild it) for rebuildAnn but received true'
+            : 'Expected a table of at least minRows (50000) rows for rebuildAnn but received "24 rows"',
+        );
         expect(store.count).to.equal(24);
         expect(await store.get('bag/t10k-00018.png')).not.to.equal(undefined);
         await store.close();
@@ -242,6 +249,14 @@ describe('index-store interface: the same cases against both stores', function (
       const done = await writer.optimize();
       expect(done).to.deep.include({ indexBuilt: false, unindexedRows: 0 });
       expect((await writer.search(axisVector(64, 7), { k: 1 }))[0]?.id).to.equal('fresh');
+      // Without the added row, so that the table holds exactly the fixture's rows again.
+      await writer.remove(['fresh']);
+      const rebuilt = await writer.optimize({ rebuildAnn: true });
+      expect(rebuilt).to.deep.include({ indexBuilt: true, unindexedRows: 0 });
+      for (let row = 1; row < set.count; row += 5) {
+        const want = bruteForce(set, rowOf(set, row), 5, { exclude: row });
+        expect((await writer.search(rowOf(set, row), { k: 5, excludeId: set.ids[row] as string })).map((h) => h.id)).to.deep.equal(want.map((h) => h.id));
+      }
       await writer.close();
     });
 
