@@ -8,7 +8,7 @@
  * note, except in CI (CI=true), where .ci/run installs it and a missing package fails them.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
@@ -97,8 +97,8 @@ describe('index-store interface: the same cases against both stores', function (
         expect(store.writable).to.equal(false);
         expect(store.count).to.equal(24);
         expect(store.dim).to.equal(64);
-        expect(store.metadata.model.sha256).to.equal(sha256((await import('node:fs')).readFileSync(MODEL)));
-        expect(sha256((await import('node:fs')).readFileSync(store.modelPath))).to.equal(store.metadata.model.sha256);
+        expect(store.metadata.model.sha256).to.equal(sha256(readFileSync(MODEL)));
+        expect(sha256(readFileSync(store.modelPath))).to.equal(store.metadata.model.sha256);
         expect(store.metadata.preprocessing).to.deep.include({ height: 28, width: 28, channels: 1, layout: 'NCHW' });
         const item = await store.get('bag/t10k-00018.png');
         expect(item).to.deep.equal({ id: 'bag/t10k-00018.png', label: 'bag', source: { kind: 'file', path: path.join(fixture.images, 'bag', 't10k-00018.png') } });
@@ -221,6 +221,34 @@ describe('index-store interface: the same cases against both stores', function (
         } finally {
           await app.close();
         }
+      });
+
+      it('takes writes over HTTP through the interface (dml serve --allow-writes)', async () => {
+        const token = 'a-token-of-sixteen-chars';
+        const app = await createSearchApp({ dir: copy, device: 'cpu', allowWrites: true, token });
+        const authorization = `Bearer ${token}`;
+        const image = readFileSync(path.join(fixture.images, 'bag', 't10k-00018.png'));
+        try {
+          const added = await app.inject({ method: 'POST', url: '/items?label=uploaded&id=up/1', headers: { 'content-type': 'image/png', authorization }, payload: image });
+          expect(added.statusCode, added.body).to.equal(201);
+          expect(added.json()).to.deep.include({ id: 'up/1', count: 25 });
+          const taken = await app.inject({ method: 'POST', url: '/items?label=uploaded&id=up/1', headers: { 'content-type': 'image/png', authorization }, payload: image });
+          expect(taken.statusCode).to.equal(409);
+          // The upload is an exact copy of an indexed image: the two are each other's nearest neighbours.
+          const hits = (await app.inject({ url: `/search?id=${encodeURIComponent('up/1')}&k=1` })).json<{ neighbours: Array<{ id: string; score: number }> }>();
+          expect(hits.neighbours[0]?.id).to.equal('bag/t10k-00018.png');
+          expect(hits.neighbours[0]?.score).to.be.closeTo(1, 1e-5);
+          expect((await app.inject({ url: `/items/${encodeURIComponent('up/1')}/image` })).statusCode).to.equal(200);
+          const removed = await app.inject({ method: 'DELETE', url: `/items/${encodeURIComponent('bag/t10k-00018.png')}`, headers: { authorization } });
+          expect(removed.json()).to.deep.equal({ id: 'bag/t10k-00018.png', removed: true, count: 24 });
+          expect((await app.inject({ url: `/items/${encodeURIComponent('bag/t10k-00018.png')}/image` })).statusCode).to.equal(404);
+        } finally {
+          await app.close();
+        }
+        const reopened = await openIndexStore(copy);
+        expect(reopened.count).to.equal(24);
+        expect((await reopened.get('up/1'))?.label).to.equal('uploaded');
+        await reopened.close();
       });
     });
   }
