@@ -100,10 +100,10 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
   const store = await openIndexStore(dir, { writable: true, snapshotEvery });
   try {
     const dataset = await openDataset(images, { warn });
-    const present = await Promise.all(dataset.items.map(async (item) => (await store.get(item.id)) !== undefined));
-    const taken = dataset.items.filter((_item, i) => present[i]);
+    const present = await store.existing(dataset.items.map((item) => item.id));
+    const taken = dataset.items.filter((item) => present.has(item.id));
     // With --skip-existing the ids already there are left out: re-running an interrupted add finishes it.
-    const manifest = flags.skipExisting === true ? { ...dataset, items: dataset.items.filter((_item, i) => !present[i]) } : dataset;
+    const manifest = flags.skipExisting === true ? { ...dataset, items: dataset.items.filter((item) => !present.has(item.id)) } : dataset;
     if (flags.skipExisting === true && taken.length > 0) warn(`skipped ${taken.length} item${taken.length === 1 ? '' : 's'} already in index ${dir}`);
     if (flags.skipExisting !== true && taken.length > 0) {
       const listed = taken.slice(0, 3).map((item) => JSON.stringify(item.id)).join(', ');

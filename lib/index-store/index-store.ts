@@ -90,6 +90,8 @@ export interface IndexStore {
   labelCounts(): Awaitable<LabelCount[]>;
   /** The item with this id, if any. */
   get(id: string): Awaitable<IndexedItem | undefined>;
+  /** Which of `ids` the index holds (one look-up for many ids, as `dml index add` needs). */
+  existing(ids: readonly string[]): Awaitable<Set<string>>;
   /** The item's image source with relative paths resolved against the index folder. */
   resolveSource(item: IndexedItem): ImageSource;
   /** A page of the items, optionally of one label, in insertion order (LanceDB: storage order, insertion order until a compaction), with the total. */

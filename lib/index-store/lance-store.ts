@@ -79,6 +79,9 @@ const VECTOR_INDEX = 'vector_idx';
 /** Rows per write while a table is built (bounds the JavaScript copies of the vectors held at once). */
 const BUILD_CHUNK = 20_000;
 
+/** Ids per `id IN (...)` query of {@link LanceIndexStore.existing}. */
+const ID_CHUNK = 1000;
+
 /** Seconds a read-only store waits before it looks for a newer table version, by default. */
 export const DEFAULT_REFRESH_SECONDS = 5;
 
@@ -496,6 +499,17 @@ export class LanceIndexStore implements IndexStore {
     return rows[0] === undefined ? undefined : rowItem(rows[0]);
   }
 
+  /** Which of `ids` the table holds (queried in chunks of {@link ID_CHUNK} ids, through the id index). */
+  async existing(ids: readonly string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (let start = 0; start < ids.length; start += ID_CHUNK) {
+      const chunk = ids.slice(start, start + ID_CHUNK);
+      const rows = await this.#table.query().where(`id IN (${chunk.map(sqlString).join(', ')})`).select(['id']).toArray();
+      for (const row of rows) found.add(row['id'] as string);
+    }
+    return found;
+  }
+
   /** The item's image source with relative paths resolved against the index folder. */
   resolveSource(item: IndexedItem): ImageSource {
     return item.source.kind === 'file' ? { kind: 'file', path: path.resolve(this.#dir, item.source.path) } : item.source;
@@ -550,9 +564,8 @@ export class LanceIndexStore implements IndexStore {
   async add(items: NewItem[]): Promise<void> {
     checkNewItems(items, this.dim);
     await this.#exclusive(async () => {
-      const ids = items.map((item) => sqlString(item.id)).join(', ');
-      const taken = await this.#table.query().where(`id IN (${ids})`).select(['id']).limit(1).toArray();
-      if (taken[0] !== undefined) throw invalidParameterError('id', 'an id not already in the index', taken[0]['id']);
+      const [taken] = await this.existing(items.map((item) => item.id));
+      if (taken !== undefined) throw invalidParameterError('id', 'an id not already in the index', taken);
       const rows: Array<Record<string, unknown>> = [];
       for (const item of items) {
         const source = item.image instanceof Uint8Array ? await storeUpload(this.#dir, item.image) : item.image;
@@ -568,13 +581,12 @@ export class LanceIndexStore implements IndexStore {
     ids.forEach((id, i) => checkItemText(`ids[${i}]`, id));
     await this.#exclusive(async () => {
       const unique = [...new Set(ids)];
-      const predicate = `id IN (${unique.map(sqlString).join(', ')})`;
-      const found = new Set((await this.#table.query().where(predicate).select(['id']).toArray()).map((row) => row['id'] as string));
+      const found = await this.existing(unique);
       const missing = unique.filter((id) => !found.has(id));
       if (missing.length > 0) {
         throw new DmlError('E_NOT_FOUND', `No item with id ${missing.map((id) => JSON.stringify(id)).join(', ')} in the index`);
       }
-      await this.#commit(() => this.#table.delete(predicate), -unique.length);
+      await this.#commit(() => this.#table.delete(`id IN (${unique.map(sqlString).join(', ')})`), -unique.length);
     });
   }
 

@@ -303,6 +303,11 @@ export class SearchIndexStore implements IndexStore {
     return slot === undefined ? undefined : this.#items.get(slot);
   }
 
+  /** Which of `ids` the index holds. */
+  existing(ids: readonly string[]): Set<string> {
+    return new Set(ids.filter((id) => this.#slots.has(id)));
+  }
+
   /** The item's image source with relative paths resolved against the index folder. */
   resolveSource(item: IndexedItem): ImageSource {
     return item.source.kind === 'file' ? { kind: 'file', path: path.resolve(this.#dir, item.source.path) } : item.source;

@@ -103,6 +103,8 @@ describe('index-store interface: the same cases against both stores', function (
         const item = await store.get('bag/t10k-00018.png');
         expect(item).to.deep.equal({ id: 'bag/t10k-00018.png', label: 'bag', source: { kind: 'file', path: path.join(fixture.images, 'bag', 't10k-00018.png') } });
         expect(await store.get('no such id')).to.equal(undefined);
+        expect(await store.existing(['no such id', 'bag/t10k-00018.png', "it's"])).to.deep.equal(new Set(['bag/t10k-00018.png']));
+        expect(await store.existing(fixture.set.ids)).to.deep.equal(new Set(fixture.set.ids));
         expect(await store.labelCounts()).to.deep.equal(['ankle_boot', 'bag', 'coat', 'dress'].map((label) => ({ label, count: 6 })));
         const page = await store.list({ offset: 5, limit: 2 });
         expect(page.total).to.equal(24);
