@@ -499,7 +499,7 @@ export class LanceIndexStore implements IndexStore {
     return rows[0] === undefined ? undefined : rowItem(rows[0]);
   }
 
-  /** Which of `ids` the table holds (queried in chunks of {@link ID_CHUNK} ids, through the id index). */
+  /** Which of `ids` the table holds (queried 1000 ids at a time, through the index on `id`). */
   async existing(ids: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let start = 0; start < ids.length; start += ID_CHUNK) {
