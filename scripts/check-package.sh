@@ -2,11 +2,12 @@
 # The package as a consumer gets it: packs dmlkit (npm pack), installs the tarball into a fresh scratch
 # project (ONNXRUNTIME_NODE_INSTALL=skip, as a consumer offline must; TensorFlow.js not installed),
 # and there checks that
-#   - no TensorFlow.js package was installed (it is an optional peer dependency);
+#   - no TensorFlow.js or LanceDB package was installed (optional peer dependencies);
 #   - the public API (evaluate, embedImages) works with the shipped default model, decode processes included;
 #   - a consumer's TypeScript with skipLibCheck: false type-checks against the published typings;
 #   - the dml bin runs an eval whose report has the format of the shipped dmlkit/report.schema.json,
-#     and `dml train` names the missing TensorFlow.js packages.
+#     `dml train` names the missing TensorFlow.js packages, and `dml index info lance:<folder>` the
+#     missing LanceDB packages.
 # Prints the packed and installed sizes. Needs the repository's node_modules (for tsc) and network
 # access to the npm registry only for packuments the npm cache lacks.
 set -euo pipefail
@@ -21,6 +22,7 @@ install_start=$SECONDS
 ONNXRUNTIME_NODE_INSTALL=skip npm install --prefer-offline --no-audit --no-fund "$work/$tarball" >/dev/null 2>"$work/install.log" || { cat "$work/install.log"; echo "installing the tarball failed"; exit 1; }
 install_seconds=$((SECONDS - install_start))
 if [ -e node_modules/@tensorflow ]; then echo "TensorFlow.js was installed with dmlkit: $(ls node_modules/@tensorflow)"; exit 1; fi
+if [ -e node_modules/@lancedb ]; then echo "LanceDB was installed with dmlkit: $(ls node_modules/@lancedb)"; exit 1; fi
 cat > check.mts <<'TS'
 import { createRequire } from 'node:module';
 import { embedImages, evaluate, type EmbeddingSet } from 'dmlkit';
@@ -46,4 +48,8 @@ echo "bin: dml train names the missing TensorFlow.js packages"
 node --input-type=module -e "import('dmlkit/train').then(() => process.exit(1), (e) => { console.log(e.message); process.exit(e.code === 'E_NOT_FOUND' ? 0 : 1); })" >"$work/import.log" 2>&1 || { cat "$work/import.log"; echo "import 'dmlkit/train' without TensorFlow.js did not give dml train's message"; exit 1; }
 grep -q "^import 'dmlkit/train' needs TensorFlow.js, an optional peer dependency of dmlkit that is not installed: npm install @tensorflow/tfjs" "$work/import.log" || { cat "$work/import.log"; exit 1; }
 echo "api: import 'dmlkit/train' names the missing TensorFlow.js packages"
+mkdir lance-index && echo '{"format":"dmlkit.lance-index/1","dim":2,"ann":{},"table":null}' > lance-index/index.json
+if npx dml index info lance:lance-index 2>"$work/lance.log"; then echo "dml index info lance: ran without LanceDB"; exit 1; fi
+grep -q '^dml: Index lance:lance-index needs LanceDB, an optional peer dependency of dmlkit that is not installed: npm install @lancedb/lancedb@0.37.1 apache-arrow@18.1.0$' "$work/lance.log" || { cat "$work/lance.log"; echo "dml index info lance: did not name the missing packages"; exit 1; }
+echo "bin: dml index info lance:<folder> names the missing LanceDB packages"
 echo "package check passed: $(( $(stat -c %s "$work/$tarball") / 1000 )) kB packed ($(tar -tzf "$work/$tarball" | wc -l) files), installed in ${install_seconds} s, node_modules of the scratch project $(du -sh node_modules | cut -f1)"

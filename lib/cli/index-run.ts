@@ -1,20 +1,22 @@
 /**
- * @file The work of `dml index build|add|remove|info` (index-command.ts declares the commands). Loaded
- * only when a subcommand runs.
+ * @file The work of `dml index build|add|remove|optimize|info` (index-command.ts declares the
+ * commands), through the index-store interface (lib/index-store/index-store.ts) only. Loaded only when
+ * a subcommand runs.
  */
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { embedItemsCached } from '../embed/cache.js';
 import { decodeProcessCount, OnnxEmbedder, type SkippedImage } from '../embed/embedder.js';
-import { DmlError } from '../errors.js';
+import { DmlError, invalidParameterError } from '../errors.js';
 import { ImageDecodePool } from '../image/decode-pool.js';
 import { checkNewIndexFolder } from '../index-store/layout.js';
-import { SearchIndexStore } from '../index-store/store.js';
+import { createIndexStore, openIndexStore, parseIndexLocation } from '../index-store/open-store.js';
 import { createProgress } from '../util/progress.js';
 import { parsePositiveInt } from './parse-options.js';
 import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
-import type { AddFlags, BuildFlags } from './index-command.js';
+import { lanceParameters } from './lance-flags.js';
+import type { AddFlags, BuildFlags, OptimizeFlags } from './index-command.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
 import { printWarning as warn } from './warning.js';
 
@@ -27,11 +29,16 @@ function reportFailures(failures: SkippedImage[]): void {
 export async function runBuild(model: string, images: string, flags: BuildFlags): Promise<void> {
   const options = embedderOptions(flags);
   const hnsw = hnswParameters(flags);
+  const ann = lanceParameters(flags);
+  const { kind, dir } = parseIndexLocation(flags.out, '--out');
+  if (kind === 'hnsw' && flags.lanceTable !== undefined) {
+    throw invalidParameterError('--lance-table', 'no table location with an hnswlib --out (only --out lance:<folder> has one)', flags.lanceTable);
+  }
   const workers = decodeWorkers(flags);
   const preprocessing = preprocessingOverrides(flags);
   const pixelLimit = limitInputPixels(flags);
   // Every flag is checked above, before any file is read.
-  await checkNewIndexFolder(flags.out, '--out');
+  await checkNewIndexFolder(dir, '--out');
   const manifest = await openDataset(images, { warn });
   const hash = await manifestHash(manifest);
   const embedder = await OnnxEmbedder.open(model, {
@@ -54,8 +61,8 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
     bar.stop();
     reportFailures(failures);
     const sources = new Map(manifest.items.map((item) => [item.id, item.source]));
-    const graphBar = createProgress('hnsw build');
-    await SearchIndexStore.create(flags.out, {
+    const graphBar = createProgress(kind === 'lance' ? 'lance write' : 'hnsw build');
+    await createIndexStore(flags.out, {
       modelPath: model,
       metadata: {
         model: {
@@ -70,6 +77,8 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
       set,
       sources: set.ids.map((id) => sources.get(id) as ImageSource),
       hnsw,
+      ann,
+      lanceTable: flags.lanceTable,
       onProgress: (done, total) => graphBar.update(done, total),
     });
     graphBar.stop();
@@ -88,12 +97,13 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
   const workers = decodeWorkers(flags);
   const pixelLimit = limitInputPixels(flags);
   // Every flag is checked above, before the index is opened.
-  const store = await SearchIndexStore.open(dir, { writable: true, snapshotEvery });
+  const store = await openIndexStore(dir, { writable: true, snapshotEvery });
   try {
     const dataset = await openDataset(images, { warn });
-    const taken = dataset.items.filter((item) => store.get(item.id) !== undefined);
+    const present = await store.existing(dataset.items.map((item) => item.id));
+    const taken = dataset.items.filter((item) => present.has(item.id));
     // With --skip-existing the ids already there are left out: re-running an interrupted add finishes it.
-    const manifest = flags.skipExisting === true ? { ...dataset, items: dataset.items.filter((item) => store.get(item.id) === undefined) } : dataset;
+    const manifest = flags.skipExisting === true ? { ...dataset, items: dataset.items.filter((item) => !present.has(item.id)) } : dataset;
     if (flags.skipExisting === true && taken.length > 0) warn(`skipped ${taken.length} item${taken.length === 1 ? '' : 's'} already in index ${dir}`);
     if (flags.skipExisting !== true && taken.length > 0) {
       const listed = taken.slice(0, 3).map((item) => JSON.stringify(item.id)).join(', ');
@@ -160,7 +170,7 @@ export async function runAdd(dir: string, images: string, flags: AddFlags): Prom
 
 /** `dml index remove <dir> <ids...>`: all or none, one `removed <id>` line per id once on disk. */
 export async function runRemove(dir: string, ids: string[]): Promise<void> {
-  const store = await SearchIndexStore.open(dir, { writable: true });
+  const store = await openIndexStore(dir, { writable: true });
   try {
     await store.remove(ids);
     for (const id of new Set(ids)) process.stdout.write(`removed ${id}\n`);
@@ -169,10 +179,27 @@ export async function runRemove(dir: string, ids: string[]): Promise<void> {
   }
 }
 
-/** `dml index info <dir>`: what the index holds, as JSON on stdout. */
+/** `dml index optimize <index>`: folds the changes in (see index-store.ts), prints what was done as JSON. */
+export async function runOptimize(dir: string, flags: OptimizeFlags): Promise<void> {
+  const rebuildAnn = flags.rebuildAnn === true;
+  if (rebuildAnn && parseIndexLocation(dir).kind === 'hnsw') {
+    throw invalidParameterError('--rebuild-ann', 'a lance:<folder> index (an hnswlib index has no separate ANN index; build a new one to rebuild it)', dir);
+  }
+  const store = await openIndexStore(dir, { writable: true });
+  try {
+    const done = await store.optimize({ rebuildAnn });
+    process.stdout.write(`${JSON.stringify({ items: store.count, ...done }, null, 2)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+/** `dml index info <index>`: what the index holds, as JSON on stdout. */
 export async function runInfo(dir: string): Promise<void> {
-  const store = await SearchIndexStore.open(dir);
-  const info = { dir: store.dir, items: store.count, generation: store.generation, journalLines: store.journalLines, labels: store.labelCounts(), ...store.metadata };
-  await store.close();
-  process.stdout.write(`${JSON.stringify(info, null, 2)}\n`);
+  const store = await openIndexStore(dir);
+  try {
+    process.stdout.write(`${JSON.stringify(await store.info(), null, 2)}\n`);
+  } finally {
+    await store.close();
+  }
 }

@@ -51,6 +51,13 @@ export function parseNonNegativeNumber(value: string, flag: string): number {
   return n;
 }
 
+/** A finite number > 0 (`0.5`, `5`). */
+export function parsePositiveNumber(value: string, flag: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw invalidParameterError(flag, 'a finite number > 0', value);
+  return n;
+}
+
 /** A size `224` or `HxW` (`224x224`); returns [height, width]. */
 export function parseSize(value: string, flag: string): [number, number] {
   const m = /^(\d+)(?:x(\d+))?$/.exec(value.trim());

@@ -23,6 +23,7 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
   'index add': ['dml index add runs/index folder:more-images'],
   'index remove': ['dml index remove runs/index ankle_boot/t10k-00000.png'],
   'index info': ['dml index info runs/index'],
+  'index optimize': ['dml index optimize lance:runs/lance-index'],
   serve: ['dml serve runs/index --port 8080'],
 };
 

@@ -1,7 +1,11 @@
 /**
  * @file `dml serve`: serves an index folder over HTTP (lib/serve/app.ts) until SIGTERM or SIGINT.
  *
- *   dml serve <dir> [--port 8080] [--host 127.0.0.1] [--workers 1] [options]
+ *   dml serve <index> [--port 8080] [--host 127.0.0.1] [--workers 1] [options]
+ *
+ * `<index>` is a folder (hnswlib store) or `lance:<folder>` (LanceDB store). Any number of read-only
+ * `dml serve` processes may serve one LanceDB table while one writer (`dml index add`, or one
+ * `dml serve --allow-writes`) changes it; each looks for a newer version every `--refresh-seconds`.
  *
  * Prints one line `dml serve: serving <dir>, listening on <url>` on stdout once it accepts
  * connections. On SIGTERM/SIGINT it stops accepting connections, lets requests in flight finish,
@@ -11,6 +15,7 @@
 import type { Command } from 'commander';
 import { DEVICE_HELP } from '../onnx/devices.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
+import { DEFAULT_REFRESH_SECONDS } from '../index-store/lance-store.js';
 import { DEFAULT_MAX_UPLOAD_BYTES } from '../serve/defaults.js';
 
 /** Raw option values of `dml serve`. */
@@ -25,6 +30,7 @@ export interface ServeFlags {
   maxK: string;
   maxPending: string;
   snapshotEvery: string;
+  refreshSeconds: string;
   logLevel: string;
   allowWrites?: boolean;
   tokenFile?: string;
@@ -42,7 +48,7 @@ export function registerServeCommand(program: Command): void {
   program
     .command('serve')
     .description('Serve nearest-neighbour image search over an index folder (HTTP API and web page)')
-    .argument('<dir>', 'index folder written by dml index build')
+    .argument('<index>', 'index written by dml index build: a folder (hnswlib store) or lance:<folder> (LanceDB store)')
     .option('--port <n>', 'TCP port (0: any free port)', '8080')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--workers <n>', 'inference worker threads', '1')
@@ -52,7 +58,8 @@ export function registerServeCommand(program: Command): void {
     .option('--limit-input-pixels <n>', 'largest uploaded image (width x height); guards against decompression bombs')
     .option('--max-k <n>', 'largest k a request may ask for', '100')
     .option('--max-pending <n>', 'images being embedded at once before requests get 503', '256')
-    .option('--snapshot-every <n>', 'fold the journal into a new snapshot after this many writes', String(DEFAULT_SNAPSHOT_EVERY))
+    .option('--snapshot-every <n>', 'hnswlib store: fold the journal into a new snapshot after this many writes', String(DEFAULT_SNAPSHOT_EVERY))
+    .option('--refresh-seconds <n>', 'LanceDB store, read-only: seconds between checks for a newer table version written by another process', String(DEFAULT_REFRESH_SECONDS))
     .option('--log-level <level>', `request log level on stdout: ${LOG_LEVELS.join(', ')}`, 'info')
     .option('--allow-writes', 'serve POST /items and DELETE /items/:id (they need the token); default read-only')
     .option('--token-file <file>', `file holding the write token (at least 16 characters; or the ${TOKEN_ENV} environment variable)`)

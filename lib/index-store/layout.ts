@@ -3,13 +3,17 @@
  * vector checks every writer applies, and the small file helpers (fsync, error mapping) the store's
  * parts share. See store.ts for the layout, durability and concurrency guarantees.
  */
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { TokenPooling } from '../embed/model-signature.js';
 import type { HnswParams } from '../search/hnsw.js';
+import { copyModelFiles, readModelFiles } from '../onnx/model-files.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { sha256 } from '../util/hash.js';
 
 /** Format tag of `index.json`. */
 export const SEARCH_INDEX_FORMAT = 'dmlkit.search-index/1';
@@ -208,3 +212,50 @@ export async function checkNewIndexFolder(dir: string, name = 'dir'): Promise<vo
   }
 }
 
+
+/**
+ * Checks items to add to an index of dimension `dim`: a non-empty array of items with valid ids,
+ * labels and vectors and no id given twice. Errors: E_ARG naming the item and field.
+ */
+export function checkNewItems(items: NewItem[], dim: number): void {
+  if (!Array.isArray(items) || items.length === 0) throw invalidParameterError('items', 'a non-empty array', items);
+  const ids = new Set<string>();
+  items.forEach((item, i) => {
+    checkItemId(`items[${i}].id`, item.id);
+    checkItemText(`items[${i}].label`, item.label);
+    checkVector(`items[${i}].vector`, item.vector, dim);
+    if (ids.has(item.id)) throw invalidParameterError(`items[${i}].id`, 'an id not given twice', item.id);
+    ids.add(item.id);
+  });
+}
+
+/**
+ * Copies the model `modelPath` (with its external data files, if any, so that the folder serves alone)
+ * to `MODEL_FILE` in `folder`, fsynced, and checks that the copy has the identity `expectedSha256`.
+ * Errors: E_MODEL when the model changed while the index was built; E_IO.
+ */
+export async function copyIndexModel(folder: string, modelPath: string, expectedSha256: string): Promise<void> {
+  for (const file of await copyModelFiles(modelPath, path.join(folder, MODEL_FILE))) await syncPath(file);
+  const copied = (await readModelFiles(path.join(folder, MODEL_FILE))).sha256;
+  if (copied !== expectedSha256) {
+    throw new DmlError('E_MODEL', `Model ${modelPath} changed while the index was built (sha256 ${copied}, expected ${expectedSha256})`);
+  }
+}
+
+/** Stores uploaded image bytes under `uploads/<sha256>` of index folder `dir` (atomically) and returns their source (relative path). */
+export async function storeUpload(dir: string, bytes: Uint8Array): Promise<ImageSource> {
+  const relative = `${UPLOADS}/${sha256(bytes)}`;
+  const file = path.join(dir, relative);
+  if (!(await stat(file).catch(() => undefined))) await writeFileAtomic(file, bytes);
+  return { kind: 'file', path: relative };
+}
+
+/** Removes the files under `uploads/` of index folder `dir` that none of `sources` (the live items' sources) points to. */
+export async function removeUnusedUploads(dir: string, sources: Iterable<ImageSource>): Promise<void> {
+  const used = new Set<string>();
+  for (const source of sources) if (source.kind === 'file' && source.path.startsWith(`${UPLOADS}/`)) used.add(source.path);
+  const names = await readdir(path.join(dir, UPLOADS)).catch(() => [] as string[]);
+  for (const name of names) {
+    if (!used.has(`${UPLOADS}/${name}`)) await rm(path.join(dir, UPLOADS, name), { force: true }).catch(() => undefined);
+  }
+}

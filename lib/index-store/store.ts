@@ -40,29 +40,29 @@
  * snapshot.ts; the graph is a {@link HnswIndex} (search/hnsw.ts, the only hnswlib wrapper).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { HnswIndex } from '../search/hnsw.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
-import { sha256 } from '../util/hash.js';
-import { copyModelFiles, readModelFiles } from '../onnx/model-files.js';
 import { Journal } from './journal.js';
 import {
   checkItemId,
   checkItemText,
   checkNewIndexFolder,
+  checkNewItems,
   checkVector,
+  copyIndexModel,
   decodeVector,
   DEFAULT_SNAPSHOT_EVERY,
   encodeVector,
   ioError,
   METADATA_FILE,
   MODEL_FILE,
+  removeUnusedUploads,
   SEARCH_INDEX_FORMAT,
+  storeUpload,
   syncPath,
-  UPLOADS,
   type CreateIndexInit,
   type IndexedItem,
   type IndexSearchOptions,
@@ -73,12 +73,18 @@ import {
   type SearchHit,
   type SearchIndexMetadata,
 } from './layout.js';
+import type { IndexStore, OptimizeOptions } from './index-store.js';
 import { acquireLock, releaseLock } from './lock.js';
 import { readSnapshot, removeGeneration, removeLeftovers, writeGeneration, writeMetadata, writeSnapshot } from './snapshot.js';
 import { checkPositiveInteger } from '../util/check.js';
 
-/** A mutable HNSW image index in a folder (see the file comment for the layout and guarantees). */
-export class SearchIndexStore {
+/**
+ * A mutable HNSW image index in a folder (see the file comment for the layout and guarantees); the
+ * `hnsw` implementation of {@link IndexStore}, whose reads answer at once.
+ */
+export class SearchIndexStore implements IndexStore {
+  /** Which {@link IndexStore} implementation this is. */
+  readonly kind = 'hnsw';
   readonly #dir: string;
   readonly #metadata: SearchIndexMetadata;
   readonly #graph: HnswIndex;
@@ -137,12 +143,7 @@ export class SearchIndexStore {
     const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     try {
       await mkdir(tmp, { recursive: true });
-      // The model's external data files (if any) go beside the copy, so the index folder serves alone.
-      for (const file of await copyModelFiles(init.modelPath, path.join(tmp, MODEL_FILE))) await syncPath(file);
-      const copied = (await readModelFiles(path.join(tmp, MODEL_FILE))).sha256;
-      if (copied !== init.metadata.model.sha256) {
-        throw new DmlError('E_MODEL', `Model ${init.modelPath} changed while the index was built (sha256 ${copied}, expected ${init.metadata.model.sha256})`);
-      }
+      await copyIndexModel(tmp, init.modelPath, init.metadata.model.sha256);
       const graph = await HnswIndex.build(set.vectors, set.count, set.dim, {
         ...init.hnsw,
         ...(init.onProgress !== undefined ? { onProgress: init.onProgress } : {}),
@@ -276,6 +277,21 @@ export class SearchIndexStore {
     return this.#journal.lines;
   }
 
+  /** Whether the index was opened for writing. */
+  get writable(): boolean {
+    return this.#writable;
+  }
+
+  /** Changes not folded into a snapshot yet: the journal's lines. */
+  pendingChanges(): number {
+    return this.#journal.lines;
+  }
+
+  /** What `dml index info` prints: the folder, item count, generation, journal lines, labels and the metadata. */
+  info(): Record<string, unknown> {
+    return { kind: this.kind, dir: this.#dir, items: this.count, generation: this.#generation, journalLines: this.#journal.lines, labels: this.labelCounts(), ...this.metadata };
+  }
+
   /** Number of items per label, labels sorted. */
   labelCounts(): Array<{ label: string; count: number }> {
     return [...this.#labelCounts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([label, count]) => ({ label, count }));
@@ -285,6 +301,11 @@ export class SearchIndexStore {
   get(id: string): IndexedItem | undefined {
     const slot = this.#slots.get(id);
     return slot === undefined ? undefined : this.#items.get(slot);
+  }
+
+  /** Which of `ids` the index holds. */
+  existing(ids: readonly string[]): Set<string> {
+    return new Set(ids.filter((id) => this.#slots.has(id)));
   }
 
   /** The item's image source with relative paths resolved against the index folder. */
@@ -338,22 +359,14 @@ export class SearchIndexStore {
    * label or vector; E_IO when the journal cannot be written.
    */
   async add(items: NewItem[]): Promise<void> {
-    if (!Array.isArray(items) || items.length === 0) throw invalidParameterError('items', 'a non-empty array', items);
-    const ids = new Set<string>();
-    items.forEach((item, i) => {
-      checkItemId(`items[${i}].id`, item.id);
-      checkItemText(`items[${i}].label`, item.label);
-      checkVector(`items[${i}].vector`, item.vector, this.dim);
-      if (ids.has(item.id)) throw invalidParameterError(`items[${i}].id`, 'an id not given twice', item.id);
-      ids.add(item.id);
-    });
+    checkNewItems(items, this.dim);
     await this.#exclusive(async () => {
       for (const item of items) {
         if (this.#slots.has(item.id)) throw invalidParameterError('id', 'an id not already in the index', item.id);
       }
       const ops: JournalOp[] = [];
       for (const item of items) {
-        const source = item.image instanceof Uint8Array ? await this.#storeUpload(item.image) : item.image;
+        const source = item.image instanceof Uint8Array ? await storeUpload(this.#dir, item.image) : item.image;
         ops.push({ op: 'add', id: item.id, label: item.label, source, vector: encodeVector(item.vector) });
       }
       await this.#commit(ops);
@@ -376,6 +389,16 @@ export class SearchIndexStore {
   /** Folds the journal into a new snapshot generation (see the file comment); a no-op when the journal is empty. */
   async snapshot(): Promise<void> {
     await this.#exclusive(() => this.#snapshot());
+  }
+
+  /** `dml index optimize`: {@link snapshot}; resolves to the generation before and after. Errors: E_ARG for `rebuildAnn`. */
+  async optimize(options: OptimizeOptions = {}): Promise<{ generations: [number, number] }> {
+    if (options.rebuildAnn === true) {
+      throw invalidParameterError('rebuildAnn', 'false for an hnswlib index (its graph is the index; build a new index to rebuild it)', true);
+    }
+    const before = this.#generation;
+    await this.snapshot();
+    return { generations: [before, this.#generation] };
   }
 
   /**
@@ -406,14 +429,6 @@ export class SearchIndexStore {
     return run;
   }
 
-  /** Stores uploaded image bytes under uploads/<sha256> and returns their source (relative path). */
-  async #storeUpload(bytes: Uint8Array): Promise<ImageSource> {
-    const relative = `${UPLOADS}/${sha256(bytes)}`;
-    const file = path.join(this.#dir, relative);
-    if (!(await stat(file).catch(() => undefined))) await writeFileAtomic(file, bytes);
-    return { kind: 'file', path: relative };
-  }
-
   /** Appends `ops` to the journal (fsynced), then applies them in memory; snapshots when the journal is long. */
   async #commit(ops: JournalOp[]): Promise<void> {
     await this.#journal.append(ops);
@@ -435,15 +450,6 @@ export class SearchIndexStore {
     this.#generation = next;
     this.#journal.startGeneration(next);
     await removeGeneration(this.#dir, old);
-    await this.#removeUnusedUploads();
-  }
-
-  async #removeUnusedUploads(): Promise<void> {
-    const used = new Set<string>();
-    for (const { source } of this.#items.values()) if (source.kind === 'file' && source.path.startsWith(`${UPLOADS}/`)) used.add(source.path);
-    const names = await readdir(path.join(this.#dir, UPLOADS)).catch(() => [] as string[]);
-    for (const name of names) {
-      if (!used.has(`${UPLOADS}/${name}`)) await rm(path.join(this.#dir, UPLOADS, name), { force: true }).catch(() => undefined);
-    }
+    await removeUnusedUploads(this.#dir, [...this.#items.values()].map((item) => item.source));
   }
 }

@@ -37,7 +37,7 @@ import { accessPolicy, checkHost, checkWrite } from './access.js';
 import { redactingLogger, type ServiceLoggerOptions } from './log-redaction.js';
 import { errorBody, HttpError } from './errors.js';
 import { checkItemId, checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
-import { SearchIndexStore } from '../index-store/store.js';
+import { openIndexStore } from '../index-store/open-store.js';
 import { RequestMetrics } from './metrics.js';
 import { registerApiDocs } from './docs.js';
 import { searchPage } from './page.js';
@@ -49,7 +49,7 @@ import { checkPositiveInteger } from '../util/check.js';
 
 /** Options of {@link createSearchApp}. */
 export interface SearchAppOptions {
-  /** The index folder (built by `dml index build`). */
+  /** The index location (built by `dml index build`): a folder (hnswlib store) or `lance:<folder>` (LanceDB store). */
   dir: string;
   /** Inference worker threads. Default 1. */
   workers?: number;
@@ -67,8 +67,10 @@ export interface SearchAppOptions {
   maxK?: number;
   /** Images being embedded at once before requests are refused with 503. Default 256. */
   maxPending?: number;
-  /** Journal lines after which the index takes a snapshot. */
+  /** Journal lines after which the index takes a snapshot (hnswlib store). */
   snapshotEvery?: number;
+  /** Seconds between checks for a newer table version (LanceDB store, read-only). */
+  refreshSeconds?: number;
   /** The request log: false (default), true (level info), or a level and destination; tokens are censored (log-redaction.ts). */
   logger?: boolean | ServiceLoggerOptions;
   /** Open the index for writing and serve `POST /items` and `DELETE /items/:id`. Default false (read-only). */
@@ -172,9 +174,10 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   checkPositiveInteger('maxUploadBytes', maxUploadBytes);
   checkPositiveInteger('maxK', maxK);
   const access = accessPolicy(options);
-  const store = await SearchIndexStore.open(options.dir, {
+  const store = await openIndexStore(options.dir, {
     writable: access.allowWrites,
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
+    ...(options.refreshSeconds !== undefined ? { refreshSeconds: options.refreshSeconds } : {}),
   });
   // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
   const app = Fastify({ logger: redactingLogger(options.logger), bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
@@ -203,7 +206,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   const metrics = new RequestMetrics();
   const prometheus = new ServiceMetrics({
     items: () => store.count,
-    labels: () => store.labelCounts().length,
+    labels: async () => (await store.labelCounts()).length,
     pending: () => pool.pending,
     workers: () => pool.size,
   });
@@ -255,8 +258,8 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   });
   await registerApiDocs(app);
 
-  const knownItem = (id: string): IndexedItem => {
-    const item = store.get(id);
+  const knownItem = async (id: string): Promise<IndexedItem> => {
+    const item = await store.get(id);
     if (item === undefined) throw new DmlError('E_NOT_FOUND', `No item with id ${JSON.stringify(id)} in the index`);
     return item;
   };
@@ -267,7 +270,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     const k = parseIntParam('k', fields['k'], 1, maxK, DEFAULT_K);
     const label = optionalText('label', fields['label']);
     const vector = await embed(bytes, name);
-    return searchResult(store.search(vector, { k, label }), k, started);
+    return searchResult(await store.search(vector, { k, label }), k, started);
   });
 
   app.get('/search', { schema: schemas.searchById }, async (request) => {
@@ -276,8 +279,8 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     const id = checkItemText('id', query['id']);
     const k = parseIntParam('k', query['k'], 1, maxK, DEFAULT_K);
     const label = optionalText('label', query['label']);
-    knownItem(id);
-    return searchResult(store.search(store.vector(id), { k, label, excludeId: id }), k, started);
+    await knownItem(id);
+    return searchResult(await store.search(await store.vector(id), { k, label, excludeId: id }), k, started);
   });
 
   app.post('/search/vector', { schema: schemas.searchVector }, async (request) => {
@@ -292,24 +295,24 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     if (bad >= 0) throw invalidParameterError(`vector[${bad}]`, 'a number', raw[bad]);
     const vector = checkVector('vector', Float32Array.from(raw as number[]), store.dim);
     const k = parseIntParam('k', body.k, 1, maxK, DEFAULT_K);
-    return searchResult(store.search(vector, { k, label: optionalText('label', body.label) }), k, started);
+    return searchResult(await store.search(vector, { k, label: optionalText('label', body.label) }), k, started);
   });
 
   app.get('/items', { schema: schemas.listItems }, async (request) => {
     const query = request.query as Record<string, string | undefined>;
     const offset = parseIntParam('offset', query['offset'], 0, Number.MAX_SAFE_INTEGER, 0);
     const limit = parseIntParam('limit', query['limit'], 1, ITEMS_PAGE.max, ITEMS_PAGE.default);
-    const { total, items } = store.list({ offset, limit, label: optionalText('label', query['label']) });
+    const { total, items } = await store.list({ offset, limit, label: optionalText('label', query['label']) });
     return {
       total,
       offset,
       items: items.map(({ id, label }) => ({ id, label, image: imageUrl(id) })),
-      labels: store.labelCounts(),
+      labels: await store.labelCounts(),
     };
   });
 
   app.get('/labels', { schema: schemas.listLabels }, async () => {
-    const labels = store.labelCounts();
+    const labels = await store.labelCounts();
     return { total: labels.length, labels };
   });
 
@@ -318,20 +321,20 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     const label = checkItemText('label', fields['label']);
     const id = fields['id'] === undefined || fields['id'] === '' ? randomUUID() : checkItemId('id', fields['id']);
     const conflict = (): HttpError => new HttpError(409, 'E_ARG', `An item with id ${JSON.stringify(id)} is already in the index (expected a new id)`);
-    if (store.get(id) !== undefined) throw conflict();
+    if ((await store.get(id)) !== undefined) throw conflict();
     const vector = await embed(bytes, name);
     try {
       await store.add([{ id, label, vector, image: bytes }]);
     } catch (err) {
       // Another request added the same id while this image was being embedded.
-      throw store.get(id) !== undefined ? conflict() : err;
+      throw (await store.get(id)) !== undefined ? conflict() : err;
     }
     return reply.status(201).send({ id, label, image: imageUrl(id), count: store.count });
   });
 
   app.delete('/items/:id', { schema: schemas.removeItem, config: WRITE_ROUTE }, async (request) => {
     const { id } = request.params as { id: string };
-    knownItem(id);
+    await knownItem(id);
     await store.remove([id]);
     return { id, removed: true, count: store.count };
   });
@@ -339,7 +342,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   app.get('/items/:id/image', { schema: schemas.itemImage }, async (request, reply) => {
     const { id } = request.params as { id: string };
     const size = parseIntParam('size', (request.query as Record<string, string | undefined>)['size'], THUMBNAIL_SIZES.min, THUMBNAIL_SIZES.max, THUMBNAIL_SIZES.default);
-    const raw = await decodeImageSource(store.resolveSource(knownItem(id)), { channels: 3, limitInputPixels: options.limitInputPixels });
+    const raw = await decodeImageSource(store.resolveSource(await knownItem(id)), { channels: 3, limitInputPixels: options.limitInputPixels });
     const png = await rawInput(raw).resize(size, size, { fit: 'inside', withoutEnlargement: true }).png().toBuffer();
     return reply.type('image/png').header('cache-control', 'private, max-age=60').send(png);
   });
@@ -357,7 +360,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
 
   app.get('/metrics.json', { schema: schemas.metricsJson }, async () => ({
     ...metrics.snapshot(),
-    index: { items: store.count, labels: store.labelCounts().length, dim: store.dim, generation: store.generation, journalLines: store.journalLines },
+    index: { items: store.count, labels: (await store.labelCounts()).length, dim: store.dim, generation: store.generation, journalLines: await store.pendingChanges() },
     inference: { workers: pool.size, pending: pool.pending, provider: chosen?.provider ?? null },
   }));
 

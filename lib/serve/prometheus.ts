@@ -29,8 +29,8 @@ export const NO_ROUTE = '(no route)';
 export interface ServiceGauges {
   /** Items in the index. */
   items(): number;
-  /** Distinct labels in the index. */
-  labels(): number;
+  /** Distinct labels in the index (the LanceDB store counts them asynchronously). */
+  labels(): number | Promise<number>;
   /** Images being embedded or waiting for a worker. */
   pending(): number;
   /** Inference worker threads. */
@@ -68,13 +68,13 @@ export class ServiceMetrics {
       buckets: [...EMBEDDING_BUCKETS],
       registers,
     });
-    const gauge = (name: string, help: string, read: () => number): void => {
+    const gauge = (name: string, help: string, read: () => number | Promise<number>): void => {
       new Gauge({
         name,
         help,
         registers,
-        collect() {
-          this.set(read());
+        async collect() {
+          this.set(await read());
         },
       });
     };

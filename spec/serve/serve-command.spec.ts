@@ -1,35 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { SearchIndexStore } from '../../lib/index-store/store.js';
+import { exited, startServer } from '../helpers/dml-process.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { buildFixtureIndex, type FixtureIndex } from './fixtures.js';
-
-/** Starts `dml serve` in a child process and resolves with its URL once it listens. */
-function startServer(dir: string, extra: string[] = []): { child: ChildProcess; url: Promise<string>; output: () => { stdout: string; stderr: string } } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'serve', dir, '--port', '0', '--log-level', 'warn', '--device', 'cpu', ...extra]);
-  let stdout = '';
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) resolve(match[1] as string);
-    });
-    child.on('exit', (code) => reject(new Error(`dml serve exited with ${code}: ${stderr}`)));
-  });
-  return { child, url, output: () => ({ stdout, stderr }) };
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) resolve(child.exitCode);
-    else child.on('exit', (code) => resolve(code));
-  });
-}
 
 describe('dml serve', function () {
   this.timeout(60_000);
