@@ -223,6 +223,7 @@ export class GraphTrainer {
       if (!next) throw new DmlError('E_MODEL', `the step graph returned no ${v.next}`);
       this.state.set(v.input, next);
     }
+    for (const u of io.forwardUpdates) this.state.set(u.input, run.outputs[u.next]?.data as Float32Array);
     this.lastGradients.clear();
     for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
     this.steps += 1;

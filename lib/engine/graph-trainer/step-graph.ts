@@ -30,6 +30,8 @@ export interface StepGraphIo {
   readonly outputDims: readonly number[];
   /** The state the forward graph reads (weights, running statistics). */
   readonly forwardVariables: readonly { readonly input: string; readonly dims: readonly number[] }[];
+  /** State the forward graph computes the next value of (BatchNorm running statistics): applied when the step is taken. */
+  readonly forwardUpdates: readonly { readonly input: string; readonly next: string }[];
   /** Forward values the step graph reads: further outputs of the forward graph, inputs of the step graph, same names. */
   readonly saved: readonly string[];
   /** The data inputs the step graph reads too (a first layer's weight gradient needs the images). */
@@ -146,6 +148,16 @@ function emitConstants(emit: StepEmitter, s: ShapedGraph, variables: ReadonlySet
   }
 }
 
+/** `nodes` with every value named in `names` renamed (outputs and inputs alike), in place; returns them. */
+function renameValues(nodes: NodeProto[], names: ReadonlyMap<string, string>): NodeProto[] {
+  const rename = (list: string[] | null | undefined): string[] => (list ?? []).map((v) => names.get(v) ?? v);
+  for (const n of nodes) {
+    n.input = rename(n.input);
+    n.output = rename(n.output);
+  }
+  return nodes;
+}
+
 /** A model of `nodes` with the initializers of `emit` they read. */
 function modelOf(emit: StepEmitter, name: string, inputs: ValueInfoProto[], outputs: ValueInfoProto[], nodes: NodeProto[]): Uint8Array {
   const read = new Set(nodes.flatMap((n) => n.input ?? []));
@@ -174,7 +186,7 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   const gradients = emitBackward(emit, s, forward, requiresGrad, spec.output, seed, spec.trained);
 
   const dims = (name: string): readonly number[] => emit.dims(name);
-  const updates: StateUpdate[] = [...forward.stateUpdates];
+  const updates: StateUpdate[] = [];
   const slotIo: { input: string; next: string; dims: readonly number[] }[] = [];
   for (const p of spec.trained) {
     const gradient = gradients.get(p);
@@ -187,7 +199,9 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
       slotIo.push({ input, next: nextName(input), dims: dims(p) });
     }
   }
-  const stepNodes: NodeProto[] = [...emit.nodes, ...updates.map((u) => protoNode('Identity', [u.next], [nextName(u.state)]))];
+  // Each next value is written under its output name (`<state>:next`) by the node computing it: no copy.
+  const stepNodes: NodeProto[] = renameValues(emit.nodes, new Map(updates.map((u) => [u.next, nextName(u.state)])));
+  renameValues(forwardNodes, new Map(forward.stateUpdates.map((u) => [u.next, nextName(u.state)])));
   const gradientIo: Record<string, string> = {};
   if (spec.gradientOutputs) {
     for (const [p, g] of gradients) {
@@ -203,7 +217,8 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   const stepData = [...spec.inputDims.keys()].filter((name) => readByStep.has(name));
   const readByForward = new Set(forwardNodes.flatMap((n) => n.input ?? []));
   const forwardVariables = [...variables].filter((name) => readByForward.has(name)).map((name) => ({ input: name, dims: dims(name) }));
-  const updated = new Set(updates.map((u) => u.state));
+  const updated = new Set([...updates, ...forward.stateUpdates].map((u) => u.state));
+  const forwardUpdates = forward.stateUpdates.map((u) => ({ input: u.state, next: nextName(u.state) }));
   const stepVariables: StepGraphIo['variables'] = [
     ...slotIo,
     ...[...variables].filter((name) => readByStep.has(name) || updated.has(name)).map((name) => (updated.has(name) ? { input: name, next: nextName(name), dims: dims(name) } : { input: name, dims: dims(name) })),
@@ -214,7 +229,11 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
     emit,
     'dmlkit_training_forward',
     [...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))), ...forwardVariables.map((v) => valueInfo(v.input, 'float32', v.dims))],
-    [valueInfo(spec.output, 'float32', dims(spec.output)), ...saved.filter((n) => n !== spec.output).map((n) => untypedShape(n, typeOf(n)))],
+    [
+      valueInfo(spec.output, 'float32', dims(spec.output)),
+      ...saved.filter((n) => n !== spec.output).map((n) => untypedShape(n, typeOf(n))),
+      ...forwardUpdates.map((u) => valueInfo(u.next, 'float32', dims(u.input))),
+    ],
     forwardNodes,
   );
   const stepModel = modelOf(
@@ -227,7 +246,10 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
       ...saved.map((n) => untypedShape(n, typeOf(n))),
       ...stepData.map((n) => valueInfo(n, 'float32', dims(n))),
     ],
-    [...stepVariables.flatMap((v) => (v.next ? [valueInfo(v.next, 'float32', v.dims)] : [])), ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p)))],
+    [
+      ...stepVariables.flatMap((v) => (v.next && !forwardUpdates.some((u) => u.input === v.input) ? [valueInfo(v.next, 'float32', v.dims)] : [])),
+      ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p))),
+    ],
     stepNodes,
   );
   return {
@@ -238,10 +260,11 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
       output: spec.output,
       outputDims: dims(spec.output),
       forwardVariables,
+      forwardUpdates,
       saved,
       stepData,
       seed,
-      variables: stepVariables.filter((v) => readByStep.has(v.input) || v.next),
+      variables: stepVariables.filter((v) => readByStep.has(v.input) || (v.next && !forwardUpdates.some((u) => u.input === v.input))),
       hyper: Object.fromEntries(Object.entries(hyper).filter(([, n]) => readByStep.has(n))),
       gradients: gradientIo,
     },

@@ -8,10 +8,12 @@
  *   a strided window never reached);
  * - weight: im2col and a matrix product. A Conv of each input channel with an identity kernel
  *   [kh kw, 1, kh, kw] (the forward's strides, pads, dilations) lays out every window's values,
- *   [N, G, c_in / G * kh kw, h w]; a batched MatMul with dY as [N, G, h w, c_out / G] gives each image's
- *   contribution, summed over the batch and transposed to [c_out, c_in / G, kh, kw]. (The first
- *   version, a Conv of the input with dY as its kernel, was 7x slower than the forward: onnxruntime's
- *   convolution is not made for an h x w kernel.)
+ *   [N, G, c_in / G * kh kw, h w]; the products with dY: per image and group, summed over the batch,
+ *   where a layer has few weights next to its activations (early, wide layers), or with the patches and
+ *   dY transposed so that (image, position) is the summed axis of one product per group (deep, narrow
+ *   layers, whose per-image products would write N x c_in kk x c_out values: 300 MB per layer of a
+ *   ResNet's last stage); the result laid out as [c_out, c_in / G, kh, kw]. (A Conv of the input with dY
+ *   as its kernel took 7x the forward's time: onnxruntime's convolution is not made for an h x w kernel.)
  * - bias: dY summed over batch and positions.
  */
 import { DmlError } from '../../../errors.js';
@@ -46,9 +48,13 @@ const conv: GradientRule = {
         const [kh, kw] = geometry.kernel as [number, number];
         const cInGroup = cIn / groups;
         const cOutGroup = cOut / groups;
-        const perGroup = emit.op('Transpose', [emit.reshape(w, wDims, [groups, cOutGroup, cInGroup, kh, kw], `${base}_input/w5`)], `${base}_input/w_t`, { perm: { ints: [0, 2, 1, 3, 4] } });
-        const transposed = emit.reshape(perGroup, [groups, cInGroup, cOutGroup, kh, kw], [cIn, cOutGroup, kh, kw], `${base}_input/w_io`);
-        const flipped = emit.op('Slice', [transposed, emit.ints([-1, -1]), emit.ints([-(kh + 1), -(kw + 1)]), emit.ints([2, 3]), emit.ints([-1, -1])], `${base}_input/w_flipped`);
+        // The spatial flip as a product with a constant permutation matrix (exact: one 1 per column),
+        // far faster in onnxruntime than Slice with negative steps or Gather; then the per-group transpose.
+        const kk = kh * kw;
+        const permutation = Array.from({ length: kk * kk }, (_, i) => (Math.floor(i / kk) === kk - 1 - (i % kk) ? 1 : 0));
+        const flippedRows = emit.op('MatMul', [emit.reshape(w, wDims, [cOut * cInGroup, kk], `${base}_input/w_rows`), emit.floats(`${base}_input/flip_${kh}x${kw}`, [kk, kk], permutation)], `${base}_input/w_flipped_rows`);
+        const perGroup = emit.op('Transpose', [emit.reshape(flippedRows, [cOut * cInGroup, kk], [groups, cOutGroup, cInGroup, kh, kw], `${base}_input/w5`)], `${base}_input/w_t`, { perm: { ints: [0, 2, 1, 3, 4] } });
+        const flipped = emit.reshape(perGroup, [groups, cInGroup, cOutGroup, kh, kw], [cIn, cOutGroup, kh, kw], `${base}_input/w_flipped`);
         results[0] = emit.op('Conv', [g, flipped], `${base}_input`, {
           group: { i: groups },
           kernel_shape: { ints: geometry.kernel },
@@ -88,12 +94,20 @@ const conv: GradientRule = {
         dilations: { ints: geometry.dilations },
         pads: { ints: geometry.pads },
       });
-      const patchRows = emit.reshape(patches, [n * cIn, kk, outH, outW], [n, groups, cInGroup * kk, positions], `${b}/patch_rows`);
-      const gradientColumns = emit.op('Transpose', [emit.reshape(g, yDims, [n, groups, cOutGroup, positions], `${b}/dy_rows`)], `${b}/dy_columns`, { perm: { ints: [0, 1, 3, 2] } });
-      // Per image and group [c_in/G * kk, positions] x [positions, c_out/G], summed over the batch.
-      const perImage = emit.op('MatMul', [patchRows, gradientColumns], `${b}/per_image`);
-      const summed = emit.op('ReduceSum', [perImage, emit.ints([0])], `${b}/summed`, { keepdims: { i: 0 } });
-      const outFirst = emit.op('Transpose', [summed], `${b}/out_first`, { perm: { ints: [0, 2, 1] } });
+      const patchGroups = emit.reshape(patches, [n * cIn, kk, outH, outW], [n, groups, cInGroup * kk, positions], `${b}/patch_rows`);
+      const gradientGroups = emit.reshape(g, yDims, [n, groups, cOutGroup, positions], `${b}/dy_rows`);
+      let outFirst: string;
+      if (cOutGroup * cInGroup * kk <= (cInGroup * kk + cOutGroup) * positions) {
+        // Few weights per image (early, wide layers): one product per image and group, [c_out/G, c_in/G kk]
+        // (onnxruntime fuses the transpose into the product), summed over the batch.
+        const perImage = emit.op('MatMul', [gradientGroups, emit.op('Transpose', [patchGroups], `${b}/patches_t`, { perm: { ints: [0, 1, 3, 2] } })], `${b}/per_image`);
+        outFirst = emit.op('ReduceSum', [perImage, emit.ints([0])], `${b}/summed`, { keepdims: { i: 0 } });
+      } else {
+        // Many weights per image (deep, narrow layers): (image, position) as the summed axis of one product per group.
+        const patchRows = emit.reshape(emit.op('Transpose', [patchGroups], `${b}/patches_t`, { perm: { ints: [1, 2, 0, 3] } }), [groups, cInGroup * kk, n, positions], [groups, cInGroup * kk, n * positions], `${b}/patch_matrix`);
+        const gradientColumns = emit.reshape(emit.op('Transpose', [gradientGroups], `${b}/dy_t`, { perm: { ints: [1, 0, 3, 2] } }), [groups, n, positions, cOutGroup], [groups, n * positions, cOutGroup], `${b}/dy_matrix`);
+        outFirst = emit.op('Transpose', [emit.op('MatMul', [patchRows, gradientColumns], `${b}/product`)], `${b}/out_first`, { perm: { ints: [0, 2, 1] } });
+      }
       results[1] = emit.reshape(outFirst, [groups, cOutGroup, cInGroup * kk], [cOut, cInGroup, kh, kw], b);
     }
     if (needed[2]) results[2] = emit.op('ReduceSum', [g, emit.ints([0, 2, 3])], `${base}_bias`, { keepdims: { i: 0 } });
