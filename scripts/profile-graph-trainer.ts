@@ -1,0 +1,125 @@
+/**
+ * @file Where a graph-trainer step spends its time, for one network: the training forward run with
+ * and without its saved activations fetched (what carrying them to the step run costs), the step run
+ * (backward and Adam), and the network's inference graph for comparison; with `--profile DIR`,
+ * onnxruntime's per-node profiles of both training graphs and a table of the operators that took the
+ * most time.
+ *
+ *   npx tsx scripts/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--profile DIR]
+ *
+ * `recipe-r` is dmlkit's `convnet` built as Recipe R's network (NHWC input, as the onnx backend trains
+ * it); an ONNX file is a PyTorch export with an NCHW input `[batch, 3, size, size]` (see
+ * scripts/reference/export_torchvision.py). Inputs are seeded noise. Medians over `--runs`.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { readOnnxGraph } from '../lib/engine/graph/onnx-ir.js';
+import { createGraphOptimizer } from '../lib/engine/graph-trainer/optimizer-graph.js';
+import { compileStep, defaultTrainedInitializers } from '../lib/engine/graph-trainer/step-graph.js';
+import { convertLayersModel } from '../lib/export/tfjs-to-onnx.js';
+import { encodeModel } from '../lib/onnx/builder.js';
+import ort from '../lib/onnx/ort.js';
+import { buildModel } from '../lib/train/models/build-model.js';
+import { Rng } from '../lib/util/rng.js';
+
+function argument(flag: string, fallback: string): string {
+  const i = process.argv.indexOf(flag);
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
+
+async function main(): Promise<void> {
+  const which = argument('--model', 'recipe-r');
+  const batch = Number(argument('--batch', '128'));
+  const size = Number(argument('--size', '64'));
+  const runs = Number(argument('--runs', '6'));
+  const profileDir = argument('--profile', '');
+  const threads = argument('--threads', '');
+  await tf.setBackend('cpu');
+  let bytes: Uint8Array;
+  let inference: Uint8Array;
+  let itemDims: number[];
+  if (which === 'recipe-r') {
+    const model = await buildModel({ kind: 'convnet', inputShape: [size, size, 3], widths: [32, 64, 128], depth: 2, poolBatchNorm: true, embeddingDim: 128 }, 0);
+    const parts = (layout: 'NHWC' | 'NCHW'): Uint8Array => {
+      const c = convertLayersModel(model, { layout, inputName: 'input' });
+      return encodeModel({ graphName: 'recipe_r', inputs: c.inputs, outputs: c.outputs, nodes: c.nodes, initializers: c.initializers });
+    };
+    bytes = parts('NHWC');
+    inference = parts('NCHW');
+    itemDims = [size, size, 3];
+  } else {
+    bytes = readFileSync(which);
+    inference = bytes;
+    itemDims = [3, size, size];
+  }
+  const graph = readOnnxGraph(bytes, which);
+  const compiled = compileStep({
+    graph,
+    inputDims: new Map([['input', [batch, ...itemDims]]]),
+    trained: defaultTrainedInitializers(graph),
+    decayed: new Set(),
+    output: graph.outputs[0]?.name ?? 'embedding',
+    optimizer: createGraphOptimizer({ kind: 'adam' }),
+  });
+  const options = (prefix: string): ort.InferenceSession.SessionOptions => ({
+    graphOptimizationLevel: 'all',
+    ...(threads ? { intraOpNumThreads: Number(threads) } : {}),
+    ...(profileDir && prefix !== 'inference' ? { enableProfiling: true, profileFilePrefix: path.join(profileDir, prefix) } : {}),
+  });
+  const forward = await ort.InferenceSession.create(compiled.forwardModel, options('forward'));
+  const step = await ort.InferenceSession.create(compiled.stepModel, options('step'));
+  const infer = await ort.InferenceSession.create(inference, options('inference'));
+  const rng = new Rng(0);
+  const noise = (dims: readonly number[], scale: number, offset = 0): ort.Tensor =>
+    new ort.Tensor('float32', Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, () => offset + scale * rng.nextGaussian()), [...dims]);
+  const value = (name: string, dims: readonly number[]): ort.Tensor => {
+    const init = graph.initializers.get(name);
+    return init ? new ort.Tensor('float32', Float32Array.from(init.data), [...dims]) : noise(dims, 0.01);
+  };
+  const x = noise([batch, ...itemDims], 1);
+  const forwardFeeds: Record<string, ort.Tensor> = { input: x };
+  for (const v of compiled.io.forwardVariables) forwardFeeds[v.input] = value(v.input, v.dims);
+  const inferenceInput = which === 'recipe-r' ? noise([batch, 3, size, size], 1) : x;
+  const times = { withSaved: [] as number[], outputOnly: [] as number[], step: [] as number[], inference: [] as number[] };
+  let savedBytes = 0;
+  for (let run = 0; run < runs; run++) {
+    let start = performance.now();
+    const outputs = await forward.run(forwardFeeds);
+    times.withSaved.push(performance.now() - start);
+    savedBytes = compiled.io.saved.reduce((sum, name) => sum + ((outputs[name] as ort.Tensor).data as ArrayBufferView).byteLength, 0);
+    start = performance.now();
+    await forward.run(forwardFeeds, [compiled.io.output]);
+    times.outputOnly.push(performance.now() - start);
+    const stepFeeds: Record<string, ort.Tensor> = { [compiled.io.seed]: noise(compiled.io.outputDims, 0.01) };
+    for (const v of compiled.io.variables) if (step.inputNames.includes(v.input)) stepFeeds[v.input] = value(v.input, v.dims);
+    for (const name of Object.values(compiled.io.hyper)) stepFeeds[name] = new ort.Tensor('float32', Float32Array.of(0.5), []);
+    for (const name of compiled.io.saved) stepFeeds[name] = outputs[name] as ort.Tensor;
+    for (const name of compiled.io.stepData) stepFeeds[name] = x;
+    start = performance.now();
+    await step.run(stepFeeds);
+    times.step.push(performance.now() - start);
+    start = performance.now();
+    await infer.run({ [infer.inputNames[0] as string]: inferenceInput });
+    times.inference.push(performance.now() - start);
+  }
+  console.log(`${which}, batch ${batch}, ${size} px, median of ${runs} runs (ms):`);
+  console.log(`  training forward, saved activations fetched: ${median(times.withSaved).toFixed(0)} (${compiled.io.saved.length} tensors, ${(savedBytes / 1e6).toFixed(0)} MB)`);
+  console.log(`  training forward, output only:               ${median(times.outputOnly).toFixed(0)}`);
+  console.log(`  step (backward and Adam):                    ${median(times.step).toFixed(0)}`);
+  console.log(`  inference forward (BatchNorm folded):        ${median(times.inference).toFixed(0)}`);
+  if (!profileDir) return;
+  for (const [session, name] of [[forward, 'forward'], [step, 'step']] as const) {
+    session.endProfiling();
+    const file = readdirSync(profileDir).filter((f) => f.startsWith(`${name}_`)).sort().pop() as string;
+    const events = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as Array<{ cat: string; name: string; dur: number; args?: { op_name?: string } }>;
+    const byOperator = new Map<string, number>();
+    const sessionRuns = name === 'forward' ? 2 * runs : runs; // the forward ran with and without its saved activations
+    for (const e of events) if (e.cat === 'Node' && e.name.endsWith('_kernel_time')) byOperator.set(e.args?.op_name ?? '?', (byOperator.get(e.args?.op_name ?? '?') ?? 0) + e.dur / 1000 / sessionRuns);
+    console.log(`  ${name} graph, kernel ms per run by operator: ${[...byOperator].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([op, ms]) => `${op} ${ms.toFixed(0)}`).join(', ')}`);
+  }
+}
+
+await main();
