@@ -8,6 +8,7 @@
  *   npx tsx scripts/convnet-variants-table.ts [--config scripts/configs/fashion-mnist-convnet-variants.json]
  *        [--out runs/convnet-variants/fashion-mnist] [--seeds 1] [--steps N] [--only stride-avg,maxpool-avgmax] [--orders 1,2]
  *        [--dataset folder:/path/to/icons]   (replaces the config's data.dataset)
+ *        [--backend onnx]   (replaces the config's backend: the graph trainer, docs/graph-trainer.md)
  *
  * EPHN of order 1 at temperature 0.1 is Recipe R's loss: softplus((s_an - s_ap) / 0.1) per anchor; a
  * collapsed network (every embedding pointing the same way) sits at ln 2 = 0.693.
@@ -46,6 +47,8 @@ async function main(): Promise<void> {
   const orders = argument('--orders', '1,2').split(',').map(Number);
   const dataset = argument('--dataset', '');
   if (dataset !== '') base.data = { ...base.data, dataset };
+  const backend = argument('--backend', '');
+  if (backend !== '') base.backend = backend as TrainConfigInput['backend'];
   const results: RunResult[] = [];
   for (const variant of VARIANTS.filter((v) => only.length === 0 || only.includes(v.key))) {
     for (const order of orders) {

@@ -4,7 +4,7 @@
  * Forward, over every axis but the channel axis 1 (n values per channel):
  *
  *     mean = Σx / n,  var = Σ(x - mean)² / n,  invstd = 1 / sqrt(var + ε),
- *     x̂ = (x - mean) invstd,  y = γ x̂ + β;
+ *     x̂ = (x - mean) invstd,  y = γ x̂ + β  (the inference BatchNormalization kernel fed with mean and var);
  *     running_mean ← (1 - m) running_mean + m mean,  running_var ← (1 - m) running_var + m var n / (n - 1)
  *
  * with PyTorch's momentum m = 1 - the ONNX node's `momentum` attribute (PyTorch exports 0.9 for its
@@ -39,35 +39,39 @@ const batchNormalization: GradientRule = {
     const base = node.name;
     const mean = emit.op('ReduceMean', [x], `${base}/batch_mean`, { axes: { ints: axes }, keepdims: { i: 1 } });
     const centered = emit.op('Sub', [x, mean], `${base}/centered`);
-    const variance = emit.op('ReduceMean', [emit.op('Mul', [centered, centered], `${base}/squared`)], `${base}/batch_var`, { axes: { ints: axes }, keepdims: { i: 1 } });
+    const variance = emit.op('Mul', [emit.op('ReduceSumSquare', [centered], `${base}/sum_squares`, { axes: { ints: axes }, keepdims: { i: 1 } }), emit.scalar(1 / count)], `${base}/batch_var`);
     const invstd = emit.op('Reciprocal', [emit.op('Sqrt', [emit.op('Add', [variance, emit.scalar(epsilon)], `${base}/var_eps`)], `${base}/std`)], `${base}/invstd`);
-    const normalized = emit.op('Mul', [centered, invstd], `${base}/xhat`);
     const scaleShaped = emit.reshape(scale, [channels], channelDims, `${base}/scale_shaped`);
-    const biasShaped = emit.reshape(bias, [channels], channelDims, `${base}/bias_shaped`);
-    const scaled = emit.op('Mul', [normalized, scaleShaped], `${base}/scaled`);
-    emit.opInto('Add', [scaled, biasShaped], node.outputs[0] as string);
+    // The normalisation itself by onnxruntime's inference kernel fed with the batch statistics: one pass,
+    // y = x (γ invstd) + (β - mean γ invstd), as PyTorch's CPU kernel computes it.
+    const flatMean = emit.reshape(mean, channelDims, [channels], `${base}/mean_flat`);
+    const flatVariance = emit.reshape(variance, channelDims, [channels], `${base}/var_flat`);
+    emit.opInto('BatchNormalization', [x, scale, bias, flatMean, flatVariance], node.outputs[0] as string, { epsilon: { f: epsilon } });
     const blend = (running: string, batch: string, factor: number, name: string): string =>
-      emit.op('Add', [emit.op('Mul', [running, emit.scalar(1 - momentum)], `${name}/kept`), emit.op('Mul', [emit.reshape(batch, channelDims, [channels], `${name}/flat`), emit.scalar(momentum * factor)], `${name}/added`)], `${name}/next`);
+      emit.op('Add', [emit.op('Mul', [running, emit.scalar(1 - momentum)], `${name}/kept`), emit.op('Mul', [batch, emit.scalar(momentum * factor)], `${name}/added`)], `${name}/next`);
     return {
-      saved: { normalized, invstd, scaleShaped },
+      saved: { centered, invstd, scaleShaped },
       stateUpdates: [
-        { state: runningMean, next: blend(runningMean, mean, 1, `${base}/running_mean`) },
-        { state: runningVar, next: blend(runningVar, variance, count / (count - 1), `${base}/running_var`) },
+        { state: runningMean, next: blend(runningMean, flatMean, 1, `${base}/running_mean`) },
+        { state: runningVar, next: blend(runningVar, flatVariance, count / (count - 1), `${base}/running_var`) },
       ],
     };
   },
   backward: (emit, node, dys, needed, record) => {
     const g = outputGradient(node, dys);
     const { axes, channels, count } = geometry(emit, node);
-    const { normalized, invstd, scaleShaped } = record.saved as { normalized: string; invstd: string; scaleShaped: string };
+    const { centered, invstd, scaleShaped } = record.saved as { centered: string; invstd: string; scaleShaped: string };
     const base = `${node.name}/grad`;
+    // With x̂ = (x - mean) invstd: Σ dy x̂ = invstd Σ dy (x - mean), so x̂ itself is never formed.
     const sumG = emit.op('ReduceSum', [g, emit.ints(axes)], `${base}/sum_dy`, { keepdims: { i: 1 } });
-    const sumGX = emit.op('ReduceSum', [emit.op('Mul', [g, normalized], `${base}/dy_xhat`), emit.ints(axes)], `${base}/sum_dy_xhat`, { keepdims: { i: 1 } });
+    const sumGC = emit.op('ReduceSum', [emit.op('Mul', [g, centered], `${base}/dy_centered`), emit.ints(axes)], `${base}/sum_dy_centered`, { keepdims: { i: 1 } });
+    const sumGX = emit.op('Mul', [sumGC, invstd], `${base}/sum_dy_xhat`);
     const results: (string | undefined)[] = node.inputs.map(() => undefined);
     if (needed[0]) {
-      const projection = emit.op('Mul', [normalized, emit.op('Mul', [sumGX, emit.scalar(1 / count)], `${base}/mean_dy_xhat`)], `${base}/projection`);
-      const centered = emit.op('Sub', [emit.op('Sub', [g, projection], `${base}/dy_minus_projection`), emit.op('Mul', [sumG, emit.scalar(1 / count)], `${base}/mean_dy`)], `${base}/centered`);
-      results[0] = emit.op('Mul', [centered, emit.op('Mul', [invstd, scaleShaped], `${base}/gain`)], `${base}_input`);
+      const projectionScale = emit.op('Mul', [sumGX, emit.op('Mul', [invstd, emit.scalar(1 / count)], `${base}/invstd_over_n`)], `${base}/projection_scale`);
+      const projection = emit.op('Mul', [centered, projectionScale], `${base}/projection`);
+      const residual = emit.op('Sub', [emit.op('Sub', [g, projection], `${base}/dy_minus_projection`), emit.op('Mul', [sumG, emit.scalar(1 / count)], `${base}/mean_dy`)], `${base}/residual`);
+      results[0] = emit.op('Mul', [residual, emit.op('Mul', [invstd, scaleShaped], `${base}/gain`)], `${base}_input`);
     }
     if (needed[1]) results[1] = emit.op('Reshape', [sumGX, emit.ints([channels])], `${base}_scale`);
     if (needed[2]) results[2] = emit.op('Reshape', [sumG, emit.ints([channels])], `${base}_bias`);
