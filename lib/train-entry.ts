@@ -35,6 +35,7 @@ export const {
   mineMultiSimilarityPairs,
   mineTripletsByMargin,
   parseTrainConfig,
+  prepareEmbeddingNetwork,
   saveCheckpoint,
   selectBackend,
   selectNegatives,

@@ -29,6 +29,7 @@ export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedChe
 // The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
 export { GraphTrainer, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
 export type { GraphOptimizerSettings } from './engine/graph-trainer/optimizer-graph.js';
+export { prepareEmbeddingNetwork, type EmbeddingHeadSpec, type EmbeddingNetworkOptions } from './engine/graph/embedding-network.js';
 export { GraphNetwork, embeddingLossGradient, graphOptimizerSettings, type EmbeddingLossGradient, type GraphBatch } from './train/graph-network.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
 export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './report/training-html.js';

@@ -1,0 +1,110 @@
+/**
+ * prepareEmbeddingNetwork: a PyTorch-exported network (spec/fixtures/graph-trainer/resnet-triplet) cut
+ * at its last feature map and given a new head computes what the head's formula gives on that feature
+ * map; NHWC input; seeded PyTorch-default initialisation; the graph trainer trains it; the errors.
+ */
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { prepareEmbeddingNetwork } from '../../lib/engine/graph/embedding-network.js';
+import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
+import { decodeModel, encodeModel, int64Value } from '../../lib/onnx/builder.js';
+import ort from '../../lib/onnx/ort.js';
+import { Rng } from '../../lib/util/rng.js';
+import { expectDmlError } from '../helpers/expect-dml-error.js';
+
+const RESNET = new Uint8Array(readFileSync(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)));
+const FEATURES = '/block2/relu_1/Relu_output_0'; // block 2's output, [N, 32, 8, 8]
+const ITEM = [3, 16, 16];
+
+/** The model's output `name` (a graph output or an inner value) for `input` of `dims`. */
+async function run(model: Uint8Array, input: Float32Array, dims: number[], name?: string): Promise<Float32Array> {
+  let bytes = model;
+  if (name !== undefined) {
+    // Expose an inner value as an extra graph output.
+    const m = decodeModel(model, 'model');
+    const g = m.graph ?? {};
+    bytes = encodeModel({
+      graphName: g.name ?? 'm',
+      inputs: g.input ?? [],
+      outputs: [...(g.output ?? []), { name, type: { tensorType: { elemType: 1 } } }],
+      nodes: g.node ?? [],
+      initializers: g.initializer ?? [],
+      opsetImports: (m.opsetImport ?? []).map((o) => ({ domain: o.domain ?? '', version: int64Value(o.version) ?? 0 })),
+      irVersion: int64Value(m.irVersion) ?? 8,
+    });
+  }
+  const session = await ort.InferenceSession.create(bytes);
+  const out = await session.run({ input: new ort.Tensor('float32', input, dims) });
+  await session.release();
+  return out[name ?? (session.outputNames[0] as string)]?.data as Float32Array;
+}
+
+describe('prepareEmbeddingNetwork', () => {
+  const rng = new Rng(3);
+  const batch = 4;
+  const images = Float32Array.from({ length: batch * 3 * 16 * 16 }, () => rng.nextGaussian());
+  const head = { pooling: 'avgmax', batchNorm: true, embeddingDim: 8 } as const;
+
+  it('cuts at a named value and adds [average, max] pooling, a BatchNorm neck, a Linear layer and L2 normalisation', async () => {
+    const model = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
+    const graph = readOnnxGraph(model, 'prepared');
+    expect(graph.outputs.map((o) => [o.name, o.dims])).to.deep.equal([['embedding', ['batch', 8]]]);
+    expect(graph.initializers.has('head.weight'), 'the old head is cut away').to.equal(false);
+    const weight = graph.initializers.get('head/fc.weight')?.data as Float32Array;
+    const bias = graph.initializers.get('head/fc.bias')?.data as Float32Array;
+    expect([weight.length, bias.length]).to.deep.equal([8 * 64, 8]);
+    const bound = 1 / Math.sqrt(64); // PyTorch's Linear: uniform in ±1/sqrt(fan_in)
+    expect(Math.max(...Array.from(weight, Math.abs), ...Array.from(bias, Math.abs))).to.be.at.most(bound).and.above(0.9 * bound);
+
+    // The head by its formula on the cut network's feature map.
+    const map = await run(RESNET, images, [batch, ...ITEM], FEATURES);
+    expect(map.length).to.equal(batch * 32 * 64);
+    const expected: number[] = [];
+    for (let n = 0; n < batch; n++) {
+      const pooled: number[] = [];
+      const channel = (c: number): Float32Array => map.subarray((n * 32 + c) * 64, (n * 32 + c + 1) * 64);
+      for (let c = 0; c < 32; c++) pooled.push(channel(c).reduce((a, b) => a + b, 0) / 64);
+      for (let c = 0; c < 32; c++) pooled.push(Math.max(...channel(c)));
+      const neck = pooled.map((v) => v / Math.sqrt(1 + 1e-5)); // untrained BatchNorm: mean 0, variance 1
+      const row = Array.from({ length: 8 }, (_, d) => neck.reduce((sum, v, k) => sum + v * (weight[d * 64 + k] as number), bias[d] as number));
+      const norm = Math.sqrt(row.reduce((s, v) => s + v * v, 0) + 1e-12);
+      expected.push(...row.map((v) => v / norm));
+    }
+    const actual = await run(model, images, [batch, ...ITEM]);
+    expect(actual.length).to.equal(expected.length);
+    actual.forEach((v, i) => expect(v).to.be.closeTo(expected[i] as number, 1e-5));
+  });
+
+  it('takes NHWC images with inputLayout NHWC, and the same seed draws the same head', async () => {
+    const nchw = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
+    const nhwc = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5, inputLayout: 'NHWC' });
+    const transposed = new Float32Array(images.length);
+    for (let n = 0; n < batch; n++) for (let c = 0; c < 3; c++) for (let p = 0; p < 256; p++) transposed[(n * 256 + p) * 3 + c] = images[(n * 3 + c) * 256 + p] as number;
+    const [a, b] = [await run(nchw, images, [batch, ...ITEM]), await run(nhwc, transposed, [batch, 16, 16, 3])];
+    a.forEach((v, i) => expect(b[i]).to.be.closeTo(v, 1e-6));
+    const weights = (m: Uint8Array, seed: number): number[] =>
+      Array.from(readOnnxGraph(prepareEmbeddingNetwork(m, { itemDims: ITEM, output: FEATURES, head, seed }), 'p').initializers.get('head/fc.weight')?.data ?? []);
+    expect(weights(RESNET, 5)).to.deep.equal(weights(RESNET, 5));
+    expect(weights(RESNET, 6)).to.not.deep.equal(weights(RESNET, 5));
+  });
+
+  it('the graph trainer trains the prepared network: backbone and head move', async () => {
+    const model = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
+    const trainer = await GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd', momentum: 0.9 }, threads: 1 });
+    expect(trainer.trainedNames).to.include.members(['head/fc.weight', 'head/neck.weight', 'stem.0.weight']);
+    const before = new Map([...trainer.weights()].map(([k, v]) => [k, v.slice()]));
+    const embeddings = await trainer.forward(images);
+    await trainer.step(images, Float32Array.from(embeddings, (_, i) => (i % 3) - 1), 0.1);
+    for (const name of ['head/fc.weight', 'stem.0.weight', 'head/neck.running_mean']) {
+      expect(Array.from(trainer.value(name) as Float32Array), name).to.not.deep.equal(Array.from(before.get(name) as Float32Array));
+    }
+    await trainer.release();
+  });
+
+  it('names a missing cut point and a shape the head cannot take', async () => {
+    await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: 'nope', head }), 'E_MODEL', "model has no node output named 'nope' to end the network at");
+    await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES }), 'E_MODEL', `model: '${FEATURES}' has shape [N, 32, 8, 8]; without a head the network must end in features [N, D]`);
+    await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: [3, 16], head }), 'E_ARG', /itemDims/);
+  });
+});
