@@ -91,15 +91,17 @@ export class GraphNetwork {
   ) {}
 
   /**
-   * Converts `model` and opens its graph trainer on `device`, compiling the step graph for the first
-   * batch size (an operator the graph trainer cannot differentiate fails here, before any work).
+   * Converts `model` and opens its graph trainer on `device` (an operator the graph trainer cannot
+   * differentiate fails here, before any work); with `batchSize`, also the sessions for batches of that
+   * size (a device that cannot run them fails here too).
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
     const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
     const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device });
+    if (batchSize !== undefined) await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, converted.weightSources);
   }
 

@@ -384,7 +384,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
 
   const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
   // The onnx backend: the model (with a resumed checkpoint's weights) converted and opened on its device.
-  const graph = config.backend === 'onnx' ? await GraphNetwork.create(model, config.optimizer, config.device ?? 'auto') : undefined;
+  const graph = config.backend === 'onnx' ? await GraphNetwork.create(model, config.optimizer, config.device ?? 'auto', (sampler.batchesOfEpoch(0)[0] as Int32Array).length) : undefined;
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.

@@ -3,7 +3,7 @@
  * TensorFlow.js model give what the trained ONNX graph gives; a run on it reports its device, exports,
  * and refuses a resume across engines; the optimiser mapping. (Its kill -9 resume is in run-folder.spec.ts.)
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -73,6 +73,13 @@ describe('train: the onnx backend (graph trainer)', function () {
       'E_ARG',
       `Cannot resume from ${path.join(out, 'checkpoints/last')} on backend cpu: it was written by the onnx backend, whose optimiser state the other cannot continue; resume it with --backend onnx`,
     );
+  });
+
+  it('a device that cannot run the step fails before the run folder is touched', async () => {
+    // This repository installs onnxruntime-node without its CUDA provider (.npmrc: onnxruntime-node-install=skip).
+    const out = path.join(dir, 'no-cuda');
+    await expectDmlError(train(parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cuda' }), 'spec')), 'E_MODEL', /^Cannot create an onnxruntime session for network .* \(device cuda\) — cuda: /);
+    expect(existsSync(out), 'no run folder').to.equal(false);
   });
 
   it('a device with a TensorFlow.js backend is refused', () => {

@@ -151,6 +151,15 @@ export class GraphTrainer {
     return graphs;
   }
 
+  /**
+   * Compiles the graphs for batches of `batch` items and opens their sessions now, so that a device
+   * that cannot run them fails here, before any work (they are otherwise opened on first use).
+   */
+  async prepare(batch: number): Promise<void> {
+    if (!Number.isSafeInteger(batch) || batch < 1) throw invalidParameterError('batch', 'a positive integer', batch);
+    await this.graphsFor(batch);
+  }
+
   /** Optimiser steps taken so far (restored by {@link restore}). */
   get stepCount(): number {
     return this.steps;
