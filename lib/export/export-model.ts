@@ -24,10 +24,10 @@ import { z } from 'zod';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing, TensorLayout } from '../image/preprocessing.js';
-import { decodeModel, encodeModel, type Dim } from '../onnx/builder.js';
+import { decodeModel, describeValueInfo, encodeModel, int64Value, ONNX_IR_VERSION, type Dim } from '../onnx/builder.js';
 import { DML_METADATA_KEYS } from '../onnx/dml-metadata.js';
 import { collectVersions } from '../report/report.js';
-import { loadCheckpoint } from '../train/checkpoint-io.js';
+import { loadCheckpoint, loadOnnxCheckpoint } from '../train/checkpoint-io.js';
 import { imageSpecSchema } from '../train/config.js';
 import { trainingImagePreprocessing } from '../train/training-data.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -285,6 +285,51 @@ async function isFile(file: string): Promise<boolean> {
   );
 }
 
+/**
+ * Export of a checkpoint holding an ONNX network (`model.kind: "onnx"`, trained by the graph trainer):
+ * the trained graph itself with dmlkit's metadata, its NHWC image input as trained. Parity: the written
+ * file against the checkpoint's graph on random images (nothing is converted).
+ */
+async function exportOnnxCheckpoint(checkpoint: string, config: RunConfig, hash: string, options: CheckpointExportOptions): Promise<CheckpointExport> {
+  if (options.backbone !== undefined) throw invalidParameterError('backbone', 'none: an ONNX network run (model.kind "onnx") has no separate backbone', options.backbone);
+  if (options.layout !== undefined && options.layout !== 'NHWC') throw invalidParameterError('layout', 'NHWC (an ONNX network run keeps the NHWC input it was trained with)', options.layout);
+  const loaded = await loadOnnxCheckpoint(checkpoint);
+  const state = loaded.state as { configHash?: unknown } | undefined;
+  const image = config.data.image;
+  const [height, width, channels] = [image?.height, image?.width, image?.channels];
+  const preprocessing = image ? trainingImagePreprocessing(image, [null, height ?? null, width ?? null, channels ?? null]) : undefined;
+  if (!preprocessing) throw new DmlError('E_MODEL', `Cannot export ${checkpoint}: its run config has no data.image`);
+  const model = decodeModel(loaded.onnx, checkpoint);
+  const graph = model.graph ?? {};
+  const input = graph.input?.[0];
+  const output = graph.output?.[0];
+  const outputDims = output ? (describeValueInfo(output).dims ?? []) : [];
+  const embeddingDim = embeddingDimOf(outputDims, checkpoint);
+  const metadata = metadataOf(preprocessing, embeddingDim, typeof state?.configHash === 'string' ? state.configHash : hash);
+  options.log?.(`exporting ${checkpoint} (an ONNX network trained by the graph trainer)`);
+  const bytes = encodeModel({
+    graphName: graph.name ?? 'dmlkit',
+    inputs: graph.input ?? [],
+    outputs: graph.output ?? [],
+    nodes: graph.node ?? [],
+    initializers: graph.initializer ?? [],
+    opsetImports: (model.opsetImport ?? []).map((o) => ({ domain: o.domain ?? '', version: int64Value(o.version) ?? 0 })),
+    irVersion: int64Value(model.irVersion) ?? ONNX_IR_VERSION,
+    metadata,
+    producerVersion: metadata[DML_METADATA_KEYS.version] as string,
+    docString: `an ONNX network trained by dmlkit's graph trainer, from ${path.resolve(checkpoint)}`,
+  });
+  const rows = DEFAULT_PARITY_INPUTS;
+  const images = randomImages(new Rng(0), rows, preprocessing, preprocessing.mean, preprocessing.std);
+  const inputName = input?.name ?? 'input';
+  const feed = { name: inputName, data: images, dims: [rows, preprocessing.height, preprocessing.width, preprocessing.channels] };
+  const parity = compareOutputs(await runOnnxModel(bytes, feed, output?.name ?? 'embedding'), await runOnnxModel(loaded.onnx, feed, output?.name ?? 'embedding'), rows);
+  assertParity(parity, checkpoint);
+  await writeFileAtomic(options.out, bytes);
+  const inputDims = input ? (describeValueInfo(input).dims ?? []) : [];
+  return { bytes, inputName, inputDims, outputName: output?.name ?? 'embedding', embeddingDim, preprocessing, metadata, parity, layerCount: 0, out: options.out, checkpoint };
+}
+
 /** The checkpoint folder and the run config of `source` (a run folder or a checkpoint folder). */
 async function locateRun(source: string): Promise<{ checkpoint: string; configPath: string }> {
   if (await isFile(path.join(source, 'checkpoint.json'))) {
@@ -337,6 +382,7 @@ export async function exportCheckpoint(source: string, options: CheckpointExport
   const log = options.log ?? (() => undefined);
   const { checkpoint, configPath } = await locateRun(source);
   const { config, hash } = await readRunConfig(configPath, checkpoint);
+  if (await isFile(path.join(checkpoint, 'model.onnx'))) return exportOnnxCheckpoint(checkpoint, config, hash, options);
   const backbone = options.backbone ?? config.data.features?.backbone;
   const loaded = await loadCheckpoint(checkpoint);
   loaded.optimizer?.dispose();
@@ -344,7 +390,7 @@ export async function exportCheckpoint(source: string, options: CheckpointExport
   try {
     const state = loaded.state as { configHash?: unknown } | undefined;
     const image = config.data.image;
-    const preprocessing = backbone === undefined ? trainingImagePreprocessing(image, model) : undefined;
+    const preprocessing = backbone === undefined ? trainingImagePreprocessing(image, model.inputs[0]?.shape ?? []) : undefined;
     log(`exporting ${checkpoint}${backbone !== undefined ? ` on backbone ${backbone}` : ''}`);
     const exported = await exportEmbedder(model, {
       ...(preprocessing !== undefined ? { preprocessing } : {}),

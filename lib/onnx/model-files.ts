@@ -67,7 +67,8 @@ export async function checkModelFile(modelPath: string): Promise<void> {
   }
 }
 
-async function readModelBytes(modelPath: string): Promise<Uint8Array> {
+/** The bytes of the model file at `modelPath`, after {@link checkModelFile}. Errors as its, E_IO when reading fails. */
+export async function readModelBytes(modelPath: string): Promise<Uint8Array> {
   await checkModelFile(modelPath);
   try {
     return await readFile(modelPath);

@@ -5,6 +5,7 @@
  * the loss's trainable variables. The optimiser step is the caller's (trainer.ts).
  */
 import * as tf from '@tensorflow/tfjs';
+import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { Rng } from '../util/rng.js';
 import { applyBatchAugmentation, drawBatchAugmentation, type BatchAugmentation, type BatchAugmentationDraw } from './batch-augmentation.js';
@@ -20,7 +21,8 @@ export interface InputDraw {
 
 /** What {@link batchStep} works with. */
 export interface BatchStepContext {
-  model: tf.LayersModel;
+  /** The TensorFlow.js model; undefined for a network the graph trainer trains as ONNX (then only `inputsOf` is used). */
+  model: tf.LayersModel | undefined;
   loss: MetricLoss;
   trainData: TrainingData;
   /** The model's input shape without the batch axis. */
@@ -64,6 +66,7 @@ export function batchStep(context: BatchStepContext): {
     const x = inputsOf(rows, draw);
     try {
       return tf.variableGrads(() => {
+        if (!model) throw new DmlError('E_ARG', 'the batch step of a TensorFlow.js model was asked for a network trained as ONNX');
         const embeddings = model.apply(x, { training: true }) as tf.Tensor2D;
         const result = loss.compute(embeddings, labels);
         counts.valid = result.validCount;

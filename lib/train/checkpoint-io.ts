@@ -4,7 +4,8 @@
  * sampler seed, metrics so far: the training loop decides).
  *
  * Layout: `model.json` + `weights.bin` (tfjs layers format, loadable by any tfjs, see
- * models/tfjs-files.ts), `optimizer.json` + `optimizer.bin` (class name, config and the
+ * models/tfjs-files.ts), or `model.onnx` for a network the graph trainer trains as ONNX
+ * (`model.kind: "onnx"`, read with {@link loadOnnxCheckpoint}), `optimizer.json` + `optimizer.bin` (class name, config and the
  * `optimizer.getWeights()` tensors in tfjs's weight encoding), `arrays.json` + `arrays.bin` (named
  * float32 arrays: the graph trainer's optimiser slots), `state.json`, and `checkpoint.json`
  * listing every file with its size and SHA-256, which a load verifies.
@@ -41,10 +42,12 @@ const OPTIMIZER_BIN = 'optimizer.bin';
 const STATE_JSON = 'state.json';
 const ARRAYS_JSON = 'arrays.json';
 const ARRAYS_BIN = 'arrays.bin';
+const MODEL_ONNX = 'model.onnx';
 
 /** What a checkpoint holds. */
 export interface CheckpointContents {
-  model: tf.LayersModel;
+  /** The model: a TensorFlow.js model, or an ONNX model's bytes (a network the graph trainer trains as ONNX). */
+  model: tf.LayersModel | Uint8Array;
   optimizer?: tf.Optimizer;
   /** Named float32 arrays (the graph trainer's optimiser slots). */
   arrays?: ReadonlyMap<string, Float32Array>;
@@ -219,13 +222,18 @@ function previousPath(dir: string): string {
  */
 export async function saveCheckpoint(dir: string, contents: CheckpointContents): Promise<void> {
   if (typeof dir !== 'string' || dir.length === 0) throw invalidParameterError('dir', 'a folder path', dir);
-  if (!(contents?.model instanceof tf.LayersModel)) throw invalidParameterError('contents.model', 'a tf.LayersModel', contents?.model);
+  const onnxModel = contents?.model instanceof Uint8Array;
+  if (!(contents?.model instanceof tf.LayersModel) && !onnxModel) throw invalidParameterError('contents.model', 'a tf.LayersModel or ONNX bytes', contents?.model);
   const target = path.resolve(dir);
   const files = new Map<string, string | Uint8Array>();
-  const model = await layersModelFiles(contents.model);
-  files.set(MODEL_JSON, model.modelJson);
-  files.set(WEIGHTS_FILE, model.weights);
-  if (contents.optimizer !== undefined) {
+  if (contents.model instanceof Uint8Array) {
+    files.set(MODEL_ONNX, contents.model);
+  } else {
+    const model = await layersModelFiles(contents.model);
+    files.set(MODEL_JSON, model.modelJson);
+    files.set(WEIGHTS_FILE, model.weights);
+  }
+  if (contents.optimizer !== undefined && contents.model instanceof tf.LayersModel) {
     const optimizer = await optimizerStateFiles(contents.optimizer, stableVariableNames(contents.model));
     files.set(OPTIMIZER_JSON, optimizer.json);
     files.set(OPTIMIZER_BIN, optimizer.data);
@@ -321,17 +329,8 @@ function copyWeightsInto(saved: tf.LayersModel, target: tf.LayersModel, dir: str
   }
 }
 
-/**
- * Loads the checkpoint in `dir`. With `options.optimizer`, the saved optimizer state is restored into
- * it (its class must match); otherwise a saved optimizer is rebuilt from its class and config. With
- * `options.into`, a model built from the same configuration, the weights are copied into it (and the
- * optimizer state bound to its variables), so that it keeps its own layer classes: the builders' training
- * layers (training-batch-norm.ts, input-conv2d.ts), which model.json cannot name, compute in other
- * rounding than the stock layers a plain load builds; a resumed run continues exactly with them.
- * Errors: E_NOT_FOUND when `dir` holds no checkpoint; E_MODEL when it is corrupt (a file missing,
- * truncated or altered, or unbuildable).
- */
-export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Optimizer; into?: tf.LayersModel } = {}): Promise<LoadedCheckpoint> {
+/** Reads and checks `dir`'s checkpoint.json. Errors as {@link loadCheckpoint}'s. */
+async function readManifest(dir: string): Promise<CheckpointManifest> {
   if (typeof dir !== 'string' || dir.length === 0) throw invalidParameterError('dir', 'a folder path', dir);
   const manifestPath = path.join(dir, MANIFEST);
   let text: string;
@@ -352,6 +351,65 @@ export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Opti
   if (manifest?.format !== CHECKPOINT_FORMAT || typeof manifest.files !== 'object' || manifest.files === null) {
     throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${MANIFEST} is not a ${CHECKPOINT_FORMAT} manifest`);
   }
+  return manifest;
+}
+
+/** Reads the arrays and the state of a checkpoint (both optional). */
+async function readArraysAndState(dir: string, manifest: CheckpointManifest, loaded: { arrays?: Map<string, Float32Array>; state?: unknown }): Promise<void> {
+  if (ARRAYS_JSON in manifest.files && ARRAYS_BIN in manifest.files) {
+    const index = JSON.parse((await readVerified(dir, manifest, ARRAYS_JSON)).toString('utf8')) as { name: string; length: number }[];
+    const bytes = await readVerified(dir, manifest, ARRAYS_BIN);
+    const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+    loaded.arrays = new Map();
+    let offset = 0;
+    for (const { name, length } of index) {
+      if (offset + length > data.length) throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${ARRAYS_JSON} lists more values than ${ARRAYS_BIN} holds`);
+      loaded.arrays.set(name, data.slice(offset, offset + length));
+      offset += length;
+    }
+  }
+  if (STATE_JSON in manifest.files) {
+    const stateText = (await readVerified(dir, manifest, STATE_JSON)).toString('utf8');
+    try {
+      loaded.state = JSON.parse(stateText) as unknown;
+    } catch (err) {
+      throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${STATE_JSON} is not valid JSON`, { cause: err });
+    }
+  }
+}
+
+/** A checkpoint of a network the graph trainer trains as ONNX: the model's bytes, the optimiser slots, the state. */
+export interface LoadedOnnxCheckpoint {
+  onnx: Uint8Array;
+  arrays?: Map<string, Float32Array>;
+  state?: unknown;
+}
+
+/**
+ * Loads a checkpoint holding `model.onnx` (see the file comment). Errors: E_NOT_FOUND when `dir` holds
+ * no checkpoint; E_MODEL when it is corrupt; E_ARG when it holds a TensorFlow.js model instead.
+ */
+export async function loadOnnxCheckpoint(dir: string): Promise<LoadedOnnxCheckpoint> {
+  const manifest = await readManifest(dir);
+  if (!(MODEL_ONNX in manifest.files)) throw new DmlError('E_ARG', `Checkpoint ${dir} holds a TensorFlow.js model, not an ONNX network: read it with loadCheckpoint`);
+  const loaded: LoadedOnnxCheckpoint = { onnx: new Uint8Array(await readVerified(dir, manifest, MODEL_ONNX)) };
+  await readArraysAndState(dir, manifest, loaded);
+  return loaded;
+}
+
+/**
+ * Loads the checkpoint in `dir`. With `options.optimizer`, the saved optimizer state is restored into
+ * it (its class must match); otherwise a saved optimizer is rebuilt from its class and config. With
+ * `options.into`, a model built from the same configuration, the weights are copied into it (and the
+ * optimizer state bound to its variables), so that it keeps its own layer classes: the builders' training
+ * layers (training-batch-norm.ts, input-conv2d.ts), which model.json cannot name, compute in other
+ * rounding than the stock layers a plain load builds; a resumed run continues exactly with them.
+ * Errors: E_NOT_FOUND when `dir` holds no checkpoint; E_MODEL when it is corrupt (a file missing,
+ * truncated or altered, or unbuildable).
+ */
+export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Optimizer; into?: tf.LayersModel } = {}): Promise<LoadedCheckpoint> {
+  const manifest = await readManifest(dir);
+  if (MODEL_ONNX in manifest.files) throw new DmlError('E_ARG', `Checkpoint ${dir} holds an ONNX network (model.kind "onnx"): read it with loadOnnxCheckpoint`);
   if (!(MODEL_JSON in manifest.files) || !(WEIGHTS_FILE in manifest.files)) {
     throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${MANIFEST} lists no ${MODEL_JSON} and ${WEIGHTS_FILE}`);
   }
@@ -373,25 +431,6 @@ export async function loadCheckpoint(dir: string, options: { optimizer?: tf.Opti
     const toRuntime = new Map([...stableVariableNames(model)].map(([runtime, stable]) => [stable, runtime]));
     loaded.optimizer = await restoreOptimizerState({ json, data }, `Checkpoint ${dir}`, options.optimizer, toRuntime);
   }
-  if (ARRAYS_JSON in manifest.files && ARRAYS_BIN in manifest.files) {
-    const index = JSON.parse((await readVerified(dir, manifest, ARRAYS_JSON)).toString('utf8')) as { name: string; length: number }[];
-    const bytes = await readVerified(dir, manifest, ARRAYS_BIN);
-    const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-    loaded.arrays = new Map();
-    let offset = 0;
-    for (const { name, length } of index) {
-      if (offset + length > data.length) throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${ARRAYS_JSON} lists more values than ${ARRAYS_BIN} holds`);
-      loaded.arrays.set(name, data.slice(offset, offset + length));
-      offset += length;
-    }
-  }
-  if (STATE_JSON in manifest.files) {
-    const stateText = (await readVerified(dir, manifest, STATE_JSON)).toString('utf8');
-    try {
-      loaded.state = JSON.parse(stateText) as unknown;
-    } catch (err) {
-      throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: ${STATE_JSON} is not valid JSON`, { cause: err });
-    }
-  }
+  await readArraysAndState(dir, manifest, loaded);
   return loaded;
 }

@@ -64,6 +64,20 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       trainBackbone: z.boolean().default(true),
     })
     .strict(),
+  z
+    .object({
+      kind: z.literal('onnx'),
+      /** An ONNX file (a PyTorch export, a downloaded network) with an NCHW image input [batch, C, H, W]: C, H, W are data.image's. */
+      path: z.string().min(1),
+      /** The value the network ends at (a node output); default the model's output. */
+      output: z.string().min(1).optional(),
+      /** A new head after `output` (lib/engine/graph/embedding-network.ts); needed when `output` is a feature map. */
+      head: z
+        .object({ pooling: z.enum(['avg', 'max', 'avgmax']).default('avg'), batchNorm: z.boolean().default(false), embeddingDim: positiveInt })
+        .strict()
+        .optional(),
+    })
+    .strict(),
 ]);
 
 /** Batch sampler: c = batchSize / groupSize classes x n = groupSize images (docs/methods.md section 7; `pairing`: LoOp's, section 3). */
@@ -309,6 +323,12 @@ export const trainConfigSchema = z
     if ((c.epochs === undefined) === (c.steps === undefined)) {
       const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
       context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });
+    }
+    if (c.model.kind === 'onnx' && c.backend !== 'onnx') {
+      context.addIssue({ code: 'custom', path: ['backend'], message: `model.kind "onnx" is trained by the graph trainer: set backend "onnx" (got ${c.backend})` });
+    }
+    if (c.model.kind === 'onnx' && c.data.image === undefined) {
+      context.addIssue({ code: 'custom', path: ['data', 'image'], message: 'model.kind "onnx" needs data.image { height, width, channels }: the size of the images the network takes' });
     }
     if (c.device !== undefined && c.backend !== 'onnx') {
       context.addIssue({ code: 'custom', path: ['device'], message: `chooses where the onnx backend runs; with backend ${c.backend} remove it (got ${c.device})` });

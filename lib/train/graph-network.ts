@@ -25,6 +25,10 @@ import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import type { TrainConfig } from './config.js';
 import type { MetricLoss } from './losses/metric-loss.js';
+import type { TrainingData } from './training-data.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import ort from '../onnx/ort.js';
+import { concatFloat32 } from '../util/concat.js';
 
 /** The graph optimiser for a run's `optimizer` section (see the file comment). */
 export function graphOptimizerSettings(optimizer: TrainConfig['optimizer']): GraphOptimizerSettings {
@@ -123,6 +127,45 @@ export class GraphNetwork {
     } finally {
       tf.dispose(gradient.lossVariables);
     }
+  }
+
+  /**
+   * A run's `model.kind: "onnx"` network (already prepared: NHWC input `itemDims`, embeddings out) on
+   * its graph trainer; with `batchSize`, the sessions for batches of that size are opened now.
+   */
+  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string): Promise<GraphNetwork> {
+    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device });
+    await trainer.prepare(batchSize);
+    return new GraphNetwork(trainer, new Map());
+  }
+
+  /**
+   * Embeds every row of `data` (inputs of the network's item shape) with the trained network in
+   * inference mode (running statistics), by onnxruntime in batches of 256.
+   */
+  async embedAll(data: TrainingData, itemDims: readonly number[]): Promise<EmbeddingSet> {
+    const session = await ort.InferenceSession.create(this.trainer.exportModel());
+    try {
+      const per = itemDims.reduce((a, b) => a * b, 1);
+      const chunks: Float32Array[] = [];
+      let dim = 0;
+      for (let start = 0; start < data.count; start += 256) {
+        const rows = Math.min(256, data.count - start);
+        const input = new ort.Tensor('float32', data.inputs.slice(start * per, (start + rows) * per), [rows, ...itemDims]);
+        const out = (await session.run({ [session.inputNames[0] as string]: input }))[session.outputNames[0] as string] as ort.Tensor;
+        dim = out.dims[1] as number;
+        chunks.push(out.data as Float32Array);
+      }
+      return { vectors: concatFloat32(chunks), count: data.count, dim, ids: data.ids, labels: Array.from(data.labels, (c) => data.labelNames[c] as string) };
+    } finally {
+      await session.release();
+    }
+  }
+
+  /** The name of a trained weight or running statistic holding NaN or Inf, or undefined. */
+  nonFiniteWeight(): string | undefined {
+    for (const [name, values] of this.trainer.weights()) if (values.some((v) => !Number.isFinite(v))) return name;
+    return undefined;
   }
 
   /** Writes the trained weights and running statistics back into the TensorFlow.js model. */

@@ -23,10 +23,10 @@ import { featureTrainingData, preloadImages, trainingImagePreprocessing, type Tr
  * Image preprocessing for a model on pixels: {@link trainingImagePreprocessing}, required, and for an
  * `mlp` on flattened pixels an inputDim equal to the pixel count.
  */
-function imagePreprocessing(config: TrainConfig, model: tf.LayersModel): Preprocessing {
-  const preprocessing = trainingImagePreprocessing(config.data.image, model);
+function imagePreprocessing(config: TrainConfig, inputShape: readonly (number | null)[]): Preprocessing {
+  const preprocessing = trainingImagePreprocessing(config.data.image, inputShape);
   if (preprocessing === undefined) {
-    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${(model.inputs[0]?.shape ?? []).join(', ')}])`);
+    throw new DmlError('E_ARG', `data.image: a ${config.model.kind} model on images needs data.image { height, width, channels } (the model input is [${inputShape.join(', ')}])`);
   }
   const { height, width, channels } = preprocessing;
   if (config.model.kind === 'mlp' && config.model.inputDim !== height * width * channels) {
@@ -80,15 +80,15 @@ export interface LoadedData {
   preprocessing: Preprocessing;
 }
 
-/** Decodes the training and validation images into memory (models on pixels). */
+/** Decodes the training and validation images into memory (models on pixels; `inputShape`: the model's input, batch first). */
 export async function loadImageData(
   config: TrainConfig,
-  model: tf.LayersModel,
+  inputShape: readonly (number | null)[],
   trainItems: ManifestItem[],
   validationItems: ManifestItem[],
   signal: AbortSignal | undefined,
 ): Promise<LoadedData> {
-  const preprocessing = imagePreprocessing(config, model);
+  const preprocessing = imagePreprocessing(config, inputShape);
   const bar = createProgress('load images');
   const preloadOptions = {
     ...(config.data.maxPreloadBytes !== undefined ? { maxBytes: config.data.maxPreloadBytes } : {}),

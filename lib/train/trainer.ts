@@ -40,7 +40,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from './backend.js';
-import { loadCheckpoint, saveCheckpoint } from './checkpoint-io.js';
+import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
@@ -54,10 +54,13 @@ import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
-import { loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { embedAll, loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
+import { readModelBytes } from '../onnx/model-files.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
-import { relabelTrainingData } from './training-data.js';
+import { relabelTrainingData, type TrainingData } from './training-data.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -251,19 +254,24 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
   if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
   const modelSpec = config.model as ModelSpec;
-  const model = await buildModel(modelSpec, config.seed);
-  const inputShape = model.inputs[0]?.shape.slice(1) as number[];
+  // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
+  const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
+  const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
+  const image = config.data.image;
+  const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
-    : await loadImageData(config, model, trainItems, validationItems, options.signal);
+    : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
   const { validationData, preprocessing } = loaded;
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
   const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed, trainData.labelNames);
   for (const message of sampler.warnings) warn(message);
 
-  const check = await ensureBackendSupports(model, { training: config.backend !== 'onnx' });
-  if (check.warning) warn(check.warning);
+  if (model) {
+    const check = await ensureBackendSupports(model, { training: config.backend !== 'onnx' });
+    if (check.warning) warn(check.warning);
+  }
 
   const resolvedConfig = {
     ...config,
@@ -309,10 +317,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   /** The loss generator's state saved with the checkpoint; restored after the probe step below. */
   let resumedGenerator: number[] | undefined;
   /** The graph optimiser's state of the checkpoint a run on the onnx backend resumes from. */
-  let resumedGraph: { slots: Map<string, Float32Array>; steps: number } | undefined;
+  let resumedGraph: { slots: Map<string, Float32Array>; steps: number; onnx?: Uint8Array } | undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
-    const loaded = await loadCheckpoint(checkpointDir, { optimizer, into: model });
+    const loaded = model ? await loadCheckpoint(checkpointDir, { optimizer, into: model }) : await loadOnnxCheckpoint(checkpointDir);
     const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
@@ -323,7 +331,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         `Cannot resume from ${checkpointDir} on backend ${config.backend}: it was written by ${graphCheckpoint ? 'the onnx backend' : 'a TensorFlow.js backend'}, whose optimiser state the other cannot continue; resume it with ${graphCheckpoint ? '--backend onnx' : 'a TensorFlow.js backend (not onnx)'}`,
       );
     }
-    if (graphCheckpoint) resumedGraph = { slots: loaded.arrays ?? new Map(), steps: state.graphSteps as number };
+    if (graphCheckpoint) resumedGraph = { slots: loaded.arrays ?? new Map(), steps: state.graphSteps as number, ...('onnx' in loaded ? { onnx: loaded.onnx } : {}) };
     // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
     position = {
       epoch: state.epoch,
@@ -339,7 +347,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (budget.unit === 'steps' && position.globalStep > budget.steps) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it is at step ${position.globalStep}, past the ${budget.steps} step(s) asked for; give --steps ${position.globalStep} or more`);
     }
-    optimizer = loaded.optimizer ?? optimizer;
+    optimizer = ('optimizer' in loaded ? loaded.optimizer : undefined) ?? optimizer;
     history = state.history;
     // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
     loss.trainableVariables.forEach((v, i) => {
@@ -375,22 +383,38 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     await appendFile(logFile, `${JSON.stringify(entry)}\n`);
   };
 
-  kernels = decayedVariables(model);
+  kernels = model ? decayedVariables(model) : [];
   kernelNames = new Set(kernels.map((v) => v.name));
 
   /** Values of the loss's trainable variables, saved in each checkpoint's state. */
   const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
-  const variables = (): tf.Variable[] => [...model.trainableWeights.map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
+  const variables = (): tf.Variable[] => [...(model?.trainableWeights ?? []).map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
   const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
   // The onnx backend: the model (with a resumed checkpoint's weights) converted and opened on its device.
-  const graph = config.backend === 'onnx' ? await GraphNetwork.create(model, config.optimizer, config.device ?? 'auto', (sampler.batchesOfEpoch(0)[0] as Int32Array).length) : undefined;
+  const firstBatch = (sampler.batchesOfEpoch(0)[0] as Int32Array).length;
+  const device = config.device ?? 'auto';
+  let graph: GraphNetwork | undefined;
+  if (onnxSpec) {
+    // The prepared network (cut, head, NHWC input), or the resumed checkpoint's trained one.
+    const bytes = resumedGraph?.onnx ?? prepareEmbeddingNetwork(await readModelBytes(onnxSpec.path), {
+      itemDims: [inputShape[2] as number, inputShape[0] as number, inputShape[1] as number],
+      ...(onnxSpec.output !== undefined ? { output: onnxSpec.output } : {}),
+      ...(onnxSpec.head !== undefined ? { head: onnxSpec.head } : {}),
+      inputLayout: 'NHWC',
+      seed: config.seed,
+      name: onnxSpec.path,
+    });
+    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path);
+  } else if (config.backend === 'onnx') {
+    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch);
+  }
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
   // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
   // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
-  const statistics = model.nonTrainableWeights.map((w) => tf.clone(w.read()));
+  const statistics = (model?.nonTrainableWeights ?? []).map((w) => tf.clone(w.read()));
   while (!graph) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
@@ -399,17 +423,18 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     } catch (err) {
       const missing = /Kernel '(\w+)' not registered for backend/.exec((err as Error).message)?.[1];
       if (missing === undefined || tf.getBackend() === 'cpu') throw err;
-      const moved = await ensureBackendSupports(model, { training: true, extraKernels: [missing] });
+      const moved = await ensureBackendSupports(model as tf.LayersModel, { training: true, extraKernels: [missing] });
       if (moved.warning) warn(moved.warning);
     }
   }
-  model.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
+  model?.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
   tf.dispose(statistics);
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
 
-  const validation = { config, out, validationData, trainData, inputShape, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
+  const validation = { config, out, validationData, trainData, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
+  const embed = async (data: TrainingData): Promise<EmbeddingSet> => (model ? embedAll(model, data, inputShape) : (graph as GraphNetwork).embedAll(data, inputShape));
   const budgetLabel = budget.unit === 'steps' ? `${budget.steps} steps` : `${budget.epochs} epochs`;
   const describe = (record: EpochRecord): string => (budget.unit === 'steps' ? describeStep(record, budget.steps) : describeEpoch(record, budget.epochs));
   const finished = (p: RunPosition): boolean =>
@@ -424,7 +449,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       lossGenerator: loss.generator?.getState(),
       ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
     };
-    await saveCheckpoint(checkpointDir, { model, optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
+    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
@@ -433,7 +458,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       budget.unit === 'steps'
         ? { unit: 'step', index: position.globalStep, ordinal: history.length, last }
         : { unit: 'epoch', index: position.epoch, ordinal: position.epoch, last: last || position.epoch === 0 };
-    await validateEpoch(validation, model, point, record);
+    await validateEpoch(validation, embed, point, record);
     history.push(record);
     await writeLog({ type: budget.unit === 'steps' ? 'validation' : 'epoch', ...record });
     await saveState();
@@ -524,7 +549,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
       graph?.writeBack();
-      for (const w of model.weights) {
+      const badGraphWeight = model ? undefined : graph?.nonFiniteWeight();
+      if (badGraphWeight !== undefined) {
+        throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${badGraphWeight} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);
+      }
+      for (const w of model?.weights ?? []) {
         const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
         if (bad) {
           throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${w.name} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);

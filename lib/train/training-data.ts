@@ -4,7 +4,6 @@
  * feature vectors. Preloading bounds the per-step cost to the model itself; a set larger than
  * `maxBytes` is refused with a message pointing to the feature (backbone + head) recipe.
  */
-import type * as tf from '@tensorflow/tfjs';
 import type { ManifestItem } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError } from '../errors.js';
@@ -51,14 +50,14 @@ export interface TrainingImageSpec {
 }
 
 /**
- * How the trainer turns an image into input of `model`: size and channels from `image` (the config's
- * `data.image`) or else from the model's NHWC input shape (undefined when neither gives them); resize
+ * How the trainer turns an image into input of a model whose input shape is `shape` (batch first, e.g. a
+ * tfjs model's `inputs[0].shape`): size and channels from `image` (the config's `data.image`) or else
+ * from that NHWC shape (undefined when neither gives them); resize
  * of the shorter side to `image.resizeShorter` (default max(height, width), i.e. no crop margin), centre
  * crop, mean 0 and std 1 unless given, layout NHWC. The exporter writes the same into the ONNX metadata.
  * Errors: E_ARG when the channels are not 1 or 3.
  */
-export function trainingImagePreprocessing(image: TrainingImageSpec | undefined, model: tf.LayersModel): Preprocessing | undefined {
-  const shape = model.inputs[0]?.shape ?? [];
+export function trainingImagePreprocessing(image: TrainingImageSpec | undefined, shape: readonly (number | null)[]): Preprocessing | undefined {
   let size: { height: number; width: number; channels: number };
   if (image) {
     size = image;

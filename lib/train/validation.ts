@@ -4,11 +4,10 @@
  * `validation.clusterCounts` and NMI+), and on scatter epochs the triplet scatter diagram of the
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
  */
-import type * as tf from '@tensorflow/tfjs';
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
 import { writeScatterFiles } from '../report/scatter-files.js';
 import type { TrainConfig } from './config.js';
-import { embedAll } from './run-inputs.js';
+import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { tripletScatter } from './scatter.js';
 import type { EpochRecord } from './trainer.js';
 import type { TrainingData } from './training-data.js';
@@ -21,8 +20,6 @@ export interface ValidationContext {
   /** The held-out sample, or undefined when the dataset holds no held-out items (then nothing is validated). */
   validationData: TrainingData | undefined;
   trainData: TrainingData;
-  /** The model's input shape without the batch axis. */
-  inputShape: number[];
   /** The geometry of the LoOp series of the scatter diagram when the loss is a LoOp loss. */
   loopGeometry: 'arc' | 'segment' | undefined;
 }
@@ -40,16 +37,16 @@ export interface ValidationPoint {
 }
 
 /**
- * Validates `model` at `point` when the config asks for it (an `epochs` run: every `validation.every`
+ * Validates the model, whose embeddings of a set `embed` gives, at `point` when the config asks for it (an `epochs` run: every `validation.every`
  * epochs, epoch 0 and the last; a `steps` run: at every point), filling `record.validation` and, on
  * scatter points (every `scatter.every`-th point, and the last), `record.scatter`.
  */
-export async function validateEpoch(context: ValidationContext, model: tf.LayersModel, point: ValidationPoint, record: EpochRecord): Promise<void> {
-  const { config, out, validationData, trainData, inputShape, loopGeometry } = context;
+export async function validateEpoch(context: ValidationContext, embed: (data: TrainingData) => Promise<EmbeddingSet>, point: ValidationPoint, record: EpochRecord): Promise<void> {
+  const { config, out, validationData, trainData, loopGeometry } = context;
   if (!validationData) return;
   const { last, ordinal } = point;
   if (point.unit === 'epoch' && ordinal % config.validation.every !== 0 && !last && ordinal !== 0) return;
-  const set = embedAll(model, validationData, inputShape);
+  const set = await embed(validationData);
   const { metrics } = await evaluateEmbeddings(set, null, {
     ks: config.validation.ks,
     clusterCounts: config.validation.clusterCounts,
@@ -66,7 +63,7 @@ export async function validateEpoch(context: ValidationContext, model: tf.Layers
     queryCount: metrics.queryCount,
   };
   if (ordinal % config.scatter.every === 0 || last) {
-    const source = config.scatter.set === 'validation' ? set : embedAll(model, trainData, inputShape);
+    const source = config.scatter.set === 'validation' ? set : await embed(trainData);
     const scatter = tripletScatter(source.vectors, source.count, source.dim, source.labels, {
       maxPoints: config.scatter.maxPoints,
       seed: config.seed,

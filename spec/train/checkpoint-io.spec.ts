@@ -6,7 +6,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { onCpuBackend } from '../helpers/tf-backend.js';
 import * as tf from '@tensorflow/tfjs';
-import { loadCheckpoint, saveCheckpoint } from '../../lib/train/checkpoint-io.js';
+import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from '../../lib/train/checkpoint-io.js';
 import { buildModel } from '../../lib/train/models/build-model.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { sha256 } from '../../lib/util/hash.js';
@@ -200,10 +200,27 @@ describe('train/checkpoint-io', () => {
     model.dispose();
   });
 
+  it('an ONNX network checkpoint: model.onnx, the arrays and the state round-trip; each loader refuses the other kind', async () => {
+    const onnx = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) % 256);
+    const arrays = new Map([['w:exp_avg', Float32Array.of(1.5, -2, 3e-8)], ['w:exp_avg_sq', Float32Array.of(0.25)]]);
+    await saveCheckpoint(dir, { model: onnx, arrays, state: { step: 3 } });
+    expect(readdirSync(dir).sort()).to.deep.equal(['arrays.bin', 'arrays.json', 'checkpoint.json', 'model.onnx', 'state.json']);
+    const loaded = await loadOnnxCheckpoint(dir);
+    expect(Array.from(loaded.onnx)).to.deep.equal(Array.from(onnx));
+    expect([...(loaded.arrays ?? [])].map(([k, v]) => [k, Array.from(v)])).to.deep.equal([...arrays].map(([k, v]) => [k, Array.from(v)]));
+    expect(loaded.state).to.deep.equal({ step: 3 });
+    await expectDmlError(loadCheckpoint(dir), 'E_ARG', `Checkpoint ${dir} holds an ONNX network (model.kind "onnx"): read it with loadOnnxCheckpoint`);
+    const tfjsDir = path.join(dir, 'tfjs');
+    await saveCheckpoint(tfjsDir, { model: await buildModel({ kind: 'mlp', inputDim: 4, hidden: [], embeddingDim: 2 }, 0) });
+    await expectDmlError(loadOnnxCheckpoint(tfjsDir), 'E_ARG', `Checkpoint ${tfjsDir} holds a TensorFlow.js model, not an ONNX network: read it with loadCheckpoint`);
+    writeFileSync(path.join(dir, 'model.onnx'), onnx.subarray(1));
+    await expectDmlError(loadOnnxCheckpoint(dir), 'E_MODEL', /model\.onnx has 299 bytes but checkpoint\.json records 300/);
+  });
+
   it('names bad arguments', async () => {
     const model = await buildModel(SPEC, 1);
     await expectDmlError(saveCheckpoint('', { model }), 'E_ARG', 'Expected a folder path for dir but received ""');
-    await expectDmlError(saveCheckpoint(dir, { model: {} as tf.LayersModel }), 'E_ARG', 'Expected a tf.LayersModel for contents.model but received object');
+    await expectDmlError(saveCheckpoint(dir, { model: {} as tf.LayersModel }), 'E_ARG', 'Expected a tf.LayersModel or ONNX bytes for contents.model but received object');
     await expectDmlError(
       saveCheckpoint(path.join(dir, 'x'), { model, state: { n: 1n } }),
       'E_ARG',

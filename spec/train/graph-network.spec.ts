@@ -5,10 +5,12 @@
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { exportCheckpoint } from '../../lib/export/export-model.js';
+import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
 import ort from '../../lib/onnx/ort.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { GraphNetwork, graphOptimizerSettings } from '../../lib/train/graph-network.js';
@@ -73,6 +75,33 @@ describe('train: the onnx backend (graph trainer)', function () {
       'E_ARG',
       `Cannot resume from ${path.join(out, 'checkpoints/last')} on backend cpu: it was written by the onnx backend, whose optimiser state the other cannot continue; resume it with --backend onnx`,
     );
+  });
+
+  it('trains a PyTorch-exported network (model.kind onnx, cut with a new head), resumes it bit for bit and exports it', async () => {
+    const model = {
+      kind: 'onnx',
+      path: fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)),
+      output: '/block2/relu_1/Relu_output_0',
+      head: { pooling: 'avgmax', batchNorm: true, embeddingDim: 8 },
+    };
+    const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 16, width: 16, channels: 3 } };
+    const config = (out: string, epochs: number): ReturnType<typeof parseTrainConfig> => parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cpu', model, data, epochs }), 'spec');
+    const resumed = path.join(dir, 'onnx-kind');
+    const first = await train(config(resumed, 1));
+    expect(first.backend).to.equal('onnx');
+    expect(first.history[1]?.validation?.queryCount).to.be.above(0);
+    expect(existsSync(path.join(resumed, 'checkpoints', 'last', 'model.onnx'))).to.equal(true);
+    await train(config(resumed, 2), { resume: true });
+    const whole = path.join(dir, 'onnx-kind-whole');
+    await train(config(whole, 2));
+    const weights = (out: string): Map<string, number[]> =>
+      new Map([...readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers].map(([k, v]) => [k, Array.from(v.data)]));
+    expect(weights(resumed)).to.deep.equal(weights(whole));
+    const initial = readOnnxGraph(new Uint8Array(readFileSync(model.path)), 'initial').initializers.get('stem.0.weight')?.data;
+    expect(weights(whole).get('stem.0.weight'), 'the backbone trained').to.not.deep.equal(Array.from(initial ?? []));
+    const exported = await exportCheckpoint(resumed, { out: path.join(dir, 'onnx-kind.onnx') });
+    expect([exported.embeddingDim, exported.inputName, exported.parity.maxAbsDiff]).to.deep.equal([8, 'input', 0]);
+    expect(exported.preprocessing).to.include({ height: 16, width: 16, channels: 3, layout: 'NHWC' });
   });
 
   it('a device that cannot run the step fails before the run folder is touched', async () => {

@@ -3,7 +3,7 @@
  * bit-identical initial weights: every initialiser seed is drawn, in layer order, from `new Rng(seed)`.
  */
 import type * as tf from '@tensorflow/tfjs';
-import { invalidParameterError } from '../../errors.js';
+import { DmlError, invalidParameterError } from '../../errors.js';
 import { Rng } from '../../util/rng.js';
 import { buildCnnModel } from './cnn.js';
 import { buildConvnetModel } from './convnet.js';
@@ -27,6 +27,8 @@ export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.Laye
       return buildConvnetModel(spec, rng);
     case 'tfjs-backbone':
       return buildTfjsBackboneModel(spec, rng);
+    case 'onnx':
+      throw new DmlError('E_ARG', 'model.kind "onnx" has no TensorFlow.js model: the graph trainer (backend "onnx") trains it as ONNX');
     default:
       throw invalidParameterError('model.kind', `one of ${KINDS.map((k) => `'${k}'`).join(', ')}`, (spec as { kind: unknown }).kind);
   }

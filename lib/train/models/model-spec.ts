@@ -9,6 +9,8 @@
  *   average pooling) for real image sets of 32-128 px, NHWC input [H, W, C].
  * - `tfjs-backbone`: a TensorFlow.js layers model (model.json + weight shards, e.g. a Keras ResNet50 or
  *   MobileNetV2 converted with tensorflowjs_converter) as a trainable backbone, with a new head.
+ * - `onnx`: an ONNX network (a PyTorch export, a downloaded model), optionally cut and given a new head,
+ *   trained as ONNX by the graph trainer (`backend: "onnx"`; lib/engine/graph/embedding-network.ts).
  */
 import { invalidParameterError } from '../../errors.js';
 import { checkPositiveInteger } from '../../util/check.js';
@@ -104,8 +106,22 @@ export interface TfjsBackboneModelSpec {
   trainBackbone?: boolean;
 }
 
-/** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, or a TensorFlow.js backbone with a head. */
-export type ModelSpec = MlpModelSpec | CnnModelSpec | ConvnetModelSpec | TfjsBackboneModelSpec;
+/**
+ * (e) An ONNX network (a PyTorch export, a downloaded model), optionally cut at `output` and given a new
+ * head; trained by the graph trainer only (`backend: "onnx"`), as ONNX, with no TensorFlow.js model.
+ */
+export interface OnnxModelSpec {
+  kind: 'onnx';
+  /** The ONNX file; image input NCHW [batch, C, H, W]. */
+  path: string;
+  /** The value the network ends at; default the model's output. */
+  output?: string;
+  /** A new head after `output`: global pooling, optional BatchNorm neck, Linear, then L2 normalisation. */
+  head?: { pooling?: 'avg' | 'max' | 'avgmax'; batchNorm?: boolean; embeddingDim: number };
+}
+
+/** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
+export type ModelSpec = MlpModelSpec | CnnModelSpec | ConvnetModelSpec | TfjsBackboneModelSpec | OnnxModelSpec;
 
 /** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */
 export function positiveIntegers(name: string, value: unknown): number[] {
