@@ -106,5 +106,6 @@ describe('prepareEmbeddingNetwork', () => {
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: 'nope', head }), 'E_MODEL', "model has no node output named 'nope' to end the network at");
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES }), 'E_MODEL', `model: '${FEATURES}' has shape [N, 32, 8, 8]; without a head the network must end in features [N, D]`);
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: [3, 16], head }), 'E_ARG', /itemDims/);
+    await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: [3, 28, 28], head }), 'E_ARG', "Expected 16, as model's input input [batch, 3, 16, 16] says for itemDims[1] but received 28");
   });
 });

@@ -14,7 +14,7 @@
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { l2Normalize } from '../../export/layer-converters.js';
 import { GraphContext } from '../../export/onnx-graph.js';
-import { decodeModel, encodeModel, int64Value, node as protoNode, tensorValueInfo, type NodeProto } from '../../onnx/builder.js';
+import { decodeModel, describeValueInfo, encodeModel, int64Value, node as protoNode, tensorValueInfo, type NodeProto } from '../../onnx/builder.js';
 import { Rng } from '../../util/rng.js';
 import { readOnnxGraph } from './onnx-ir.js';
 import { inferShapes } from './shapes.js';
@@ -73,6 +73,13 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
   if (options.itemDims.length !== 3 || options.itemDims.some((d) => !Number.isSafeInteger(d) || d < 1)) {
     throw invalidParameterError('itemDims', '[channels, height, width] as positive integers', options.itemDims);
   }
+  const declared = describeValueInfo(input).dims ?? [];
+  options.itemDims.forEach((d, i) => {
+    const fixed = declared[i + 1];
+    if (typeof fixed === 'number' && fixed !== d) {
+      throw invalidParameterError(`itemDims[${i}]`, `${fixed}, as ${name}'s input ${inputName} [${declared.join(', ')}] says`, d);
+    }
+  });
   const embeddingDim = options.head?.embeddingDim;
   if (options.head && (!Number.isSafeInteger(embeddingDim) || (embeddingDim as number) < 1)) throw invalidParameterError('head.embeddingDim', 'a positive integer', embeddingDim);
 
