@@ -8,7 +8,8 @@ export { train, type TrainOptions, type TrainResult, type EpochRecord, type Vali
 export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
 export { selectBackend, type BackendAttempt, type BackendChoice, type BackendPreference, type SelectBackendOptions, type SelectedBackend } from './train/backend.js';
 export { buildModel } from './train/models/build-model.js';
-export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec } from './train/models/model-spec.js';
+export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec, OnnxModelSpec } from './train/models/model-spec.js';
+export type { TrainingData } from './train/training-data.js';
 export { L2Normalize, type L2NormalizeArgs } from './train/models/l2-normalize.js';
 export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
 export { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec, type LossName } from './train/losses/registry.js';
