@@ -8,8 +8,7 @@ import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import type { Preprocessing } from '../image/preprocessing.js';
-import type { TokenPooling } from '../embed/model-signature.js';
+import type { IndexStoreMetadata } from './index-store.js';
 import type { HnswParams } from '../search/hnsw.js';
 import { copyModelFiles, readModelFiles } from '../onnx/model-files.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -47,27 +46,11 @@ export interface IndexedItem {
   source: ImageSource;
 }
 
-/** What `index.json` records besides the generation. */
-export interface SearchIndexMetadata {
+/** What `index.json` records besides the generation: what every store records, the format and the HNSW parameters. */
+export interface SearchIndexMetadata extends IndexStoreMetadata {
   format: typeof SEARCH_INDEX_FORMAT;
-  createdAt: string;
-  model: {
-    /** The model's identity: SHA-256 of `model.onnx`, covering its external data files when it has any (see `modelIdentity`). */
-    sha256: string;
-    /** The path the model was copied from, for provenance. */
-    source: string;
-    /** The model output holding the embeddings. */
-    outputName: string;
-    /** How a token output is pooled (absent for an output that is already [N, D]). */
-    pooling?: TokenPooling;
-  };
-  preprocessing: Preprocessing;
-  /** Embedding dimension. */
-  dim: number;
   /** HNSW parameters (ef is the search-time default; a search for k neighbours uses at least k). */
   hnsw: HnswParams;
-  /** The dataset the index was built from. */
-  dataset: { spec: string; manifestHash: string };
 }
 
 /** The contents of `index.json`. */

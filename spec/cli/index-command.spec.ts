@@ -12,6 +12,7 @@ import { readModelFiles } from '../../lib/onnx/model-files.js';
 import { createSearchApp } from '../../lib/serve/app.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
+import { killAfterAcknowledged } from '../helpers/dml-process.js';
 
 describe('dml index', function () {
   this.timeout(60_000);
@@ -192,16 +193,7 @@ describe('dml index', function () {
       const more = copyImages(path.join(dir, `more-${round}`), 10, 8, 10 + round * 8);
       const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'index', 'add', out, `folder:${more}`, '--batch-size', '2', '--snapshot-every', '3', '--device', 'cpu']);
       const acknowledged: string[] = [];
-      let pending = '';
-      // 'close', not 'exit': every line the child wrote before it died has been read by then.
-      const done = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      child.stdout.on('data', (chunk: Buffer) => {
-        const lines = (pending + chunk.toString()).split('\n');
-        pending = lines.pop() as string;
-        for (const line of lines) acknowledged.push(line.replace(/^added /, ''));
-        if (acknowledged.length >= killAfter) child.kill('SIGKILL');
-      });
-      const code = await done;
+      const code = await killAfterAcknowledged(child, killAfter, acknowledged);
       expect(code, `round ${round}: the run was killed before it finished`).to.equal(null);
       const store = await SearchIndexStore.open(out);
       for (const id of acknowledged) expect(store.get(id)?.source, `round ${round}: ${id}`).to.deep.equal({ kind: 'file', path: path.join(more, id) });

@@ -14,6 +14,7 @@ import { exited, killAfterAcknowledged, startDml, startServer } from '../helpers
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
+import { lancedbInstalled, requireLancedb } from '../helpers/lancedb.js';
 
 /** The part of s3rver's API used here. */
 interface S3rverServer {
@@ -34,13 +35,7 @@ describe('dml index and dml serve on lance: with the table on S3 (s3rver on loop
   const saved = new Map<string, string | undefined>();
 
   before(async function () {
-    try {
-      await import('@lancedb/lancedb' as string);
-    } catch {
-      if (process.env['CI'] === 'true') throw new Error('@lancedb/lancedb is not installed (.ci/run installs it)');
-      console.log('    (skipped: @lancedb/lancedb is not installed; npm install @lancedb/lancedb@0.37.1 apache-arrow@18.1.0)');
-      this.skip();
-    }
+    requireLancedb(this, await lancedbInstalled());
     dir = makeTempDir('dml-index-s3-');
     mkdirSync(path.join(dir, 's3'));
     const S3rver = ((await import('s3rver' as string)) as { default: S3rverClass }).default;

@@ -14,6 +14,7 @@ import { exited, killAfterAcknowledged, startDml, startServer } from '../helpers
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
+import { lancedbInstalled, requireLancedb } from '../helpers/lancedb.js';
 
 describe('dml index and dml serve on lance:<folder>', function () {
   this.timeout(120_000);
@@ -21,13 +22,7 @@ describe('dml index and dml serve on lance:<folder>', function () {
   let images: string;
 
   before(async function () {
-    try {
-      await import('@lancedb/lancedb' as string);
-    } catch {
-      if (process.env['CI'] === 'true') throw new Error('@lancedb/lancedb is not installed (.ci/run installs it)');
-      console.log('    (skipped: @lancedb/lancedb is not installed; npm install @lancedb/lancedb@0.37.1 apache-arrow@18.1.0)');
-      this.skip();
-    }
+    requireLancedb(this, await lancedbInstalled());
   });
   beforeEach(() => {
     dir = makeTempDir('dml-index-lance-');

@@ -22,16 +22,7 @@ import { sha256 } from '../../lib/util/hash.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { bruteForce, buildFixtureIndex, MODEL, rowOf, type FixtureIndex } from '../serve/fixtures.js';
-
-/** Whether `@lancedb/lancedb` can be loaded here. */
-async function lancedbInstalled(): Promise<boolean> {
-  try {
-    await import('@lancedb/lancedb' as string);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { lancedbInstalled, requireLancedb } from '../helpers/lancedb.js';
 
 /** A unit vector of `dim` values along axis `axis`, nudged by `tilt` along the next axis. */
 function axisVector(dim: number, axis: number, tilt = 0): Float32Array {
@@ -81,11 +72,7 @@ describe('index-store interface: the same cases against both stores', function (
       /** Location of a fresh copy of the fixture index, for tests that change it. */
       let copy: string;
       beforeEach(function () {
-        if (kind === 'lance' && !lance) {
-          if (process.env['CI'] === 'true') throw new Error('@lancedb/lancedb is not installed (.ci/run installs it)');
-          console.log('      (skipped: @lancedb/lancedb is not installed; npm install @lancedb/lancedb@0.37.1 apache-arrow@18.1.0)');
-          this.skip();
-        }
+        if (kind === 'lance') requireLancedb(this, lance);
         const dir = path.join(tmp, `copy-${copies++}`);
         spawnSync('cp', ['-r', source(), dir]);
         copy = location(dir);
@@ -257,10 +244,7 @@ describe('index-store interface: the same cases against both stores', function (
 
   describe('lance store only', () => {
     beforeEach(function () {
-      if (!lance) {
-        if (process.env['CI'] === 'true') throw new Error('@lancedb/lancedb is not installed (.ci/run installs it)');
-        this.skip();
-      }
+      requireLancedb(this, lance);
     });
 
     it('builds the IVF_HNSW_SQ index at minRows and still finds the exact neighbours (refine), new rows before optimize included', async () => {

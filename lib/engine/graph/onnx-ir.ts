@@ -9,7 +9,7 @@
  * operator set outside 13-17.
  */
 import { DmlError } from '../../errors.js';
-import { decodeModel, int64Value, type AttributeProto, type TensorProto } from '../../onnx/builder.js';
+import { decodeModel, int64Value, type AttributeProto, type AttributeValue, type TensorProto } from '../../onnx/builder.js';
 
 /** Element types the compiler handles. */
 export type IrElementType = 'float32' | 'float64' | 'int64' | 'int32' | 'bool';
@@ -22,14 +22,8 @@ export interface IrTensor {
   readonly data: Float32Array | Float64Array;
 }
 
-/** A decoded node attribute (ONNX type implied by the field). */
-export type IrAttribute =
-  | { readonly f: number }
-  | { readonly i: number }
-  | { readonly s: string }
-  | { readonly floats: readonly number[] }
-  | { readonly ints: readonly number[] }
-  | { readonly t: IrTensor };
+/** A decoded node attribute: the builder's typed values (lists of strings aside) or a tensor. */
+export type IrAttribute = Exclude<AttributeValue, { readonly strings: readonly string[] }> | { readonly t: IrTensor };
 
 /** One operator invocation. An empty input name is an omitted optional input. */
 export interface IrNode {
