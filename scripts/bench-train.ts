@@ -15,10 +15,10 @@
  * - `recipe-r`: Recipe R's network (`convnet` widths 32-64-128, depth 2, max-pool downsampling,
  *   [average, max] pooling, pooled batch norm, embedding 128) on 64 x 64 x 3 at batch 128; not in the
  *   default `--models`;
- * - `resnet18`: torchvision's ResNet-18 (random weights, classifier replaced by Linear(512 -> 128) + L2)
- *   at 64 x 64 x 3, exported by scripts/reference/export_torchvision.py: the graph trainer and PyTorch
- *   only (no TensorFlow.js model of it); needs python3-torch and python3-torchvision; not in the default
- *   `--models`.
+ * - `resnet18`, `resnet50`: torchvision's ResNet-18 / ResNet-50 (random weights, classifier replaced by
+ *   Linear(features -> 128) + L2) at 64 x 64 x 3 and 224 x 224 x 3 (`--image-size` changes both), exported
+ *   by scripts/reference/export_torchvision.py: the graph trainer and PyTorch only (no TensorFlow.js model
+ *   of them); need python3-torch and python3-torchvision; not in the default `--models`.
  * All use the EPHN loss and Adam, built as the trainer builds them (the fused optimiser on ort-cpu;
  * on `onnx` the loss and its gradient by TensorFlow.js's cpu backend, the step by the graph trainer).
  * Each backend runs in its own child process (a process holds one tfjs backend), started with the
@@ -28,7 +28,16 @@
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
  * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r] [--steps 20] [--cnn-steps 5] [--convnet-steps 3] [--warmup 2] [--batch 128] [--backends ort-cpu,wasm,cpu,onnx]
+ *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
+ *     [--convnet-steps 3] [--warmup 2] [--batch 128] [--image-size N] [--backends ort-cpu,wasm,cpu,onnx]
+ *     [--devices cpu,webgpu,cuda] [--torch-devices cpu,cuda] [--child-seconds S]
+ *
+ * `--devices` gives the execution providers the graph trainer (`onnx`) is timed on, one row each (default
+ * cpu); `--torch-devices` the PyTorch reference's devices (default cpu; on `cuda`, float32 with TF32 off,
+ * synchronised by reading the loss). The python it runs is `DML_PYTHON` (default /usr/bin/python3). The
+ * compiled script (`node dist/scripts/bench-train.js`, no TypeScript loader needed) runs the same way, as
+ * on a GPU machine (scripts/gpu/graph-trainer-gpu.sh). `--child-seconds` stops a backend's run that takes
+ * longer and reports it in its row.
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -47,6 +56,7 @@ import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
 import type { ModelSpec } from '../lib/train/models/model-spec.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../lib/train/optimizer.js';
+import type { ExecutionProviderName } from '../lib/onnx/devices.js';
 import { Rng } from '../lib/util/rng.js';
 
 /** The flags of the `dml` command's shebang (scripts/dml.ts), so that steps are timed as `dml train` runs them. */
@@ -55,8 +65,10 @@ const DML_NODE_FLAGS = ['--single-threaded-gc'];
 /** A TensorFlow.js backend, or the graph trainer. */
 type BenchBackend = BackendChoice | 'onnx';
 const ALL_BACKENDS: BenchBackend[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx'];
-type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet' | 'recipe-r' | 'resnet18';
-const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet', 'recipe-r', 'resnet18'];
+type BenchModel = 'head' | 'cnn' | 'cnn-bn' | 'convnet' | 'recipe-r' | 'resnet18' | 'resnet50';
+const BENCH_MODELS: readonly BenchModel[] = ['head', 'cnn', 'cnn-bn', 'convnet', 'recipe-r', 'resnet18', 'resnet50'];
+/** The python that runs the PyTorch reference and the torchvision exports. */
+const PYTHON = process.env.DML_PYTHON ?? '/usr/bin/python3';
 
 interface Args {
   models: BenchModel[];
@@ -65,7 +77,14 @@ interface Args {
   convnetSteps: number;
   warmup: number;
   batch: number;
+  /** Overrides the torchvision networks' image size. */
+  imageSize: number | undefined;
   backends: BenchBackend[];
+  /** The graph trainer's execution providers, one row each. */
+  devices: ExecutionProviderName[];
+  torchDevices: Array<'cpu' | 'cuda'>;
+  /** A backend's run longer than this (seconds) is stopped and reported; no limit when 0. */
+  childSeconds: number;
 }
 
 function argument(argv: string[], flag: string): string | undefined {
@@ -73,7 +92,7 @@ function argument(argv: string[], flag: string): string | undefined {
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
-function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; model: BenchModel } } {
+function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; model: BenchModel; device: ExecutionProviderName } } {
   const number = (flag: string, fallback: number): number => Number(argument(argv, flag) ?? fallback);
   const child = argument(argv, '--child');
   const models = (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[];
@@ -86,17 +105,30 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; mo
     convnetSteps: number('--convnet-steps', 3),
     warmup: number('--warmup', 2),
     batch: number('--batch', 128),
+    imageSize: argument(argv, '--image-size') === undefined ? undefined : number('--image-size', 0),
     backends: (argument(argv, '--backends')?.split(',') as BenchBackend[] | undefined) ?? ALL_BACKENDS,
-    ...(child ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel } } : {}),
+    devices: (argument(argv, '--devices') ?? 'cpu').split(',') as ExecutionProviderName[],
+    torchDevices: (argument(argv, '--torch-devices') ?? 'cpu').split(',') as Array<'cpu' | 'cuda'>,
+    childSeconds: number('--child-seconds', 0),
+    ...(child ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel, device: (child.split(':')[2] ?? 'cpu') as ExecutionProviderName } } : {}),
   };
 }
 
 /** The PyTorch-exported networks (no TensorFlow.js model): the graph trainer and PyTorch only. */
 const ONNX_MODELS: Partial<Record<BenchModel, { arch: string; size: number; title: string }>> = {
-  resnet18: { arch: 'resnet18', size: 64, title: "torchvision's ResNet-18 64x64x3, Linear(512 -> 128) + L2" },
+  resnet18: { arch: 'resnet18', size: 64, title: "torchvision's ResNet-18, Linear(512 -> 128) + L2" },
+  resnet50: { arch: 'resnet50', size: 224, title: "torchvision's ResNet-50, Linear(2048 -> 128) + L2" },
 };
 
-const MODELS: Record<Exclude<BenchModel, 'resnet18'>, { spec: ModelSpec; inputShape: number[]; title: string }> = {
+/** A torchvision network's architecture and image size, `--image-size` applied. */
+function exportedModel(which: BenchModel, args: Args): { arch: string; size: number; title: string } | undefined {
+  const exported = ONNX_MODELS[which];
+  if (!exported) return undefined;
+  const size = args.imageSize ?? exported.size;
+  return { arch: exported.arch, size, title: `${exported.title}, ${size}x${size}x3` };
+}
+
+const MODELS: Record<Exclude<BenchModel, 'resnet18' | 'resnet50'>, { spec: ModelSpec; inputShape: number[]; title: string }> = {
   head: { spec: { kind: 'mlp', inputDim: 2048, hidden: [], embeddingDim: 512 }, inputShape: [2048], title: 'head 2048 -> 512 + L2' },
   cnn: {
     spec: { kind: 'cnn', inputShape: [28, 28, 1], filters: [32, 64], hidden: [128], embeddingDim: 64 },
@@ -122,7 +154,7 @@ const MODELS: Record<Exclude<BenchModel, 'resnet18'>, { spec: ModelSpec; inputSh
 
 /** Timed steps of `which`. */
 function stepsOf(which: BenchModel, args: Args): number {
-  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' || which === 'recipe-r' || which === 'resnet18' ? args.convnetSteps : args.steps;
+  return which === 'cnn' || which === 'cnn-bn' ? args.cnnSteps : which === 'convnet' || which === 'recipe-r' || which in ONNX_MODELS ? args.convnetSteps : args.steps;
 }
 
 const median = (xs: number[]): number => {
@@ -138,7 +170,7 @@ interface Timing {
 }
 
 /** Runs one model on one backend and prints one JSON line. */
-async function child(backend: BenchBackend, which: BenchModel, args: Args): Promise<void> {
+async function child(backend: BenchBackend, which: BenchModel, device: ExecutionProviderName, args: Args): Promise<void> {
   let selected;
   try {
     // The graph trainer's loss runs on TensorFlow.js's cpu backend (a [batch, dim] matrix).
@@ -148,13 +180,13 @@ async function child(backend: BenchBackend, which: BenchModel, args: Args): Prom
     console.log(JSON.stringify({ error: (err as Error).message.split('\n')[0] }));
     return;
   }
-  const exported = ONNX_MODELS[which];
+  const exported = exportedModel(which, args);
   if (exported) {
     if (backend !== 'onnx') {
       console.log(JSON.stringify({ error: 'a PyTorch-exported network: the graph trainer (onnx) only' }));
       return;
     }
-    await onnxModelChild(exported, args);
+    await onnxModelChild(exported, device, args);
     return;
   }
   const { spec, inputShape } = MODELS[which as keyof typeof MODELS];
@@ -172,13 +204,13 @@ async function child(backend: BenchBackend, which: BenchModel, args: Args): Prom
   const steps = stepsOf(which, args);
   const times: number[] = [];
   if (backend === 'onnx') {
-    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, 'cpu');
+    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device);
     for (let step = 0; step < args.warmup + steps; step++) {
       const start = performance.now();
       await network.trainBatch(x, labels, loss, optimizer, config.learningRate);
       if (step >= args.warmup) times.push(performance.now() - start);
     }
-    console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: 'graph trainer, cpu provider' }));
+    console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${network.trainer.provider} provider` }));
     return;
   }
   const missing = missingKernels(modelKernels(model, true));
@@ -200,16 +232,16 @@ async function child(backend: BenchBackend, which: BenchModel, args: Args): Prom
 }
 
 /** Times the graph trainer on a torchvision network exported to ONNX (NCHW input), with Adam and the EPHN loss. */
-async function onnxModelChild(exported: { arch: string; size: number }, args: Args): Promise<void> {
+async function onnxModelChild(exported: { arch: string; size: number }, device: ExecutionProviderName, args: Args): Promise<void> {
   const file = path.join(os.tmpdir(), `dml-bench-${exported.arch}-${exported.size}-${process.pid}.onnx`);
-  const made = spawnSync('/usr/bin/python3', [fileURLToPath(new URL('reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
+  const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
   if (made.status !== 0) {
     console.log(JSON.stringify({ error: `scripts/reference/export_torchvision.py failed (python3-torch and python3-torchvision needed): ${(made.stderr ?? '').trim().split('\n').pop()}` }));
     return;
   }
   const bytes = readFileSync(file);
   rmSync(file, { force: true });
-  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device: 'cpu' });
+  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device });
   const rng = new Rng(0);
   const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));
   const x = Float32Array.from({ length: args.batch * 3 * exported.size * exported.size }, () => rng.nextGaussian());
@@ -221,11 +253,12 @@ async function onnxModelChild(exported: { arch: string; size: number }, args: Ar
     await trainer.step(x, gradient.embeddings, 1e-3);
     if (step >= args.warmup) times.push(performance.now() - start);
   }
-  console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: 'graph trainer, cpu provider' }));
+  console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${trainer.provider} provider` }));
 }
 
 /** The PyTorch reference step, or null when python3 has no torch. */
-function torchReference(which: BenchModel, args: Args): (Timing & { version: string }) | null {
+function torchReference(which: BenchModel, device: 'cpu' | 'cuda', args: Args): (Timing & { version: string }) | null {
+  const exported = exportedModel(which, args);
   const program = `
 import json, sys, time, statistics
 try:
@@ -244,10 +277,10 @@ elif "${which}" == "convnet":
         c = w
     model = torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(256, 64))
     x = torch.randn(B, 3, 64, 64)
-elif "${which}" == "resnet18":
+elif "${exported?.arch ?? ''}":
     import torchvision
-    model = torchvision.models.resnet18(weights=None); model.fc = torch.nn.Linear(512, 128)
-    x = torch.randn(B, 3, 64, 64)
+    model = getattr(torchvision.models, "${exported?.arch}")(weights=None); model.fc = torch.nn.Linear(model.fc.in_features, 128)
+    x = torch.randn(B, 3, ${exported?.size}, ${exported?.size})
 elif "${which}" == "recipe-r":
     def conv_bn(ci, co, s=1):
         return [torch.nn.Conv2d(ci, co, 3, stride=s, padding=1, bias=False), torch.nn.BatchNorm2d(co), torch.nn.ReLU()]
@@ -273,9 +306,15 @@ else:
         torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
         torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Linear(128, 64))
     x = torch.randn(B, 1, 28, 28)
-labels = torch.arange(B) // 4
+device = "${device}"
+if device == "cuda":
+    if not torch.cuda.is_available():
+        print(json.dumps(None)); sys.exit(0)
+    torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False
+model, x = model.to(device), x.to(device)
+labels = torch.arange(B, device=device) // 4
 same = labels[:, None] == labels[None, :]
-eye = torch.eye(B, dtype=torch.bool)
+eye = torch.eye(B, dtype=torch.bool, device=device)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=5e-4)
 def step():
     e = torch.nn.functional.normalize(model(x), dim=1)
@@ -292,7 +331,7 @@ for _ in range(steps):
     t = time.perf_counter(); step(); times.append(1000 * (time.perf_counter() - t))
 print(json.dumps({"medianMs": statistics.median(times), "minMs": min(times), "maxMs": max(times), "version": torch.__version__}))
 `;
-  const result = spawnSync('/usr/bin/python3', ['-c', program], { encoding: 'utf8' });
+  const result = spawnSync(PYTHON, ['-c', program], { encoding: 'utf8' });
   if (result.status !== 0) return null;
   const line = result.stdout.trim().split('\n').pop() ?? 'null';
   return JSON.parse(line) as (Timing & { version: string }) | null;
@@ -300,25 +339,43 @@ print(json.dumps({"medianMs": statistics.median(times), "minMs": min(times), "ma
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.child) return child(args.child.backend, args.child.model, args);
+  if (args.child) {
+    // A device or model that cannot run is one row's error, not the end of the benchmark.
+    return child(args.child.backend, args.child.model, args.child.device, args).catch((err: Error) => console.log(JSON.stringify({ error: err.message.split('\n')[0] })));
+  }
   const script = fileURLToPath(import.meta.url);
+  // The compiled script (dist/) runs its children without a TypeScript loader.
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
   for (const which of args.models) {
     const steps = stepsOf(which, args);
-    console.log(`\nTraining steps, ${(ONNX_MODELS[which] ?? MODELS[which as keyof typeof MODELS]).title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
+    console.log(`\nTraining steps, ${(exportedModel(which, args) ?? MODELS[which as keyof typeof MODELS]).title}, batch ${args.batch} (${args.batch / 4} classes x 4), EPHN, Adam + weight decay; median of ${steps} steps after ${args.warmup} warm-up`);
     console.log('| backend | median ms/step (min-max) | steps/s | images/s | x cpu |');
     console.log('|---|---|---|---|---|');
     const rows: Array<{ name: string; timing: Timing | null; error?: string }> = [];
-    for (const backend of args.backends) {
-      const out = execFileSync(process.execPath, [...DML_NODE_FLAGS, '--import', 'tsx', script, ...process.argv.slice(2), '--child', `${backend}:${which}`], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
-      const r = JSON.parse(out.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}') as Partial<Timing> & { error?: string; note?: string | null };
-      if (r.error !== undefined) rows.push({ name: backend, timing: null, error: r.error });
-      else rows.push({ name: `${backend}${r.note ? ` (${r.note})` : ''}`, timing: r as Timing });
+    const runs = args.backends.flatMap((backend) => (backend === 'onnx' ? args.devices.map((device) => `onnx:${which}:${device}`) : [`${backend}:${which}`]));
+    for (const run of runs) {
+      let out: string;
+      try {
+        out = execFileSync(process.execPath, [...DML_NODE_FLAGS, ...loader, script, ...process.argv.slice(2), '--child', run], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+          ...(args.childSeconds ? { timeout: args.childSeconds * 1000 } : {}),
+        });
+      } catch (err) {
+        out = JSON.stringify({ error: (err as { signal?: string }).signal ? `stopped after ${args.childSeconds} s` : (err as Error).message.split('\n')[0] });
+      }
+      const line = out.trim().split('\n').filter((l) => l.startsWith('{')).pop() ?? '{}';
+      console.error(`${run}: ${line}`); // progress, kept by a log when a time limit stops the whole run
+      const r = JSON.parse(line) as Partial<Timing> & { error?: string; note?: string | null };
+      const name = run.split(':')[0] as string;
+      if (r.error !== undefined) rows.push({ name: run.startsWith('onnx') ? `onnx (${run.split(':')[2]})` : name, timing: null, error: r.error });
+      else rows.push({ name: `${name}${r.note ? ` (${r.note})` : ''}`, timing: r as Timing });
     }
-    const torch = torchReference(which, args);
-    if (torch) rows.push({ name: `PyTorch ${torch.version} (reference, not used by dmlkit)`, timing: torch });
+    for (const device of args.torchDevices) {
+      const torch = torchReference(which, device, args);
+      if (torch) rows.push({ name: `PyTorch ${torch.version} ${device} (reference, not used by dmlkit)`, timing: torch });
+      else rows.push({ name: `PyTorch ${device}`, timing: null, error: `${PYTHON} has no torch${device === 'cuda' ? ' with CUDA' : ''}` });
+    }
     const cpu = rows.find((r) => r.name === 'cpu')?.timing;
     for (const row of rows) {
       if (!row.timing) {

@@ -5,11 +5,12 @@
  * onnxruntime's per-node profiles of both training graphs and a table of the operators that took the
  * most time.
  *
- *   npx tsx scripts/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--profile DIR]
+ *   npx tsx scripts/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--device cpu|webgpu] [--profile DIR]
  *
  * `recipe-r` is dmlkit's `convnet` built as Recipe R's network (NHWC input, as the onnx backend trains
  * it); an ONNX file is a PyTorch export with an NCHW input `[batch, 3, size, size]` (see
- * scripts/reference/export_torchvision.py). Inputs are seeded noise. Medians over `--runs`.
+ * scripts/reference/export_torchvision.py). Inputs are seeded noise. Medians over `--runs`. `--device` is
+ * the execution provider of the three sessions (default cpu).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   const runs = Number(argument('--runs', '6'));
   const profileDir = argument('--profile', '');
   const threads = argument('--threads', '');
+  const device = argument('--device', 'cpu');
   await tf.setBackend('cpu');
   let bytes: Uint8Array;
   let inference: Uint8Array;
@@ -66,6 +68,7 @@ async function main(): Promise<void> {
   });
   const options = (prefix: string): ort.InferenceSession.SessionOptions => ({
     graphOptimizationLevel: 'all',
+    executionProviders: [device],
     ...(threads ? { intraOpNumThreads: Number(threads) } : {}),
     ...(profileDir && prefix !== 'inference' ? { enableProfiling: true, profileFilePrefix: path.join(profileDir, prefix) } : {}),
   });
@@ -105,7 +108,7 @@ async function main(): Promise<void> {
     await infer.run({ [infer.inputNames[0] as string]: inferenceInput });
     times.inference.push(performance.now() - start);
   }
-  console.log(`${which}, batch ${batch}, ${size} px, median of ${runs} runs (ms):`);
+  console.log(`${which}, batch ${batch}, ${size} px, ${device} provider, median of ${runs} runs (ms):`);
   console.log(`  training forward, saved activations fetched: ${median(times.withSaved).toFixed(0)} (${compiled.io.saved.length} tensors, ${(savedBytes / 1e6).toFixed(0)} MB)`);
   console.log(`  training forward, output only:               ${median(times.outputOnly).toFixed(0)}`);
   console.log(`  step (backward and Adam):                    ${median(times.step).toFixed(0)}`);

@@ -11,6 +11,7 @@ constant folding; the top module's training flag set so that torch 1.13 does not
 initializers through Identity nodes), initializers named as the state_dict. Used by
 scripts/bench-train.ts (`--models resnet18`). Debian: python3-torch, python3-torchvision. A reference only.
 """
+import inspect
 import sys
 
 import torch
@@ -41,9 +42,11 @@ def main():
     model = Embedder(arch, dim).eval()
     model.training = True  # only the top module: the graph stays the eval graph, initializers stay apart
     x = torch.randn(2, 3, size, size)
+    # The TorchScript exporter (torch >= 2.9 defaults to the dynamo one, whose graphs are opset 18).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, x, out, input_names=["input"], output_names=["embedding"], opset_version=17,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE,
-                      dynamic_axes={"input": {0: "batch"}, "embedding": {0: "batch"}})
+                      dynamic_axes={"input": {0: "batch"}, "embedding": {0: "batch"}}, **legacy)
     print(out, sum(p.numel() for p in model.parameters()), "parameters")
 
 

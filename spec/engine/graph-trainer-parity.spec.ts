@@ -15,12 +15,16 @@
  * recipe-r weights move less than 1e-3 in 20 steps, so a trainer that never updated would pass the
  * first check alone); each tolerance plus 4x the rounding spread PyTorch's own float32 run shows
  * (the fixture's `roundingSpread`: against its float64 run and a run from weights one ulp away).
+ *
+ * The step graphs run on the CPU provider; `DML_GRAPH_DEVICE=webgpu` (or `cuda`) runs the same checks on
+ * that provider instead, where a GPU is present (scripts/gpu/graph-trainer-gpu.sh runs it so).
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
 import type { GraphOptimizerSettings } from '../../lib/engine/graph-trainer/optimizer-graph.js';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import type { DeviceChoice } from '../../lib/onnx/devices.js';
 import { parseNpy } from '../../lib/embed/npy.js';
 import { embeddingLossGradient } from '../../lib/train/graph-network.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
@@ -76,7 +80,10 @@ function relativeError(actual: ArrayLike<number>, expected: ArrayLike<number>): 
   return diff / Math.max(scale, 1e-6);
 }
 
-describe('GraphTrainer against PyTorch, step for step', function () {
+/** The provider the step graphs run on: `DML_GRAPH_DEVICE`, else the CPU. */
+const DEVICE = (process.env.DML_GRAPH_DEVICE ?? 'cpu') as DeviceChoice;
+
+describe(`GraphTrainer against PyTorch, step for step (${DEVICE})`, function () {
   this.timeout(120_000);
   before(onCpuBackend);
 
@@ -91,7 +98,7 @@ describe('GraphTrainer against PyTorch, step for step', function () {
       const batch = t.batch.size;
       const trained = t.parameterNames.filter((p) => !t.frozenParameterNames.includes(p));
       const decayed = new Set(t.optimizer.decayParameters);
-      const trainer = await GraphTrainer.create({ model: file('initial.onnx'), itemDims: [c, h, w], optimizer: settings(t.optimizer), trained, decayed: (p) => decayed.has(p), threads: 1 });
+      const trainer = await GraphTrainer.create({ model: file('initial.onnx'), itemDims: [c, h, w], optimizer: settings(t.optimizer), trained, decayed: (p) => decayed.has(p), device: DEVICE, threads: 1 });
       const initial = new Map([...trainer.weights()].map(([k, v]) => [k, v.slice()]));
       const loss = createLoss(t.loss as Parameters<typeof createLoss>[0]);
       const pixels = images.data as Uint8Array;
@@ -119,6 +126,7 @@ describe('GraphTrainer against PyTorch, step for step', function () {
         expect(Math.abs(gradient.value - record.loss) / Math.abs(record.loss), `step ${step} loss ${gradient.value} vs PyTorch ${record.loss}`).to.be.below(1e-4);
         await trainer.step(x, gradient.embeddings, lr);
       }
+      if (DEVICE !== 'auto') expect(trainer.provider, 'the provider that ran the steps').to.equal(DEVICE);
       const final = readOnnxGraph(file('final.onnx'), 'final.onnx').initializers;
       const start = readOnnxGraph(file('initial.onnx'), 'initial.onnx').initializers;
       for (const p of [...t.parameterNames, ...t.bufferNames]) {

@@ -123,6 +123,49 @@ describe('GraphTrainer', function () {
     });
   }
 
+  /**
+   * y = pool(x + B) with B a trained [1, 1, 4, 4] offset (zeros), so that d loss / d B is the gradient
+   * the pooling's backward routes to each input position.
+   */
+  async function routedGradient(pool: ReturnType<typeof node>, outputDims: number[], input: number[], seedValues: number[]): Promise<number[]> {
+    const model = encodeModel({
+      graphName: 'pool',
+      inputs: [tensorValueInfo('x', 'float32', ['batch', 1, 4, 4])],
+      outputs: [tensorValueInfo('y', 'float32', ['batch', ...outputDims])],
+      nodes: [node('Add', ['x', 'B'], ['h']), pool],
+      initializers: [floatTensor('B', [1, 1, 4, 4], new Array<number>(16).fill(0))],
+    });
+    const trainer = await GraphTrainer.create({ model, itemDims: [1, 4, 4], optimizer: { kind: 'sgd', momentum: 0, dampening: 0, nesterov: false, weightDecay: 0 }, trained: ['B'], recordGradients: true, threads: 1 });
+    const images = Float32Array.from(input);
+    await trainer.forward(images);
+    await trainer.step(images, Float32Array.from(seedValues), 0.1);
+    const gradient = Array.from(trainer.gradient('B') as Float32Array);
+    await trainer.release();
+    return gradient;
+  }
+
+  // Ties as ReLU leaves them: PyTorch gives each window's gradient to its first maximum (row-major), never
+  // to padding, and adds up where overlapping windows pick the same element (the expected gradients are
+  // those of PyTorch's max_pool2d and adaptive_max_pool2d backward on the same input and seeds).
+  const tied = [0, 0, 3, 3, 0, 0, 3, 1, 2, 5, 0, 0, 5, 5, 0, 0];
+  it('routes a MaxPool gradient to the first maximum of each window, ties included', async () => {
+    const gradient = await routedGradient(node('MaxPool', ['h'], ['y'], { kernel_shape: { ints: [2, 2] }, strides: { ints: [2, 2] } }), [1, 2, 2], tied, [1, 2, 3, 4]);
+    expect(gradient).to.deep.equal([1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0]);
+  });
+
+  it('routes an overlapping, padded MaxPool gradient to first maxima inside the input, adding up', async () => {
+    // 3x3 windows, stride 2, padding 1 over the 4x4 input: window (0,0) covers rows/columns -1..1 (max 0 at
+    // (0,0), padding excluded), (0,1) covers columns 1..3 (max 3 first at (0,2)), (1,0) rows 1..3 (max 5 at
+    // (2,1)), (1,1) rows 1..3, columns 1..3 (max 5 first at (2,1) too: both gradients add up there).
+    const gradient = await routedGradient(node('MaxPool', ['h'], ['y'], { kernel_shape: { ints: [3, 3] }, strides: { ints: [2, 2] }, pads: { ints: [1, 1, 1, 1] } }), [1, 2, 2], tied, [1, 2, 3, 4]);
+    expect(gradient).to.deep.equal([1, 0, 2, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0]);
+  });
+
+  it('routes a GlobalMaxPool gradient to the first maximum, ties included', async () => {
+    const gradient = await routedGradient(node('GlobalMaxPool', ['h'], ['y']), [1, 1, 1], tied, [2]);
+    expect(gradient).to.deep.equal([0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0]);
+  });
+
   it('exports the forward model with the trained weights', async () => {
     const trainer = await GraphTrainer.create({ model: linearModel(), itemDims: [3], optimizer: { kind: 'sgd' }, threads: 1 });
     await trainer.step(x, seed, 0.1);

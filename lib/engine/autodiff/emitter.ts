@@ -18,7 +18,6 @@ function attributeValue(node: IrNode, name: string, a: IrAttribute): AttributeVa
 /** The step graph under construction. */
 export class StepEmitter extends GraphContext {
   private readonly intConstants = new Map<string, string>();
-  private readonly declaredTypes = new Map<string, IrElementType>();
 
   /**
    * @param shapes - every forward value's shape (from lib/engine/graph/shapes.ts).
@@ -39,14 +38,9 @@ export class StepEmitter extends GraphContext {
     return s.dims;
   }
 
-  /** Records the element type of emitted value `name` when it is not float32 (MaxPool's indices). */
-  declareType(name: string, type: IrElementType): void {
-    this.declaredTypes.set(name, type);
-  }
-
-  /** The element type of value `name`: declared, or the forward graph's; undefined when unknown (emitted values are float32). */
+  /** The element type of forward value `name`; undefined for an emitted value (emitted values are float32). */
   typeOf(name: string): IrElementType | undefined {
-    return this.declaredTypes.get(name) ?? this.shapes.get(name)?.type;
+    return this.shapes.get(name)?.type;
   }
 
   /** The constant value of forward value `name`, or undefined when it is computed or trained. */

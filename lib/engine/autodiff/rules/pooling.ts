@@ -1,9 +1,12 @@
 /**
  * @file Gradient rules of windowed 2-D pooling.
  *
- * - MaxPool: the training forward also emits the node's Indices output (flat positions in the input,
- *   the first maximum of each window, as PyTorch picks); the backward scatter-adds each window's
- *   gradient there (overlapping windows add up).
+ * - MaxPool: without the node's Indices output (onnxruntime's WebGPU provider cannot compute it): the
+ *   input, padded with the lowest float32, is cut into one strided Slice per kernel offset ([N, C, K,
+ *   outH, outW], K = kernel positions); each window's first offset equal to the output (its first
+ *   maximum, as PyTorch picks; see `firstMatch` in reductions.ts) gets the output gradient, and a
+ *   depthwise ConvTranspose with one-hot kernels puts every offset's gradients back in place
+ *   (overlapping windows add up).
  * - AveragePool: each output's gradient divided by its window's count (without the padding when
  *   `count_include_pad` is 0, as PyTorch's `count_include_pad=False`) and spread over its window by a
  *   depthwise ConvTranspose with a kernel of ones.
@@ -12,8 +15,9 @@ import { DmlError } from '../../../errors.js';
 import { describeNode, elementCount, intAttribute, type IrNode } from '../../graph/onnx-ir.js';
 import { windowGeometry, type WindowGeometry } from '../../graph/shapes.js';
 import type { StepEmitter } from '../emitter.js';
-import type { ForwardRecord, GradientRule } from '../rule.js';
+import type { GradientRule } from '../rule.js';
 import { inputOf, outputGradient } from './elementwise.js';
+import { firstMatch } from './reductions.js';
 
 function spatialOnly(emit: StepEmitter, node: IrNode): readonly number[] {
   const dims = emit.dims(inputOf(node, 0));
@@ -21,29 +25,51 @@ function spatialOnly(emit: StepEmitter, node: IrNode): readonly number[] {
   return dims;
 }
 
+const LOWEST_FLOAT32 = -3.4028234663852886e38;
+
 const maxPool: GradientRule = {
   differentiableInputs: () => [0],
-  forward: (emit, node): ForwardRecord => {
-    spatialOnly(emit, node);
-    if (intAttribute(node, 'storage_order', 0) !== 0) throw new DmlError('E_MODEL', `${describeNode(node)}: storage_order 1 (column-major indices) is not supported`);
-    const existing = node.outputs[1];
-    const indices = existing || emit.unique(`${node.name}/indices`);
-    emit.declareType(indices, 'int64');
-    emit.copy(node, [node.outputs[0] as string, indices]);
-    return { saved: { indices }, stateUpdates: [] };
-  },
-  backward: (emit, node, dys, needed, record) => {
+  backward: (emit, node, dys, needed) => {
     if (!needed[0]) return [undefined];
     const dims = spatialOnly(emit, node);
+    const [n, channels, h, w] = dims as [number, number, number, number];
+    const g = windowGeometry(node, dims);
+    const [outH, outW] = g.output as [number, number];
+    const [kh, kw] = g.kernel as [number, number];
+    const offsets = kh * kw;
     const base = `${node.name}/grad`;
-    const indices = record.saved.indices as string;
-    const flatCount = elementCount(emit.dims(node.outputs[0] as string));
-    const scattered = emit.op('ScatterElements', [
-      emit.zeros([elementCount(dims)]),
-      emit.reshape(indices, emit.dims(node.outputs[0] as string), [flatCount], `${base}/indices_flat`),
-      emit.reshape(outputGradient(node, dys), emit.dims(node.outputs[0] as string), [flatCount], `${base}/g_flat`),
-    ], `${base}/scattered`, { axis: { i: 0 }, reduction: { s: 'add' } });
-    return [emit.reshape(scattered, [elementCount(dims)], dims, base)];
+    // The rows and columns the windows cover, at least the input and its begin padding.
+    const span = [0, 1].map((i) => ((g.output[i] as number) - 1) * (g.strides[i] as number) + ((g.kernel[i] as number) - 1) * (g.dilations[i] as number) + 1);
+    const padded = [0, 1].map((i) => Math.max(span[i] as number, (dims[2 + i] as number) + (g.pads[i] as number)));
+    const [top, left] = g.pads as [number, number];
+    const x = emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, (padded[0] as number) - h - top, (padded[1] as number) - w - left]), emit.scalar(LOWEST_FLOAT32)], `${base}/padded`);
+    const windows: string[] = [];
+    for (let a = 0; a < kh; a++) {
+      for (let b = 0; b < kw; b++) {
+        const starts = [a * (g.dilations[0] as number), b * (g.dilations[1] as number)];
+        const ends = [0, 1].map((i) => (starts[i] as number) + ((i === 0 ? outH : outW) - 1) * (g.strides[i] as number) + 1);
+        const cut = emit.op('Slice', [x, emit.ints(starts), emit.ints(ends), emit.ints([2, 3]), emit.ints(g.strides)], `${base}/offset_${a}_${b}`);
+        windows.push(emit.reshape(cut, [n, channels, outH, outW], [n, channels, 1, outH, outW], `${base}/offset_${a}_${b}/u`));
+      }
+    }
+    const stacked = emit.op('Concat', windows, `${base}/windows`, { axis: { i: 2 } });
+    const y = emit.reshape(node.outputs[0] as string, [n, channels, outH, outW], [n, channels, 1, outH, outW], `${base}/y_u`);
+    const chosen = firstMatch(emit, stacked, y, [n, channels, offsets, outH, outW], 2, base);
+    const dy = emit.reshape(outputGradient(node, dys), [n, channels, outH, outW], [n, channels, 1, outH, outW], `${base}/dy_u`);
+    const routed = emit.op('Where', [chosen, dy, emit.scalar(0)], `${base}/routed`);
+    const oneHot = new Array<number>(channels * offsets * offsets).fill(0);
+    for (let c = 0; c < channels; c++) for (let k = 0; k < offsets; k++) oneHot[(c * offsets + k) * offsets + k] = 1;
+    const placed = emit.op('ConvTranspose', [
+      emit.reshape(routed, [n, channels, offsets, outH, outW], [n, channels * offsets, outH, outW], `${base}/routed_flat`),
+      emit.floats(`${base}/one_hot`, [channels * offsets, 1, kh, kw], oneHot),
+    ], `${base}/placed`, {
+      group: { i: channels },
+      kernel_shape: { ints: g.kernel },
+      strides: { ints: g.strides },
+      dilations: { ints: g.dilations },
+      output_padding: { ints: [0, 1].map((i) => (padded[i] as number) - (span[i] as number)) },
+    });
+    return [emit.op('Slice', [placed, emit.ints([top, left]), emit.ints([top + h, left + w]), emit.ints([2, 3])], base)];
   },
 };
 

@@ -52,10 +52,26 @@ const reduceL2: GradientRule = {
 };
 
 /**
- * Gradient of a max/min reduction: the reduced axes are moved last and flattened ([K, R]); ArgMax/ArgMin
- * picks the first extreme of each row; ScatterElements puts the gradient there; the layout is restored.
+ * A boolean mask of `values` (dimensions `dims`) that is true at the first position along `axis` where
+ * `values` equals `extreme` (the reduction's result, broadcast along `axis`): the element PyTorch's
+ * max/min backward gives the gradient to. Written with float comparisons only (no ArgMax and no int64
+ * values: onnxruntime's WebGPU provider returned wrong gradients with ArgMax-based selection): positions
+ * that match score `count - index`, and the highest score wins.
  */
-function extremeReduction(select: 'ArgMax' | 'ArgMin'): GradientRule {
+export function firstMatch(emit: StepEmitter, values: string, extreme: string, dims: readonly number[], axis: number, base: string): string {
+  const count = dims[axis] as number;
+  const scoreDims = dims.map((_, i) => (i === axis ? count : 1));
+  const scores = emit.floats(`${base}/first_scores`, scoreDims, Array.from({ length: count }, (_, k) => count - k));
+  const matched = emit.op('Where', [emit.op('Equal', [values, extreme], `${base}/matches`), scores, emit.scalar(0)], `${base}/match_scores`);
+  const best = emit.op('ReduceMax', [matched], `${base}/best_score`, { axes: { ints: [axis] }, keepdims: { i: 1 } });
+  return emit.op('Equal', [matched, best], `${base}/first`);
+}
+
+/**
+ * Gradient of a max/min reduction: the reduced axes are moved last and flattened ([K, R]); the first
+ * extreme of each row ({@link firstMatch}) gets the row's gradient, as in PyTorch; the layout is restored.
+ */
+function extremeReduction(): GradientRule {
   return {
     differentiableInputs: () => [0],
     backward: (emit, node, dys, needed) => {
@@ -71,10 +87,12 @@ function extremeReduction(select: 'ArgMax' | 'ArgMin'): GradientRule {
       const rows = elementCount(kept.map((a) => dims[a] as number));
       const width = elementCount(axes.map((a) => dims[a] as number));
       const flat = emit.reshape(transposed, perm.map((p) => dims[p] as number), [rows, width], `${base}/x_rows`);
-      const index = emit.op(select, [flat], `${base}/index`, { axis: { i: 1 }, keepdims: { i: 1 } });
-      const g = emit.reshape(outputGradient(node, dys), emit.dims(node.outputs[0] as string), [rows, 1], `${base}/g_rows`);
-      const scattered = emit.op('ScatterElements', [emit.zeros([rows, width]), index, g], `${base}/scattered`, { axis: { i: 1 } });
-      const back = emit.reshape(scattered, [rows, width], perm.map((p) => dims[p] as number), `${base}/unflat`);
+      const outDims = emit.dims(node.outputs[0] as string);
+      const extreme = emit.reshape(node.outputs[0] as string, outDims, [rows, 1], `${base}/y_rows`);
+      const chosen = firstMatch(emit, flat, extreme, [rows, width], 1, base);
+      const g = emit.reshape(outputGradient(node, dys), outDims, [rows, 1], `${base}/g_rows`);
+      const routed = emit.op('Where', [chosen, g, emit.scalar(0)], `${base}/routed`);
+      const back = emit.reshape(routed, [rows, width], perm.map((p) => dims[p] as number), `${base}/unflat`);
       if (identity) return [back];
       const inverse = perm.map((_, i) => perm.indexOf(i));
       return [emit.op('Transpose', [back], base, { perm: { ints: inverse } })];
@@ -88,7 +106,7 @@ export const REDUCTION_RULES: Readonly<Record<string, GradientRule>> = {
   ReduceMean: broadcastBack((count) => 1 / count),
   GlobalAveragePool: broadcastBack((count) => 1 / count),
   ReduceL2: reduceL2,
-  ReduceMax: extremeReduction('ArgMax'),
-  GlobalMaxPool: extremeReduction('ArgMax'),
-  ReduceMin: extremeReduction('ArgMin'),
+  ReduceMax: extremeReduction(),
+  GlobalMaxPool: extremeReduction(),
+  ReduceMin: extremeReduction(),
 };
