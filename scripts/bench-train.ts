@@ -30,10 +30,11 @@
  *
  *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
  *     [--convnet-steps 3] [--warmup 2] [--batch 128] [--image-size N] [--backends ort-cpu,wasm,cpu,onnx]
- *     [--devices cpu,webgpu,cuda] [--torch-devices cpu,cuda] [--child-seconds S]
+ *     [--devices cpu,webgpu,cuda] [--graph-loss in-graph,tfjs] [--torch-devices cpu,cuda] [--child-seconds S]
  *
  * `--devices` gives the execution providers the graph trainer (`onnx`) is timed on, one row each (default
- * cpu); `--torch-devices` the PyTorch reference's devices (default cpu; on `cuda`, float32 with TF32 off,
+ * cpu); `--graph-loss` where its loss is computed, a row each: `in-graph` (the fused step, one run:
+ * lib/train/graph-loss.ts) and `tfjs` (TensorFlow.js between the forward and the step runs), default both; `--torch-devices` the PyTorch reference's devices (default cpu; on `cuda`, float32 with TF32 off,
  * synchronised by reading the loss). The python it runs is `DML_PYTHON` (default /usr/bin/python3). The
  * compiled script (`node dist/scripts/bench-train.js`, no TypeScript loader needed) runs the same way, as
  * on a GPU machine (scripts/gpu/graph-trainer-gpu.sh). `--child-seconds` stops a backend's run that takes
@@ -51,6 +52,7 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/train/backend.js';
 import { GraphTrainer } from '../lib/engine/graph-trainer/graph-trainer.js';
+import { graphLossOf } from '../lib/train/graph-loss.js';
 import { embeddingLossGradient, GraphNetwork } from '../lib/train/graph-network.js';
 import { createLoss } from '../lib/train/losses/registry.js';
 import { buildModel } from '../lib/train/models/build-model.js';
@@ -82,6 +84,8 @@ interface Args {
   backends: BenchBackend[];
   /** The graph trainer's execution providers, one row each. */
   devices: ExecutionProviderName[];
+  /** Where the graph trainer's loss runs, one row each. */
+  graphLoss: GraphLossPlace[];
   torchDevices: Array<'cpu' | 'cuda'>;
   /** A backend's run longer than this (seconds) is stopped and reported; no limit when 0. */
   childSeconds: number;
@@ -92,7 +96,10 @@ function argument(argv: string[], flag: string): string | undefined {
   return i >= 0 ? argv[i + 1] : undefined;
 }
 
-function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; model: BenchModel; device: ExecutionProviderName } } {
+/** Where the graph trainer's loss runs: in the fused step graph, or by TensorFlow.js between two runs. */
+type GraphLossPlace = 'in-graph' | 'tfjs';
+
+function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; model: BenchModel; device: ExecutionProviderName; place: GraphLossPlace } } {
   const number = (flag: string, fallback: number): number => Number(argument(argv, flag) ?? fallback);
   const child = argument(argv, '--child');
   const models = (argument(argv, '--models') ?? 'head,cnn').split(',') as BenchModel[];
@@ -108,9 +115,12 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; mo
     imageSize: argument(argv, '--image-size') === undefined ? undefined : number('--image-size', 0),
     backends: (argument(argv, '--backends')?.split(',') as BenchBackend[] | undefined) ?? ALL_BACKENDS,
     devices: (argument(argv, '--devices') ?? 'cpu').split(',') as ExecutionProviderName[],
+    graphLoss: (argument(argv, '--graph-loss') ?? 'in-graph,tfjs').split(',') as GraphLossPlace[],
     torchDevices: (argument(argv, '--torch-devices') ?? 'cpu').split(',') as Array<'cpu' | 'cuda'>,
     childSeconds: number('--child-seconds', 0),
-    ...(child ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel, device: (child.split(':')[2] ?? 'cpu') as ExecutionProviderName } } : {}),
+    ...(child
+      ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel, device: (child.split(':')[2] ?? 'cpu') as ExecutionProviderName, place: (child.split(':')[3] ?? 'tfjs') as GraphLossPlace } }
+      : {}),
   };
 }
 
@@ -170,7 +180,7 @@ interface Timing {
 }
 
 /** Runs one model on one backend and prints one JSON line. */
-async function child(backend: BenchBackend, which: BenchModel, device: ExecutionProviderName, args: Args): Promise<void> {
+async function child(backend: BenchBackend, which: BenchModel, device: ExecutionProviderName, place: GraphLossPlace, args: Args): Promise<void> {
   let selected;
   try {
     // The graph trainer's loss runs on TensorFlow.js's cpu backend (a [batch, dim] matrix).
@@ -186,7 +196,7 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
       console.log(JSON.stringify({ error: 'a PyTorch-exported network: the graph trainer (onnx) only' }));
       return;
     }
-    await onnxModelChild(exported, device, args);
+    await onnxModelChild(exported, device, place, args);
     return;
   }
   const { spec, inputShape } = MODELS[which as keyof typeof MODELS];
@@ -204,13 +214,13 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
   const steps = stepsOf(which, args);
   const times: number[] = [];
   if (backend === 'onnx') {
-    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device);
+    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device, undefined, place === 'in-graph' ? loss : undefined);
     for (let step = 0; step < args.warmup + steps; step++) {
       const start = performance.now();
       await network.trainBatch(x, labels, loss, optimizer, config.learningRate);
       if (step >= args.warmup) times.push(performance.now() - start);
     }
-    console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${network.trainer.provider} provider` }));
+    console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${network.trainer.provider} provider, loss ${place === 'in-graph' ? 'in the step graph' : 'by TensorFlow.js'}` }));
     return;
   }
   const missing = missingKernels(modelKernels(model, true));
@@ -232,7 +242,7 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
 }
 
 /** Times the graph trainer on a torchvision network exported to ONNX (NCHW input), with Adam and the EPHN loss. */
-async function onnxModelChild(exported: { arch: string; size: number }, device: ExecutionProviderName, args: Args): Promise<void> {
+async function onnxModelChild(exported: { arch: string; size: number }, device: ExecutionProviderName, place: GraphLossPlace, args: Args): Promise<void> {
   const file = path.join(os.tmpdir(), `dml-bench-${exported.arch}-${exported.size}-${process.pid}.onnx`);
   const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
   if (made.status !== 0) {
@@ -241,19 +251,24 @@ async function onnxModelChild(exported: { arch: string; size: number }, device: 
   }
   const bytes = readFileSync(file);
   rmSync(file, { force: true });
-  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device });
+  const loss = createLoss({ name: 'ephn' });
+  const graphLoss = place === 'in-graph' ? graphLossOf(loss) : undefined;
+  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device, ...(graphLoss ? { loss: graphLoss } : {}) });
   const rng = new Rng(0);
   const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));
   const x = Float32Array.from({ length: args.batch * 3 * exported.size * exported.size }, () => rng.nextGaussian());
-  const loss = createLoss({ name: 'ephn' });
   const times: number[] = [];
   for (let step = 0; step < args.warmup + args.convnetSteps; step++) {
     const start = performance.now();
-    const gradient = embeddingLossGradient(loss, await trainer.forward(x), labels);
-    await trainer.step(x, gradient.embeddings, 1e-3);
+    if (graphLoss) {
+      await trainer.trainStep(x, labels, 1e-3);
+    } else {
+      const gradient = embeddingLossGradient(loss, await trainer.forward(x), labels);
+      await trainer.step(x, gradient.embeddings, 1e-3);
+    }
     if (step >= args.warmup) times.push(performance.now() - start);
   }
-  console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${trainer.provider} provider` }));
+  console.log(JSON.stringify({ medianMs: median(times), minMs: Math.min(...times), maxMs: Math.max(...times), note: `graph trainer, ${trainer.provider} provider, loss ${graphLoss ? 'in the step graph' : 'by TensorFlow.js'}` }));
 }
 
 /** The PyTorch reference step, or null when python3 has no torch. */
@@ -341,7 +356,7 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.child) {
     // A device or model that cannot run is one row's error, not the end of the benchmark.
-    return child(args.child.backend, args.child.model, args.child.device, args).catch((err: Error) => console.log(JSON.stringify({ error: err.message.split('\n')[0] })));
+    return child(args.child.backend, args.child.model, args.child.device, args.child.place, args).catch((err: Error) => console.log(JSON.stringify({ error: err.message.split('\n')[0] })));
   }
   const script = fileURLToPath(import.meta.url);
   // The compiled script (dist/) runs its children without a TypeScript loader.
@@ -352,7 +367,7 @@ async function main(): Promise<void> {
     console.log('| backend | median ms/step (min-max) | steps/s | images/s | x cpu |');
     console.log('|---|---|---|---|---|');
     const rows: Array<{ name: string; timing: Timing | null; error?: string }> = [];
-    const runs = args.backends.flatMap((backend) => (backend === 'onnx' ? args.devices.map((device) => `onnx:${which}:${device}`) : [`${backend}:${which}`]));
+    const runs = args.backends.flatMap((backend) => (backend === 'onnx' ? args.devices.flatMap((device) => args.graphLoss.map((place) => `onnx:${which}:${device}:${place}`)) : [`${backend}:${which}`]));
     for (const run of runs) {
       let out: string;
       try {
@@ -368,7 +383,7 @@ async function main(): Promise<void> {
       console.error(`${run}: ${line}`); // progress, kept by a log when a time limit stops the whole run
       const r = JSON.parse(line) as Partial<Timing> & { error?: string; note?: string | null };
       const name = run.split(':')[0] as string;
-      if (r.error !== undefined) rows.push({ name: run.startsWith('onnx') ? `onnx (${run.split(':')[2]})` : name, timing: null, error: r.error });
+      if (r.error !== undefined) rows.push({ name: run.startsWith('onnx') ? `onnx (${run.split(':').slice(2).join(', loss ')})` : name, timing: null, error: r.error });
       else rows.push({ name: `${name}${r.note ? ` (${r.note})` : ''}`, timing: r as Timing });
     }
     for (const device of args.torchDevices) {

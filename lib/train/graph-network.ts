@@ -19,6 +19,7 @@ import { DmlError } from '../errors.js';
 import { convertLayersModel } from '../export/tfjs-to-onnx.js';
 import type { WeightSource } from '../export/onnx-graph.js';
 import { permuteArray } from '../export/onnx-graph.js';
+import { graphLossOf } from './graph-loss.js';
 import { GraphTrainer } from '../engine/graph-trainer/graph-trainer.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
@@ -97,14 +98,16 @@ export class GraphNetwork {
   /**
    * Converts `model` and opens its graph trainer on `device` (an operator the graph trainer cannot
    * differentiate fails here, before any work); with `batchSize`, also the sessions for batches of that
-   * size (a device that cannot run them fails here too).
+   * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
+   * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step.
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
     const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
-    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device });
+    const graphLoss = loss ? graphLossOf(loss) : undefined;
+    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device, ...(graphLoss ? { loss: graphLoss } : {}) });
     if (batchSize !== undefined) await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, converted.weightSources);
   }
@@ -113,10 +116,14 @@ export class GraphNetwork {
    * Trains on batch `x` (the model's input, [batch, ...]) with `labels`: the training forward gives
    * the embeddings, `loss` their gradient, the step graph the update, applied when the batch has a
    * valid tuple and a finite loss. The loss's own variables (the margin loss's β) are updated by
-   * `lossOptimizer`.
+   * `lossOptimizer`. When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
    */
   async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number): Promise<GraphBatch> {
     const images = x.dataSync() as Float32Array;
+    if (this.trainer.hasFusedStep) {
+      const result = await this.trainer.trainStep(images, labels, lr);
+      return { value: result.value, validCount: result.validCount, totalCount: labels.length };
+    }
     const gradient = embeddingLossGradient(loss, await this.trainer.forward(images), labels);
     try {
       if (gradient.validCount > 0 && Number.isFinite(gradient.value)) {
@@ -131,10 +138,12 @@ export class GraphNetwork {
 
   /**
    * A run's `model.kind: "onnx"` network (already prepared: NHWC input `itemDims`, embeddings out) on
-   * its graph trainer; with `batchSize`, the sessions for batches of that size are opened now.
+   * its graph trainer; with `batchSize`, the sessions for batches of that size are opened now; `loss`
+   * as in {@link create}.
    */
-  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string): Promise<GraphNetwork> {
-    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device });
+  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string, loss?: MetricLoss): Promise<GraphNetwork> {
+    const graphLoss = loss ? graphLossOf(loss) : undefined;
+    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device, ...(graphLoss ? { loss: graphLoss } : {}) });
     await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, new Map());
   }

@@ -6,7 +6,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Manifest, ManifestItem } from '../data/manifest.js';
-import { manifestHash } from '../data/open-dataset.js';
+import { applyClassSplit, parseClassList } from '../data/class-split.js';
+import { manifestHash, openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -40,6 +41,32 @@ export function sampleItems(items: ManifestItem[], max: number, seed: number): M
   if (items.length <= max) return items;
   const picked = new Rng(seed).shuffle(items.map((_, i) => i)).slice(0, max).sort((a, b) => a - b);
   return picked.map((i) => items[i] as ManifestItem);
+}
+
+/** The items of a run: its dataset (class split applied), every training item, and the seeded samples it trains and validates on. */
+export interface RunItems {
+  manifest: Manifest;
+  allTrainItems: ManifestItem[];
+  trainItems: ManifestItem[];
+  validationItems: ManifestItem[];
+}
+
+/**
+ * Opens `config.data.dataset`, applies `data.trainClasses`, and samples the training items
+ * (`data.maxTrainItems`, seed + 1) and the held-out validation items (`validation.maxItems`, seed),
+ * as every run of this config does.
+ */
+export async function selectRunItems(config: TrainConfig, warn: (message: string) => void): Promise<RunItems> {
+  let manifest = await openDataset(config.data.dataset, { warn });
+  if (config.data.trainClasses !== undefined) {
+    manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
+  }
+  const allTrainItems = manifest.items.filter((it) => it.split === 'train');
+  if (allTrainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
+  const trainItems = sampleItems(allTrainItems, config.data.maxTrainItems ?? allTrainItems.length, config.seed + 1);
+  const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
+  const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
+  return { manifest, allTrainItems, trainItems, validationItems };
 }
 
 /**

@@ -31,8 +31,6 @@
 import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { applyClassSplit, parseClassList } from '../data/class-split.js';
-import { openDataset } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import { collectVersions } from '../report/report.js';
@@ -54,7 +52,7 @@ import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler, type SamplerSpec } from './samplers/sampler.js';
 import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
-import { embedAll, loadFeatureData, loadImageData, sampleItems } from './run-inputs.js';
+import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
@@ -235,15 +233,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
   const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
   if (backend.warning) warn(backend.warning);
-  let manifest = await openDataset(config.data.dataset, { warn });
-  if (config.data.trainClasses !== undefined) {
-    manifest = applyClassSplit(manifest, parseClassList(config.data.trainClasses, 'data.trainClasses'), 'data.trainClasses');
-  }
-  const allTrainItems = manifest.items.filter((it) => it.split === 'train');
-  const trainItems = sampleItems(allTrainItems, config.data.maxTrainItems ?? allTrainItems.length, config.seed + 1);
-  if (allTrainItems.length === 0) throw new DmlError('E_EMPTY', `${config.data.dataset}: no items with split "train" to train on`);
-  const heldOut = manifest.items.filter((it) => it.split !== 'train' && (it.isQuery || it.isGallery));
-  const validationItems = sampleItems(heldOut, config.validation.maxItems, config.seed);
+  const { manifest, allTrainItems, trainItems, validationItems } = await selectRunItems(config, warn);
   const labelGroups: LabelGroups | undefined =
     config.data.trainLabelGroups === undefined
       ? undefined
@@ -405,9 +395,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       seed: config.seed,
       name: onnxSpec.path,
     });
-    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path);
+    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, loss);
   } else if (config.backend === 'onnx') {
-    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch);
+    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss);
   }
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
 

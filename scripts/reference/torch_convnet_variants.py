@@ -41,9 +41,9 @@ def conv_bn(cin, cout, stride):
 
 
 class Net(nn.Module):
-    def __init__(self, downsample, pooling, widths=(32, 64, 128), depth=2, dim=64):
+    def __init__(self, downsample, pooling, widths=(32, 64, 128), depth=2, dim=64, channels=1):
         super().__init__()
-        layers, c = [], 1
+        layers, c = [], channels
         for s, w in enumerate(widths):
             if downsample == "maxpool" and s > 0:
                 layers.append(nn.MaxPool2d(2))

@@ -23,9 +23,42 @@ import { decodeModel, encodeModel, floatTensor, int64Value, type TensorProto } f
 import type { DeviceChoice, ExecutionProviderName } from '../../onnx/devices.js';
 import ort from '../../onnx/ort.js';
 import { createSession, type ProviderAttempt } from '../../onnx/session.js';
-import { elementCount, readOnnxGraph, type IrGraph } from '../graph/onnx-ir.js';
+import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
+
+/**
+ * A loss written as ONNX nodes after the network's output, so that a training step is one graph run
+ * (the fused step of step-graph.ts): no activation leaves onnxruntime and no loss runs in JavaScript.
+ */
+export interface GraphLoss {
+  /** The loss's name, for errors. */
+  readonly name: string;
+  /**
+   * The nodes computing the loss of the `batch` embeddings in value `embeddings` ([batch, dim]): they
+   * read the data inputs `inputs` names (with their dimensions) and the `constants`, and write the
+   * scalar `loss` and the scalar `validCount` (the anchors or tuples it counts; a step with none, or
+   * with a loss that is not finite, is not applied). Value names start with `loss/`.
+   */
+  build(embeddings: string, batch: number): {
+    nodes: IrNode[];
+    constants: ReadonlyMap<string, IrTensor>;
+    inputs: ReadonlyMap<string, readonly number[]>;
+    loss: string;
+    validCount: string;
+  };
+  /** The values of those data inputs for a batch with `labels`. */
+  inputValues(labels: Int32Array): ReadonlyMap<string, Float32Array>;
+}
+
+/** What {@link GraphTrainer.trainStep} did. */
+export interface FusedStepResult {
+  /** The loss of the batch (before the update). */
+  readonly value: number;
+  readonly validCount: number;
+  /** Whether the update was applied (a valid tuple and a finite loss). */
+  readonly applied: boolean;
+}
 
 /** Options of {@link GraphTrainer.create}. */
 export interface GraphTrainerOptions {
@@ -49,6 +82,17 @@ export interface GraphTrainerOptions {
   readonly threads?: number;
   /** Keep each step's parameter gradients ({@link GraphTrainer.gradient}); default false. */
   readonly recordGradients?: boolean;
+  /** A loss to compile into the step ({@link GraphTrainer.trainStep}); {@link GraphTrainer.forward} and {@link GraphTrainer.step} work either way. */
+  readonly loss?: GraphLoss;
+}
+
+/** The fused step of one batch size. */
+interface FusedGraph {
+  readonly io: StepGraphIo;
+  readonly session: ort.InferenceSession;
+  readonly loss: string;
+  readonly validCount: string;
+  readonly dataInputs: ReadonlyMap<string, readonly number[]>;
 }
 
 /** The two graphs of one batch size. */
@@ -76,6 +120,7 @@ export class GraphTrainer {
   private steps = 0;
   private readonly lastGradients = new Map<string, Float32Array>();
   private readonly graphs = new Map<number, Promise<BatchGraphs>>();
+  private readonly fusedGraphs = new Map<number, Promise<FusedGraph>>();
   private lastForward: ForwardRun | undefined;
 
   private constructor(
@@ -118,9 +163,105 @@ export class GraphTrainer {
     const state = new Map<string, Float32Array>();
     for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
     const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, optimizer, state);
-    const probe = trainer.compile(typeof input.dims[0] === 'number' ? input.dims[0] : 2);
+    const probeBatch = typeof input.dims[0] === 'number' ? input.dims[0] : 2;
+    const probe = trainer.compile(probeBatch);
     for (const v of probe.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
+    if (options.loss) trainer.compileFused(probeBatch);
     return trainer;
+  }
+
+  /** The fused step (network and {@link GraphTrainerOptions.loss}) for `batch` items. */
+  private compileFused(batch: number): { compiled: ReturnType<typeof compileStep>; built: ReturnType<GraphLoss['build']> } {
+    const loss = this.options.loss as GraphLoss;
+    const built = loss.build(this.outputName, batch);
+    const graph: IrGraph = {
+      ...this.graph,
+      nodes: [...this.graph.nodes, ...built.nodes],
+      initializers: new Map([...this.graph.initializers, ...built.constants]),
+      inputs: [...this.graph.inputs, ...[...built.inputs].map(([name, dims]) => ({ name, type: 'float32' as const, dims }))],
+      outputs: [{ name: built.loss, type: 'float32', dims: [] }],
+    };
+    const inputDims = new Map<string, readonly number[]>([[this.inputName, [batch, ...this.options.itemDims]], ...built.inputs]);
+    const compiled = compileStep({
+      graph,
+      inputDims,
+      trained: this.trained,
+      output: built.loss,
+      decayed: this.decayed,
+      optimizer: this.optimizer,
+      gradientOutputs: this.options.recordGradients ?? false,
+      fused: { outputs: [built.validCount] },
+    });
+    return { compiled, built };
+  }
+
+  /** The fused step for `batch` items, compiled and opened on first use. */
+  private fusedFor(batch: number): Promise<FusedGraph> {
+    let fused = this.fusedGraphs.get(batch);
+    if (!fused) {
+      fused = (async () => {
+        const { compiled, built } = this.compileFused(batch);
+        const name = this.options.name ?? 'model';
+        const opened = await createSession(compiled.fusedModel as Uint8Array, { device: this.provider ?? this.options.device ?? 'cpu', name, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) });
+        if (this.provider === undefined) {
+          this.provider = opened.provider;
+          this.attempts = opened.attempts;
+        }
+        return { io: compiled.io, session: opened.session, loss: built.loss, validCount: built.validCount, dataInputs: built.inputs };
+      })();
+      this.fusedGraphs.set(batch, fused);
+      fused.catch(() => this.fusedGraphs.delete(batch));
+    }
+    return fused;
+  }
+
+  /** Whether {@link trainStep} can run: a loss was compiled into the step. */
+  get hasFusedStep(): boolean {
+    return this.options.loss !== undefined;
+  }
+
+  /**
+   * One optimiser step on `images` with `labels` at learning rate `lr`, the loss computed in the same
+   * graph run as the forward, the backward and the update (needs {@link GraphTrainerOptions.loss}).
+   * Applied only when the batch has a valid tuple and a finite loss; otherwise nothing changes.
+   */
+  async trainStep(images: Float32Array, labels: Int32Array, lr: number): Promise<FusedStepResult> {
+    const loss = this.options.loss;
+    if (!loss) throw new DmlError('E_ARG', 'trainStep needs the loss compiled into the step (GraphTrainer.create with `loss`)');
+    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    const batch = this.batchOf(images);
+    if (!(labels instanceof Int32Array) || labels.length !== batch) throw invalidParameterError('labels', `an Int32Array of ${batch} labels (one per image)`, labels instanceof Int32Array ? labels.length : labels);
+    const fused = await this.fusedFor(batch);
+    const io = fused.io;
+    const feeds: Record<string, ort.Tensor> = {};
+    const inputs = new Set(fused.session.inputNames);
+    for (const name of inputs) {
+      const value = this.state.get(name);
+      if (value) feeds[name] = new ort.Tensor('float32', value, [...(this.dimsOf(io, name) ?? [value.length])]);
+    }
+    feeds[this.inputName] = new ort.Tensor('float32', images, [batch, ...this.options.itemDims]);
+    for (const [name, value] of loss.inputValues(labels)) feeds[name] = new ort.Tensor('float32', value, [...(fused.dataInputs.get(name) ?? [value.length])]);
+    feeds[io.seed] = new ort.Tensor('float32', Float32Array.of(1), []);
+    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
+    for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
+    const out = await fused.session.run(feeds);
+    const value = (out[fused.loss]?.data as Float32Array)[0] as number;
+    const validCount = (out[fused.validCount]?.data as Float32Array)[0] as number;
+    const applied = validCount > 0 && Number.isFinite(value);
+    if (applied) {
+      for (const v of io.variables) if (v.next && out[v.next]) this.state.set(v.input, out[v.next]?.data as Float32Array);
+      for (const u of io.forwardUpdates) this.state.set(u.input, out[u.next]?.data as Float32Array);
+      this.lastGradients.clear();
+      for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
+      this.steps += 1;
+    }
+    this.lastForward = undefined;
+    return { value, validCount, applied };
+  }
+
+  /** The dimensions of state input `name` in `io`. */
+  private dimsOf(io: StepGraphIo, name: string): readonly number[] | undefined {
+    return io.forwardVariables.find((v) => v.input === name)?.dims ?? io.variables.find((v) => v.input === name)?.dims;
   }
 
   private compile(batch: number): ReturnType<typeof compileStep> {
@@ -152,12 +293,14 @@ export class GraphTrainer {
   }
 
   /**
-   * Compiles the graphs for batches of `batch` items and opens their sessions now, so that a device
-   * that cannot run them fails here, before any work (they are otherwise opened on first use).
+   * Compiles the graphs for batches of `batch` items and opens their sessions now (the fused step's
+   * too, with a loss), so that a device that cannot run them fails here, before any work (they are
+   * otherwise opened on first use).
    */
   async prepare(batch: number): Promise<void> {
     if (!Number.isSafeInteger(batch) || batch < 1) throw invalidParameterError('batch', 'a positive integer', batch);
     await this.graphsFor(batch);
+    if (this.options.loss) await this.fusedFor(batch);
   }
 
   /** Optimiser steps taken so far (restored by {@link restore}). */
@@ -315,5 +458,8 @@ export class GraphTrainer {
     const all = await Promise.allSettled([...this.graphs.values()]);
     this.graphs.clear();
     for (const r of all) if (r.status === 'fulfilled') await Promise.all([r.value.forward.release(), r.value.step.release()]);
+    const fused = await Promise.allSettled([...this.fusedGraphs.values()]);
+    this.fusedGraphs.clear();
+    for (const r of fused) if (r.status === 'fulfilled') await r.value.session.release();
   }
 }

@@ -10,6 +10,10 @@
  *
  * Both are compiled for one fixed input size: every shape is static, and PyTorch's shape arithmetic
  * is folded away (lib/engine/graph/shapes.ts).
+ *
+ * When the graph's output is the loss itself (a scalar: the network with a loss written as ONNX after
+ * it, lib/train/graph-loss.ts), `fused` also gives the **fused step**: forward, backward and update
+ * as one graph, so that a step is one run and no activation leaves onnxruntime.
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueInfo, type NodeProto, type ValueInfoProto } from '../../onnx/builder.js';
@@ -56,6 +60,12 @@ export interface CompiledStep {
   readonly forwardModel: Uint8Array;
   /** The backward and the update: the saved activations, the output's gradient, state and per-step scalars in; the next state out. */
   readonly stepModel: Uint8Array;
+  /**
+   * With `fused`: forward, backward and update in one graph. Inputs: the data, the state both graphs
+   * read, the per-step scalars and the seed; outputs: the output, the `fused.outputs`, the next state
+   * (running statistics too) and, with `gradientOutputs`, the gradients.
+   */
+  readonly fusedModel?: Uint8Array;
   readonly io: StepGraphIo;
 }
 
@@ -73,6 +83,8 @@ export interface StepGraphSpec {
   readonly optimizer: GraphOptimizer;
   /** Also output each parameter's gradient (for gradient norms and checks). */
   readonly gradientOutputs?: boolean;
+  /** Also compile the fused step, which outputs `output` (the loss) and these forward values too. */
+  readonly fused?: { readonly outputs: readonly string[] };
 }
 
 /** The name of a parameter's optimiser slot in the step graph. */
@@ -252,9 +264,30 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
     ],
     stepNodes,
   );
+  const fusedModel = spec.fused
+    ? modelOf(
+        emit,
+        'dmlkit_training_fused_step',
+        [
+          ...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))),
+          valueInfo(seed, 'float32', dims(spec.output)),
+          ...[...new Map([...forwardVariables, ...stepVariables].filter((v) => readByForward.has(v.input) || readByStep.has(v.input)).map((v) => [v.input, v])).values()].map((v) => valueInfo(v.input, 'float32', v.dims)),
+          ...Object.values(hyper).filter((n) => readByStep.has(n)).map((n) => valueInfo(n, 'float32', [])),
+        ],
+        [
+          valueInfo(spec.output, 'float32', dims(spec.output)),
+          ...spec.fused.outputs.map((n) => valueInfo(n, typeOf(n), dims(n))),
+          ...forwardUpdates.map((u) => valueInfo(u.next, 'float32', dims(u.input))),
+          ...stepVariables.flatMap((v) => (v.next && !forwardUpdates.some((u) => u.input === v.input) ? [valueInfo(v.next, 'float32', v.dims)] : [])),
+          ...Object.entries(gradientIo).map(([p, g]) => valueInfo(g, 'float32', dims(p))),
+        ],
+        [...forwardNodes, ...stepNodes],
+      )
+    : undefined;
   return {
     forwardModel,
     stepModel,
+    ...(fusedModel ? { fusedModel } : {}),
     io: {
       data: [...spec.inputDims.keys()],
       output: spec.output,

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""PyTorch's side of scripts/outcome-parity.ts: Recipe R's recipe on the exact images dmlkit trains on.
+
+    /usr/bin/python3 scripts/reference/torch_outcome.py DIR
+
+DIR holds what the harness wrote: `train-x.npy` (float32 [N, H, W, C], dmlkit's preprocessed training
+images), `train-y.npy` (int32 class numbers) and `recipe.json` (network: widths, depth, downsample,
+pooling, embeddingDim; loss: EPHN order and temperature; batch: classes x groupSize; Adam learning rate,
+OneCycle pctStart, steps, seed, threads). Builds the `convnet` network as
+scripts/reference/torch_convnet_variants.py does (conv_bn blocks, MaxPool2d(2) or stride-2 downsampling,
+[average, max] pooling, BatchNorm1d, Linear, L2), with PyTorch's default initialisation, and writes its
+initial weights to DIR/initial.onnx before the first step (the graph trainer starts from that file).
+Trains: each step `classes` distinct classes drawn at random among those with at least `groupSize`
+images and `groupSize` images of each without replacement; EPHN mean over anchors; Adam with
+OneCycleLR(cos, pct_start, cycle_momentum False) as dmlkit's `onecycle`. Writes DIR/final.onnx and
+DIR/torch.json (the mean loss of every 100 steps and the seconds the steps took). Input NCHW
+[batch, C, H, W], output `embedding`; opset 17, the TorchScript exporter, BatchNorm kept. Debian:
+python3-torch, python3-numpy. A reference only: dmlkit never runs Python.
+"""
+import inspect
+import json
+import sys
+import time
+
+import numpy as np
+import torch
+
+from torch_convnet_variants import Net, ephn
+
+
+def export(net, example, path):
+    net.eval()
+    net.training = True  # the top module's flag only: initializers stay apart (see torch_step_parity.py)
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    torch.onnx.export(net, example, path, opset_version=17, input_names=["input"], output_names=["embedding"],
+                      dynamic_axes={"input": {0: "batch"}, "embedding": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False, **legacy)
+    net.train()
+
+
+def main():
+    folder = sys.argv[1]
+    recipe = json.load(open(f"{folder}/recipe.json"))
+    torch.set_num_threads(recipe["threads"])
+    torch.manual_seed(recipe["seed"])
+    x = torch.from_numpy(np.load(f"{folder}/train-x.npy")).permute(0, 3, 1, 2).contiguous()
+    y = np.load(f"{folder}/train-y.npy").astype(np.int64)
+    n = recipe["network"]
+    net = Net(n["downsample"], n["pooling"], tuple(n["widths"]), n["depth"], n["embeddingDim"], channels=x.shape[1])
+    export(net, x[:2], f"{folder}/initial.onnx")
+    rng = np.random.default_rng(recipe["seed"])
+    group, classes, steps = recipe["groupSize"], recipe["classes"], recipe["steps"]
+    by_class = {c: np.flatnonzero(y == c) for c in np.unique(y)}
+    eligible = [c for c, rows in by_class.items() if len(rows) >= group]
+    opt = torch.optim.Adam(net.parameters(), lr=recipe["learningRate"])
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=recipe["learningRate"], total_steps=steps,
+                                                pct_start=recipe["pctStart"], cycle_momentum=False)
+    net.train()
+    losses, start = [], time.perf_counter()
+    for _ in range(steps):
+        picked = rng.choice(eligible, classes, replace=False)
+        rows = np.concatenate([rng.choice(by_class[c], group, replace=False) for c in picked])
+        if recipe["loss"]["temperature"] != 0.1:
+            raise SystemExit("torch_convnet_variants.ephn has temperature 0.1")
+        loss = ephn(net(x[rows]), torch.from_numpy(y[rows]), recipe["loss"]["order"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss))
+    seconds = time.perf_counter() - start
+    export(net, x[:2], f"{folder}/final.onnx")
+    per100 = [float(np.mean(losses[i:i + 100])) for i in range(0, steps, 100)]
+    json.dump({"torch": torch.__version__, "seconds": seconds, "lossPer100Steps": per100}, open(f"{folder}/torch.json", "w"))
+    print(json.dumps({"seconds": seconds, "lastLoss": per100[-1]}))
+
+
+if __name__ == "__main__":
+    main()
