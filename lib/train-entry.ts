@@ -28,6 +28,7 @@ export const {
   createSampler,
   embeddingLossGradient,
   featuresSpecSchema,
+  graphLossOf,
   graphOptimizerSettings,
   groupTripletsByAnchor,
   loadCheckpoint,

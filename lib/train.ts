@@ -28,7 +28,9 @@ export {
 export type { FilledLengthRule } from './train/samplers/filled.js';
 export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
 // The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
-export { GraphTrainer, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
+export { GraphTrainer, type FusedStepResult, type GraphLoss, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
+export { graphLossOf } from './train/graph-loss.js';
+export type { IrAttribute, IrElementType, IrNode, IrTensor } from './engine/graph/onnx-ir.js';
 export type { GraphOptimizerSettings } from './engine/graph-trainer/optimizer-graph.js';
 export { prepareEmbeddingNetwork, type EmbeddingHeadSpec, type EmbeddingNetworkOptions } from './engine/graph/embedding-network.js';
 export { GraphNetwork, embeddingLossGradient, graphOptimizerSettings, type EmbeddingLossGradient, type GraphBatch } from './train/graph-network.js';
