@@ -3,7 +3,9 @@
  * recipe (Recipe R's network and loss) trained three ways on the same training images, and every
  * resulting network scored by dmlkit's validation on the same held-out images:
  * - `torch`: PyTorch (scripts/reference/torch_outcome.py) on the training images this config loads,
- *   exported as ONNX before its first step and after its last;
+ *   exported as ONNX before its first step and after its last; with `--torch-batch-seeds`, one run per
+ *   seed of its batch sampling, all from the same initial weights (how far PyTorch's own outcome moves
+ *   with the batches alone);
  * - `onnx`: dmlkit's graph trainer (`backend: "onnx"`, `model.kind: "onnx"`) from PyTorch's initial
  *   ONNX file: the same starting weights;
  * - `tfjs`: the config as written (the `convnet` kind on its TensorFlow.js backend, its own seeded
@@ -15,6 +17,7 @@
  *
  *   npx tsx scripts/outcome-parity.ts [--config scripts/configs/fashion-mnist-convnet-variants.json] [--steps 2400]
  *        [--out runs/outcome-parity/fashion-mnist] [--runs torch,onnx,tfjs] [--threads 2] [--downsample stride|maxpool] [--pooling avg|avgmax]
+ *        [--torch-batch-seeds 0,1,2]
  *
  * `--downsample` and `--pooling` replace the config's `convnet` options (the defaults are Recipe R's
  * maxpool and avgmax; stride and avg are the `convnet` that collapsed).
@@ -54,7 +57,7 @@ interface Row {
 const scores = (v: NonNullable<EpochRecord['validation']>): Scores => ({ r1: 100 * (v.recall['1'] ?? Number.NaN), mapAtR: 100 * (v.mapAtR ?? Number.NaN), nmi: 100 * v.nmi });
 
 /** Writes the config's training images (preprocessed, NHWC) and labels, and the recipe, for the PyTorch side. */
-async function writeTorchInputs(config: TrainConfig, folder: string, threads: number): Promise<void> {
+async function writeTorchInputs(config: TrainConfig, folder: string, threads: number, batchSeed: number): Promise<void> {
   const model = config.model as ConvnetModelSpec;
   const image = config.data.image;
   if (model.kind !== 'convnet' || !image) throw new Error('outcome-parity compares a `convnet` model on images (data.image)');
@@ -78,6 +81,7 @@ async function writeTorchInputs(config: TrainConfig, folder: string, threads: nu
     pctStart: schedule.pctStart ?? 0.3,
     steps: config.steps,
     seed: config.seed,
+    batchSeed,
     threads,
   };
   writeFileSync(path.join(folder, 'recipe.json'), `${JSON.stringify(recipe, null, 2)}\n`);
@@ -108,18 +112,24 @@ async function main(): Promise<void> {
     rows.push({ run: name, before, after: scores(lastValidation(history)), meanLoss: history[history.length - 1]?.loss ?? null, secondsPerStep });
   };
   if (runs.includes('torch')) {
-    await writeTorchInputs(configOf('torch', {}), torchFolder, threads);
-    const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/torch_outcome.py', import.meta.url)), torchFolder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-    if (made.status !== 0) throw new Error(`scripts/reference/torch_outcome.py failed (python3-torch and python3-numpy needed): exit ${made.status}`);
-    const torch = JSON.parse(readFileSync(path.join(torchFolder, 'torch.json'), 'utf8')) as { torch: string; seconds: number; lossPer100Steps: number[] };
-    // PyTorch's networks scored by dmlkit's validation: the first record of a run from each file is its untrained state.
-    const score = async (file: string): Promise<Scores> => {
-      const overrides = { model: { kind: 'onnx', path: path.join(torchFolder, `${file}.onnx`) }, backend: 'onnx', steps: 1, optimizer: { kind: 'adam', learningRate: 1e-3 }, validation: { ...(base.validation ?? {}), everySteps: 1 } };
-      const result = await train(configOf(`torch-${file}`, overrides as Partial<TrainConfigInput>), { overwrite: true, log: log(`torch ${file}`) });
-      return scores(result.history[0]?.validation as NonNullable<EpochRecord['validation']>);
-    };
-    const meanLoss = torch.lossPer100Steps.reduce((a, b) => a + b, 0) / torch.lossPer100Steps.length;
-    rows.push({ run: `PyTorch ${torch.torch}`, before: await score('initial'), after: await score('final'), meanLoss, secondsPerStep: torch.seconds / steps });
+    const batchSeeds = argument('--torch-batch-seeds', String(base.seed ?? 0)).split(',').map(Number);
+    for (const [i, batchSeed] of batchSeeds.entries()) {
+      // The first seed's folder holds the initial ONNX file the graph trainer starts from.
+      const folder = i === 0 ? torchFolder : `${torchFolder}-batches-${batchSeed}`;
+      mkdirSync(folder, { recursive: true });
+      await writeTorchInputs(configOf('torch', {}), folder, threads, batchSeed);
+      const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/torch_outcome.py', import.meta.url)), folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      if (made.status !== 0) throw new Error(`scripts/reference/torch_outcome.py failed (python3-torch and python3-numpy needed): exit ${made.status}`);
+      const torch = JSON.parse(readFileSync(path.join(folder, 'torch.json'), 'utf8')) as { torch: string; seconds: number; lossPer100Steps: number[] };
+      // PyTorch's networks scored by dmlkit's validation: the first record of a run from each file is its untrained state.
+      const score = async (file: string): Promise<Scores> => {
+        const overrides = { model: { kind: 'onnx', path: path.join(folder, `${file}.onnx`) }, backend: 'onnx', steps: 1, optimizer: { kind: 'adam', learningRate: 1e-3 }, validation: { ...(base.validation ?? {}), everySteps: 1 } };
+        const result = await train(configOf(`${path.basename(folder)}-${file}`, overrides as Partial<TrainConfigInput>), { overwrite: true, log: log(`torch ${file}`) });
+        return scores(result.history[0]?.validation as NonNullable<EpochRecord['validation']>);
+      };
+      const meanLoss = torch.lossPer100Steps.reduce((a, b) => a + b, 0) / torch.lossPer100Steps.length;
+      rows.push({ run: `PyTorch ${torch.torch}, batch seed ${batchSeed}`, before: await score('initial'), after: await score('final'), meanLoss, secondsPerStep: torch.seconds / steps });
+    }
   }
   if (runs.includes('onnx')) {
     const start = performance.now();

@@ -75,6 +75,16 @@ def ephn(e, labels, order):
     return F.softplus(z / 0.1).mean()
 
 
+def train_step(net, opt, sched, x, labels, order):
+    """One EPHN step on images x with labels (a LongTensor); returns the loss."""
+    loss = ephn(net(x), labels, order)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    return float(loss)
+
+
 def metrics(e, labels):
     s = e @ e.T
     np.fill_diagonal(s, -np.inf)
@@ -121,12 +131,7 @@ def main():
             net.train()
             for _ in range(steps):
                 rows = np.concatenate([brng.choice(by_class[c], 16, replace=False) for c in range(5)])
-                loss = ephn(net(xtrain[rows]), torch.tensor(ytrain[rows]), order)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                losses.append(float(loss))
+                losses.append(train_step(net, opt, sched, xtrain[rows], torch.tensor(ytrain[rows]), order))
             seconds = time.perf_counter() - start
             with torch.no_grad():
                 after = metrics(embed(), yheld)

@@ -6,7 +6,7 @@
 DIR holds what the harness wrote: `train-x.npy` (float32 [N, H, W, C], dmlkit's preprocessed training
 images), `train-y.npy` (int32 class numbers) and `recipe.json` (network: widths, depth, downsample,
 pooling, embeddingDim; loss: EPHN order and temperature; batch: classes x groupSize; Adam learning rate,
-OneCycle pctStart, steps, seed, threads). Builds the `convnet` network as
+OneCycle pctStart, steps, seed (the initialisation), batchSeed (the batches; default seed), threads). Builds the `convnet` network as
 scripts/reference/torch_convnet_variants.py does (conv_bn blocks, MaxPool2d(2) or stride-2 downsampling,
 [average, max] pooling, BatchNorm1d, Linear, L2), with PyTorch's default initialisation, and writes its
 initial weights to DIR/initial.onnx before the first step (the graph trainer starts from that file).
@@ -25,7 +25,7 @@ import time
 import numpy as np
 import torch
 
-from torch_convnet_variants import Net, ephn
+from torch_convnet_variants import Net, train_step
 
 
 def export(net, example, path):
@@ -48,26 +48,21 @@ def main():
     n = recipe["network"]
     net = Net(n["downsample"], n["pooling"], tuple(n["widths"]), n["depth"], n["embeddingDim"], channels=x.shape[1])
     export(net, x[:2], f"{folder}/initial.onnx")
-    rng = np.random.default_rng(recipe["seed"])
+    rng = np.random.default_rng(recipe.get("batchSeed", recipe["seed"]))
     group, classes, steps = recipe["groupSize"], recipe["classes"], recipe["steps"]
     by_class = {c: np.flatnonzero(y == c) for c in np.unique(y)}
     eligible = [c for c, rows in by_class.items() if len(rows) >= group]
     opt = torch.optim.Adam(net.parameters(), lr=recipe["learningRate"])
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=recipe["learningRate"], total_steps=steps,
                                                 pct_start=recipe["pctStart"], cycle_momentum=False)
+    if recipe["loss"]["temperature"] != 0.1:
+        raise SystemExit("torch_convnet_variants.ephn has temperature 0.1")
     net.train()
     losses, start = [], time.perf_counter()
     for _ in range(steps):
         picked = rng.choice(eligible, classes, replace=False)
         rows = np.concatenate([rng.choice(by_class[c], group, replace=False) for c in picked])
-        if recipe["loss"]["temperature"] != 0.1:
-            raise SystemExit("torch_convnet_variants.ephn has temperature 0.1")
-        loss = ephn(net(x[rows]), torch.from_numpy(y[rows]), recipe["loss"]["order"])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(float(loss))
+        losses.append(train_step(net, opt, sched, x[rows], torch.from_numpy(y[rows]), recipe["loss"]["order"]))
     seconds = time.perf_counter() - start
     export(net, x[:2], f"{folder}/final.onnx")
     per100 = [float(np.mean(losses[i:i + 100])) for i in range(0, steps, 100)]
