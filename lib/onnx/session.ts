@@ -41,6 +41,12 @@ export interface CreateSessionOptions {
   threads?: number;
   /** Name for error messages and onnxruntime's log id; defaults to the path, or `'model'` for bytes. */
   name?: string;
+  /**
+   * onnxruntime's graph optimisation level; default `all`. The graph trainer's step graphs use
+   * `extended`: `all` adds the CPU provider's NCHWc layout, whose reorders around every convolution
+   * cost more than they save there (docs/graph-trainer.md, "Speed").
+   */
+  optimization?: 'extended' | 'all';
 }
 
 /** A created session with the provider that runs it and the history of attempts. */
@@ -139,7 +145,7 @@ async function webgpuUnavailable(): Promise<string | undefined> {
  * succeeds (for `cuda`, the message carries the reason CUDA failed).
  */
 export async function createSession(model: string | Uint8Array, options: CreateSessionOptions): Promise<CreatedSession> {
-  const { device, threads } = options;
+  const { device, threads, optimization = 'all' } = options;
   if (!DEVICE_CHOICES.includes(device)) throw invalidParameterError('device', `one of ${DEVICE_CHOICES.map((d) => `'${d}'`).join(', ')}`, device);
   if (threads !== undefined && (!Number.isInteger(threads) || threads < 1)) {
     throw invalidParameterError('threads', 'a positive integer', threads);
@@ -169,7 +175,7 @@ export async function createSession(model: string | Uint8Array, options: CreateS
     }
     const sessionOptions: ort.InferenceSession.SessionOptions = {
       executionProviders: PROVIDER_LISTS[provider],
-      graphOptimizationLevel: 'all',
+      graphOptimizationLevel: optimization,
       logId: name,
       // Per session too, not only ort.env: a process (or worker thread) whose onnxruntime environment
       // was set up before quietOrtLogging still keeps the failed GPU attempt's [E:onnxruntime ...] line off stderr.

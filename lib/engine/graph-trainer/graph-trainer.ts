@@ -95,6 +95,14 @@ interface FusedGraph {
   readonly dataInputs: ReadonlyMap<string, readonly number[]>;
 }
 
+/**
+ * onnxruntime's optimisation level for the training graphs: `extended`, without the CPU provider's NCHWc
+ * layout, whose reorders around each convolution took about 94 ms of Recipe R's fused step and saved
+ * less in the convolutions (scripts/bench-train.ts: Recipe R 14-16% faster, the small CNN and ResNet-18
+ * unchanged within noise; docs/graph-trainer.md, "Speed").
+ */
+const STEP_GRAPH_OPTIMIZATION = 'extended';
+
 /** The two graphs of one batch size. */
 interface BatchGraphs {
   readonly io: StepGraphIo;
@@ -202,7 +210,7 @@ export class GraphTrainer {
       fused = (async () => {
         const { compiled, built } = this.compileFused(batch);
         const name = this.options.name ?? 'model';
-        const opened = await createSession(compiled.fusedModel as Uint8Array, { device: this.provider ?? this.options.device ?? 'cpu', name, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) });
+        const opened = await createSession(compiled.fusedModel as Uint8Array, { device: this.provider ?? this.options.device ?? 'cpu', name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) });
         if (this.provider === undefined) {
           this.provider = opened.provider;
           this.attempts = opened.attempts;
@@ -277,7 +285,7 @@ export class GraphTrainer {
         const compiled = this.compile(batch);
         const name = this.options.name ?? 'model';
         const device = this.provider ?? this.options.device ?? 'cpu';
-        const sessionOptions = { device, name, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
+        const sessionOptions = { device, name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
         const step = await createSession(compiled.stepModel, sessionOptions);
         if (this.provider === undefined) {
           this.provider = step.provider;
