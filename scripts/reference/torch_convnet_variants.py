@@ -14,7 +14,6 @@ Adam 1e-3, OneCycleLR(pct_start 0.05, cycle_momentum False), input (x / 255 - 0.
 JSON line per run: held-out Recall@1 (leave one out), MAP@R and NMI (KMeans, K = 5) before and after,
 the last 50 steps' mean loss and seconds. Debian: python3-torch, python3-sklearn. A reference only.
 """
-import gzip
 import json
 import math
 import sys
@@ -27,13 +26,7 @@ import torch.nn.functional as F
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
-
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+from fashion_mnist import idx
 
 
 def conv_bn(cin, cout, stride):

@@ -77,7 +77,6 @@ skips such an update). Debian: python3-torch, python3-onnx, python3-numpy, pytho
 oxygen-icon-theme, tango-icon-theme and dataset-fashion-mnist (the images). A reference only, never
 a dmlkit dependency.
 """
-import gzip
 import hashlib
 import json
 import math
@@ -93,6 +92,8 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 from PIL import Image
 from torch.optim.lr_scheduler import CosineAnnealingLR, MultiStepLR, OneCycleLR
+
+from fashion_mnist import idx
 
 warnings.filterwarnings("ignore")
 
@@ -446,14 +447,6 @@ def batches(classes, rng, size):
             labels[t, i] = c
         sources.append([os.path.relpath(path, "/usr/share/icons") for _, path, _ in items])
     return images, labels, sources
-
-
-def idx(path):
-    with gzip.open(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
 def fashion_batches(rng, size):
