@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     optimizer: createGraphOptimizer({ kind: 'adam' }),
   });
   const options = (prefix: string): ort.InferenceSession.SessionOptions => ({
-    graphOptimizationLevel: 'all',
+    graphOptimizationLevel: prefix === 'inference' ? 'all' : 'extended', // as GraphTrainer runs its step graphs
     executionProviders: [device],
     ...(threads ? { intraOpNumThreads: Number(threads) } : {}),
     ...(profileDir && prefix !== 'inference' ? { enableProfiling: true, profileFilePrefix: path.join(profileDir, prefix) } : {}),
