@@ -2,11 +2,11 @@
  * @file Assembles the WebAssembly kernels' text with wabt (a devDependency; dmlkit itself ships only
  * the bytes) and writes the base64 of each binary into its constant, in the file that holds the text:
  * every module of `WASM_KERNELS` (scripts/wasm-assembler.ts), e.g. `ADAM_WAT` -> `ADAM_WASM_BASE64`
- * in lib/train/wasm/adam-kernel.ts. Run after editing a text:
+ * in lib/engine/tfjs/wasm/adam-kernel.ts. Run after editing a text:
  *
  *   npx tsx scripts/assemble-wasm.ts
  *
- * spec/train/wasm-kernels.spec.ts fails while a constant and its text disagree.
+ * spec/engine/tfjs/wasm-kernels.spec.ts fails while a constant and its text disagree.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -50,7 +50,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/train/backend.js';
+import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/engine/tfjs/backend.js';
 import { GraphTrainer } from '../lib/engine/graph-trainer/graph-trainer.js';
 import { graphLossOf } from '../lib/train/graph-loss.js';
 import { embeddingLossGradient, GraphNetwork } from '../lib/train/graph-network.js';

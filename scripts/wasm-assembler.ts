@@ -4,9 +4,9 @@
  * scripts/assemble-wasm.ts and the spec that checks the committed bytes.
  */
 import wabtFactory from 'wabt';
-import { ADAM_WASM_BASE64, ADAM_WAT } from '../lib/train/wasm/adam-kernel.js';
-import { BATCH_NORM_WASM_BASE64, BATCH_NORM_WAT } from '../lib/train/wasm/batch-norm-simd.js';
-import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../lib/train/wasm/relu-pool-kernels.js';
+import { ADAM_WASM_BASE64, ADAM_WAT } from '../lib/engine/tfjs/wasm/adam-kernel.js';
+import { BATCH_NORM_WASM_BASE64, BATCH_NORM_WAT } from '../lib/engine/tfjs/wasm/batch-norm-simd.js';
+import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../lib/engine/tfjs/wasm/relu-pool-kernels.js';
 
 /** One kernel module: its text, the name and current value of the constant with its bytes, and that constant's file. */
 export interface WasmKernelSource {
@@ -18,9 +18,9 @@ export interface WasmKernelSource {
 
 /** dmlkit's WebAssembly kernel modules. */
 export const WASM_KERNELS: readonly WasmKernelSource[] = [
-  { wat: ADAM_WAT, constant: 'ADAM_WASM_BASE64', base64: ADAM_WASM_BASE64, file: 'lib/train/wasm/adam-kernel.ts' },
-  { wat: RELU_POOL_WAT, constant: 'RELU_POOL_WASM_BASE64', base64: RELU_POOL_WASM_BASE64, file: 'lib/train/wasm/relu-pool-kernels.ts' },
-  { wat: BATCH_NORM_WAT, constant: 'BATCH_NORM_WASM_BASE64', base64: BATCH_NORM_WASM_BASE64, file: 'lib/train/wasm/batch-norm-simd.ts' },
+  { wat: ADAM_WAT, constant: 'ADAM_WASM_BASE64', base64: ADAM_WASM_BASE64, file: 'lib/engine/tfjs/wasm/adam-kernel.ts' },
+  { wat: RELU_POOL_WAT, constant: 'RELU_POOL_WASM_BASE64', base64: RELU_POOL_WASM_BASE64, file: 'lib/engine/tfjs/wasm/relu-pool-kernels.ts' },
+  { wat: BATCH_NORM_WAT, constant: 'BATCH_NORM_WASM_BASE64', base64: BATCH_NORM_WASM_BASE64, file: 'lib/engine/tfjs/wasm/batch-norm-simd.ts' },
 ];
 
 /** The .wasm bytes of `wat` (throws wabt's message on a syntax or validation error). */

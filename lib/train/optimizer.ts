@@ -12,8 +12,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from './config.js';
-import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from './fused-optimizer.js';
-import { ORT_CPU_BACKEND_NAME } from './ort-backend/ort-cpu-backend.js';
+import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from '../engine/tfjs/fused-optimizer.js';
+import { ORT_CPU_BACKEND_NAME } from '../engine/tfjs/ort-cpu/ort-cpu-backend.js';
 
 /**
  * tfjs backends on which the trainer uses the fused optimisers. `cpu` keeps tfjs's own optimisers,

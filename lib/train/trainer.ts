@@ -37,7 +37,7 @@ import { collectVersions } from '../report/report.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
-import { ensureBackendSupports, selectBackend } from './backend.js';
+import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
 import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../lib/train/backend.js';
+import { selectBackend } from '../../lib/engine/tfjs/backend.js';
 import type { Rng } from '../../lib/util/rng.js';
 import { restoreBackendAfter } from './tf-backend.js';
 

@@ -18,7 +18,7 @@
  * training-batch-norm.ts: saved models and the ONNX exporter see the stock layer.
  */
 import * as tf from '@tensorflow/tfjs';
-import { biasedConv2d } from '../ops/biased-conv2d.js';
+import { biasedConv2d } from '../../engine/tfjs/ops/biased-conv2d.js';
 
 /** Arguments of tfjs-layers' Conv2D. */
 export type Conv2DArgs = Parameters<typeof tf.layers.conv2d>[0];

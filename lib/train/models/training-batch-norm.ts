@@ -11,7 +11,7 @@
  * loads its checkpoint's weights into a freshly built model (checkpoint-io.ts, `into`).
  */
 import * as tf from '@tensorflow/tfjs';
-import { batchNormInTraining, hasFusedBatchNormTraining } from '../ops/batch-norm-training.js';
+import { batchNormInTraining, hasFusedBatchNormTraining } from '../../engine/tfjs/ops/batch-norm-training.js';
 
 /** Arguments of tfjs-layers' BatchNormalization. */
 export type BatchNormalizationArgs = NonNullable<Parameters<typeof tf.layers.batchNormalization>[0]>;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
+import { selectBackend } from '../../../lib/engine/tfjs/backend.js';
 import { inputConv2d } from '../../../lib/train/models/input-conv2d.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { random, relativeDifference } from '../../helpers/compare-backends.js';

@@ -1,15 +1,15 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
+import { selectBackend } from '../../../lib/engine/tfjs/backend.js';
 import { batchNormalization } from '../../../lib/train/models/training-batch-norm.js';
-import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL, batchNormInTraining } from '../../../lib/train/ops/batch-norm-training.js';
+import { BATCH_NORM_TRAINING_GRAD_KERNEL, BATCH_NORM_TRAINING_KERNEL, batchNormInTraining } from '../../../lib/engine/tfjs/ops/batch-norm-training.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { relativeDifference } from '../../helpers/compare-backends.js';
 import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
  * The batch-normalisation layer of the model builders (models/training-batch-norm.ts) and its fused
- * training pass (ops/batch-norm-training.ts, kernels in ort-backend/batch-norm-kernels.ts): on ort-cpu
+ * training pass (ops/batch-norm-training.ts, kernels in ort-cpu/batch-norm-kernels.ts): on ort-cpu
  * it must compute what tfjs-layers' stock BatchNormalization computes on the cpu backend (output,
  * moving statistics, gradients), its gradient must equal finite differences of the defining formula,
  * and it must stay a `BatchNormalization` for serialisation and export.

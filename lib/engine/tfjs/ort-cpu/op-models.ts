@@ -19,7 +19,7 @@
  * swapped, [ci, b, H, W]) with dy as the filter ([co, b, OH, OW]) at stride d and dilation s, group
  * ci; its output [1, ci*m, KH', KW'] has KH' >= KH and is sliced to the filter size.
  */
-import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../onnx/builder.js';
+import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../../onnx/builder.js';
 
 /** tfjs's fused activations (`_FusedMatMul`, `FusedConv2D`, `FusedDepthwiseConv2D`). */
 export type FusedActivation = 'linear' | 'relu' | 'relu6' | 'prelu' | 'leakyrelu' | 'elu' | 'sigmoid';

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../lib/train/fused-optimizer.js';
-import { applyWeightDecay, createOptimizer, setLearningRate, setOptimizerWeights, withLearningRate } from '../../lib/train/optimizer.js';
-import { Rng } from '../../lib/util/rng.js';
-import type { TrainConfig } from '../../lib/train/config.js';
+import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../../lib/engine/tfjs/fused-optimizer.js';
+import { applyWeightDecay, createOptimizer, setLearningRate, setOptimizerWeights, withLearningRate } from '../../../lib/train/optimizer.js';
+import { Rng } from '../../../lib/util/rng.js';
+import type { TrainConfig } from '../../../lib/train/config.js';
 
 type OptimizerConfig = TrainConfig['optimizer'];
 

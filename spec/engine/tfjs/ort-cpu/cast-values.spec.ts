@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { ORT_ELEMENTWISE_MIN_SIZE } from '../../../lib/train/ort-backend/elementwise-kernels.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
+import { ORT_ELEMENTWISE_MIN_SIZE } from '../../../../lib/engine/tfjs/ort-cpu/elementwise-kernels.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { compareBackends, random, useOrtCpuBackend } from '../../../helpers/compare-backends.js';
 
 /**
  * tfjs's cpu `Cast` from bool or int32 to float32 keeps the input's Uint8Array / Int32Array under the

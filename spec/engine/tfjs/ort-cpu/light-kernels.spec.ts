@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { broadcastPattern, ORT_ELEMENTWISE_MIN_SIZE } from '../../../lib/train/ort-backend/elementwise-kernels.js';
-import { RELU_GRAD_KERNEL } from '../../../lib/train/ops/relu-gradient.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
+import { broadcastPattern, ORT_ELEMENTWISE_MIN_SIZE } from '../../../../lib/engine/tfjs/ort-cpu/elementwise-kernels.js';
+import { RELU_GRAD_KERNEL } from '../../../../lib/engine/tfjs/ops/relu-gradient.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { compareBackends, random, useOrtCpuBackend } from '../../../helpers/compare-backends.js';
 
 /**
  * The ort-cpu backend's JavaScript fast paths (element-wise, the fused ReLU gradient, Sum, Mean, Tile,

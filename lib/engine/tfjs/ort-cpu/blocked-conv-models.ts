@@ -26,7 +26,7 @@
  * qMin the smallest offset), padded by -qMin before. The phases' outputs, each [n, h/s, w/s, ci], are
  * interleaved by two Concats and a Reshape.
  */
-import { encodeModel, int64Tensor, node, tensorValueInfo, ONNX_OPSET_VERSION, type NodeProto, type OperatorSetId, type TensorProto } from '../../onnx/builder.js';
+import { encodeModel, int64Tensor, node, tensorValueInfo, ONNX_OPSET_VERSION, type NodeProto, type OperatorSetId, type TensorProto } from '../../../onnx/builder.js';
 import { epilogueInputs, epilogueNodes, finish, type ConvGeometry, type Epilogue } from './op-models.js';
 
 /** The ONNX domain of onnxruntime's blocked-layout kernels. */

@@ -17,10 +17,10 @@
  * repeats the same few shapes every step, so after the first step no session is created.
  */
 import { createRequire } from 'node:module';
-import ort from '../../onnx/ort.js';
-import { quietOrtLogging } from '../../onnx/session.js';
-import { DmlError } from '../../errors.js';
-import { encodeModel, node, tensorValueInfo } from '../../onnx/builder.js';
+import ort from '../../../onnx/ort.js';
+import { quietOrtLogging } from '../../../onnx/session.js';
+import { DmlError } from '../../../errors.js';
+import { encodeModel, node, tensorValueInfo } from '../../../onnx/builder.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 
 /** The onnxruntime-node version whose native binding this module was written and tested against. */

@@ -1,5 +1,5 @@
 /**
- * @file The passes of the fused batch-normalisation training kernels (ort-backend/batch-norm-kernels.ts,
+ * @file The passes of the fused batch-normalisation training kernels (ort-cpu/batch-norm-kernels.ts,
  * formulas in ops/batch-norm-training.ts) as WebAssembly SIMD loops over [rows, channels] float32
  * data, channels last:
  * - `moments`: per channel the sums of d and d², d = x - shift (in double precision, two channels
@@ -13,7 +13,7 @@
  * precision.
  *
  * {@link BATCH_NORM_WAT} is the source, {@link BATCH_NORM_WASM_BASE64} its assembly
- * (`npx tsx scripts/assemble-wasm.ts`; spec/train/wasm-kernels.spec.ts checks that they agree).
+ * (`npx tsx scripts/assemble-wasm.ts`; spec/engine/tfjs/wasm-kernels.spec.ts checks that they agree).
  */
 import { CHUNK_ELEMENTS, forEachChunk, lazyWasmInstance } from './wasm-instance.js';
 

@@ -6,12 +6,12 @@ import {
   blockedConvBackpropInputModel,
   blockedConvModel,
   blockedConvSupported,
-} from '../../../lib/train/ort-backend/blocked-conv-models.js';
-import { blockedLayoutBlockSize } from '../../../lib/train/ort-backend/heavy-kernels.js';
-import type { ConvGeometry } from '../../../lib/train/ort-backend/op-models.js';
-import { loadOrtSyncRuntime, type OrtSyncRuntime } from '../../../lib/train/ort-backend/ort-sync-runtime.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { relativeDifference } from '../../helpers/compare-backends.js';
+} from '../../../../lib/engine/tfjs/ort-cpu/blocked-conv-models.js';
+import { blockedLayoutBlockSize } from '../../../../lib/engine/tfjs/ort-cpu/heavy-kernels.js';
+import type { ConvGeometry } from '../../../../lib/engine/tfjs/ort-cpu/op-models.js';
+import { loadOrtSyncRuntime, type OrtSyncRuntime } from '../../../../lib/engine/tfjs/ort-cpu/ort-sync-runtime.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { relativeDifference } from '../../../helpers/compare-backends.js';
 
 /** A convolution case: NHWC input, [kh, kw, ci, co] filter, explicit geometry. */
 interface ConvCase {

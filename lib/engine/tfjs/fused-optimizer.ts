@@ -20,7 +20,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { AdamKernel, type AdamScalars } from './wasm/adam-kernel.js';
-import { float32Values } from './ort-backend/float32-values.js';
+import { float32Values } from './ort-cpu/float32-values.js';
 
 const f32 = Math.fround;
 

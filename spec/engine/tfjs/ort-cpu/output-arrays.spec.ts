@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { OutputArrayPool, outputArrays } from '../../../lib/train/ort-backend/output-arrays.js';
-import { useOrtCpuBackend } from '../../helpers/compare-backends.js';
+import { OutputArrayPool, outputArrays } from '../../../../lib/engine/tfjs/ort-cpu/output-arrays.js';
+import { useOrtCpuBackend } from '../../../helpers/compare-backends.js';
 
 /**
- * ort-backend/output-arrays.ts: kernel output arrays are reused after their tensor is disposed, never
+ * ort-cpu/output-arrays.ts: kernel output arrays are reused after their tensor is disposed, never
  * while another tensor holds or views them, and reads hand out copies that later kernels cannot
  * overwrite.
  */

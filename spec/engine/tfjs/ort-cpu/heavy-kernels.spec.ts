@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { ORT_CPU_BLOCKED_ENV, type OrtKernelBackend } from '../../../lib/train/ort-backend/heavy-kernels.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { compareBackends, random, useOrtCpuBackend } from '../../helpers/compare-backends.js';
+import { ORT_CPU_BLOCKED_ENV, type OrtKernelBackend } from '../../../../lib/engine/tfjs/ort-cpu/heavy-kernels.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { compareBackends, random, useOrtCpuBackend } from '../../../helpers/compare-backends.js';
 
 /**
  * Every onnxruntime kernel of the ort-cpu backend against tfjs's cpu kernel of the same op on the same

@@ -1,17 +1,17 @@
 import { expect } from 'chai';
-import { AdamKernel, type AdamScalars } from '../../lib/train/wasm/adam-kernel.js';
-import { batchNormTrainingBackward, batchNormTrainingForward } from '../../lib/train/wasm/batch-norm-simd.js';
-import { maxPoolPositions, reluGradInto, reluInto } from '../../lib/train/wasm/relu-pool-kernels.js';
-import { Rng } from '../../lib/util/rng.js';
-import { assembleWat, WASM_KERNELS } from '../../scripts/wasm-assembler.js';
+import { AdamKernel, type AdamScalars } from '../../../lib/engine/tfjs/wasm/adam-kernel.js';
+import { batchNormTrainingBackward, batchNormTrainingForward } from '../../../lib/engine/tfjs/wasm/batch-norm-simd.js';
+import { maxPoolPositions, reluGradInto, reluInto } from '../../../lib/engine/tfjs/wasm/relu-pool-kernels.js';
+import { Rng } from '../../../lib/util/rng.js';
+import { assembleWat, WASM_KERNELS } from '../../../scripts/wasm-assembler.js';
 
 /**
- * The WebAssembly SIMD kernels (lib/train/wasm/): each module's committed bytes are the assembly of its
+ * The WebAssembly SIMD kernels (lib/engine/tfjs/wasm/): each module's committed bytes are the assembly of its
  * text. The Adam kernel computes what tfjs's kernels compute, i.e. every operation rounded to
  * float32, bit for bit, for any length (padding lanes), special values and a growing memory. (The
  * fused optimiser's spec compares the whole optimiser with tfjs's AdamOptimizer.) The ReLU and
  * max-pooling kernels are compared with tfjs's cpu kernels through the ort-cpu backend in
- * spec/train/ort-backend/light-kernels.spec.ts.
+ * spec/engine/tfjs/ort-cpu/light-kernels.spec.ts.
  */
 const f32 = Math.fround;
 
@@ -55,7 +55,7 @@ function bits(a: Float32Array): number[] {
   return Array.from(new Int32Array(a.buffer, a.byteOffset, a.length));
 }
 
-describe('train/wasm: WebAssembly kernels', () => {
+describe('engine/tfjs/wasm: WebAssembly kernels', () => {
   for (const kernel of WASM_KERNELS) {
     it(`${kernel.constant} (${kernel.file}) holds the assembly of its text (run scripts/assemble-wasm.ts after editing a text)`, async () => {
       expect(Buffer.from(await assembleWat(kernel.wat)).toString('base64')).to.equal(kernel.base64);

@@ -4,7 +4,7 @@
  *
  * `auto` tries, in order: `@tensorflow/tfjs-node-gpu` (TensorFlow's C library with CUDA),
  * `@tensorflow/tfjs-node` (TensorFlow's C library on the CPU), `ort-cpu` (tfjs's `cpu` backend with
- * matrix products and convolutions run by onnxruntime, see ort-backend/ort-cpu-backend.ts),
+ * matrix products and convolutions run by onnxruntime, see ort-cpu/ort-cpu-backend.ts),
  * `@tensorflow/tfjs-backend-wasm` (XNNPACK, SIMD, one thread in Node) and tfjs's pure-JavaScript `cpu`
  * backend. Each attempt and why it failed is recorded, so a run can report which backend actually ran.
  * A forced backend that cannot be loaded is an error naming the reason; it never falls back silently,
@@ -25,9 +25,9 @@
  * lacks one; it never lets work run on a backend that would fail halfway.
  */
 import * as tf from '@tensorflow/tfjs';
-import { DmlError, invalidParameterError } from '../errors.js';
-import { ORT_CPU_BACKEND_NAME, registerOrtCpuBackend } from './ort-backend/ort-cpu-backend.js';
-import type { NativeBindingLoader } from './ort-backend/ort-sync-runtime.js';
+import { DmlError, invalidParameterError } from '../../errors.js';
+import { ORT_CPU_BACKEND_NAME, registerOrtCpuBackend } from './ort-cpu/ort-cpu-backend.js';
+import type { NativeBindingLoader } from './ort-cpu/ort-sync-runtime.js';
 
 /** What the user asks for. */
 export type BackendPreference = 'auto' | 'tfjs-node-gpu' | 'tfjs-node' | 'ort-cpu' | 'wasm' | 'cpu';

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { ensureBackendSupports, missingKernels, modelKernels, selectBackend } from '../../lib/train/backend.js';
-import { buildModel } from '../../lib/train/models/build-model.js';
-import { loadNativeBinding } from '../../lib/train/ort-backend/ort-sync-runtime.js';
-import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { ensureBackendSupports, missingKernels, modelKernels, selectBackend } from '../../../lib/engine/tfjs/backend.js';
+import { buildModel } from '../../../lib/train/models/build-model.js';
+import { loadNativeBinding } from '../../../lib/engine/tfjs/ort-cpu/ort-sync-runtime.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
 type NativeBinding = ReturnType<typeof loadNativeBinding>;
 type NativeSession = InstanceType<NativeBinding['binding']['InferenceSession']>;
@@ -36,7 +36,7 @@ function bindingWithRun(run: (inner: NativeSession, ...args: Parameters<NativeSe
   });
 }
 
-describe('train/backend', () => {
+describe('engine/tfjs/backend', () => {
   let before: string;
   beforeEach(async () => {
     await tf.ready();

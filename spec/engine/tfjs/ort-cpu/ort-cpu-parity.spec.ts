@@ -1,13 +1,13 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
-import { createLoss } from '../../../lib/train/losses/registry.js';
-import { buildModel } from '../../../lib/train/models/build-model.js';
-import type { ModelSpec } from '../../../lib/train/models/model-spec.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../../../lib/train/optimizer.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { relativeDifference } from '../../helpers/compare-backends.js';
-import { restoreBackendAfter } from '../../helpers/tf-backend.js';
+import { selectBackend } from '../../../../lib/engine/tfjs/backend.js';
+import { createLoss } from '../../../../lib/train/losses/registry.js';
+import { buildModel } from '../../../../lib/train/models/build-model.js';
+import type { ModelSpec } from '../../../../lib/train/models/model-spec.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../../../../lib/train/optimizer.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { relativeDifference } from '../../../helpers/compare-backends.js';
+import { restoreBackendAfter } from '../../../helpers/tf-backend.js';
 
 /**
  * Issue acceptance: for each model type of the trainer, 20 training steps on ort-cpu (onnxruntime

@@ -1,17 +1,17 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
-import { selectBackend } from '../../../lib/train/backend.js';
-import { biasedConv2d, useBiasedConv2dGradient } from '../../../lib/train/ops/biased-conv2d.js';
-import { Rng } from '../../../lib/util/rng.js';
-import { random, relativeDifference } from '../../helpers/compare-backends.js';
-import { restoreBackendAfter } from '../../helpers/tf-backend.js';
+import { selectBackend } from '../../../../lib/engine/tfjs/backend.js';
+import { biasedConv2d, useBiasedConv2dGradient } from '../../../../lib/engine/tfjs/ops/biased-conv2d.js';
+import { Rng } from '../../../../lib/util/rng.js';
+import { random, relativeDifference } from '../../../helpers/compare-backends.js';
+import { restoreBackendAfter } from '../../../helpers/tf-backend.js';
 
 /**
  * ops/biased-conv2d.ts: conv + bias as a FusedConv2D kernel with a registered gradient computes what
  * tf.fused.conv2d computes, value and every gradient (the input gradient too, when asked for), and
  * computes the input gradient only when it is asked for.
  */
-describe('train/ops: biasedConv2d', function () {
+describe('engine/tfjs/ops: biasedConv2d', function () {
   this.timeout(60_000);
   restoreBackendAfter();
 
