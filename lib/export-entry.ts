@@ -4,7 +4,7 @@
  * one-line E_NOT_FOUND error naming what to install as `dml export` gives, instead of Node's raw
  * module-not-found error. Its exports are export.ts's values, one by one (a spec keeps the lists equal).
  */
-import { explainMissingTensorflow } from './cli/optional-deps.js';
+import { explainMissingTensorflow } from './util/optional-deps.js';
 
 let api: typeof import('./export.js');
 try {

@@ -67,7 +67,8 @@ export {
   type KMeansParameters,
   type NmiCurvePoint,
 } from './eval/evaluation.js';
-export { buildReport, isSingleRunReport, REPORT_FORMAT, type DatasetInfo, type ModelInfo, type Report, type ReportHeader, type RunReport, type SingleRunReport } from './report/report.js';
+export type { DatasetInfo, ModelInfo, RunReport } from './eval/run-report.js';
+export { buildReport, isSingleRunReport, REPORT_FORMAT, type Report, type ReportHeader, type SingleRunReport } from './report/report.js';
 export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, type ExampleNeighbour, type ExampleSelection, type RetrievalExample } from './eval/retrieval-examples.js';
 
 export { evaluate, evaluateArrays, embedImages, type EvaluateOptions, type EvaluateArraysOptions } from './facade.js';

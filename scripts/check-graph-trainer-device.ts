@@ -20,7 +20,7 @@ import * as tf from '@tensorflow/tfjs';
 import { readOnnxGraph } from '../lib/engine/graph/onnx-ir.js';
 import { createGraphOptimizer } from '../lib/engine/graph-trainer/optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers } from '../lib/engine/graph-trainer/step-graph.js';
-import { convertLayersModel } from '../lib/export/tfjs-to-onnx.js';
+import { convertLayersModel } from '../lib/engine/tfjs/tfjs-to-onnx.js';
 import { encodeModel } from '../lib/onnx/builder.js';
 import ort from '../lib/onnx/ort.js';
 import { buildModel } from '../lib/train/models/build-model.js';

@@ -6,7 +6,7 @@
  * loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
-import { explainMissingTensorflow } from './optional-deps.js';
+import { explainMissingTensorflow } from '../util/optional-deps.js';
 
 /** Raw option values of `dml export`. */
 export interface ExportFlags {

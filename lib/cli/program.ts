@@ -4,7 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { DmlError } from '../errors.js';
-import { collectVersions } from '../report/report.js';
+import { collectVersions } from '../util/versions.js';
 import { silenceProgress } from '../util/progress.js';
 import { addHelpFooter, HELP_CONFIGURATION } from './help.js';
 import { registerEvalCommand } from './eval-command.js';

@@ -4,7 +4,7 @@
  * work is in train-run.ts, loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
-import { explainMissingTensorflow } from './optional-deps.js';
+import { explainMissingTensorflow } from '../util/optional-deps.js';
 
 /** Raw option values of `dml train`. */
 export interface TrainFlags {

@@ -9,7 +9,7 @@ import { parseTrainConfig } from '../train/config.js';
 import { train } from '../train/trainer.js';
 import { parsePositiveInt, parseSeed } from './parse-options.js';
 import type { TrainFlags } from './train-command.js';
-import { writeTrainingReportHtml } from '../report/training-html.js';
+import { writeTrainingReportHtml } from '../train/training-html.js';
 
 /** Runs `dml train` with the flags commander parsed. */
 export async function runTrain(flags: TrainFlags): Promise<void> {

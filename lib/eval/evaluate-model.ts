@@ -9,7 +9,7 @@ import { embeddingProvenance, embedItemsCached } from '../embed/cache.js';
 import { saveEmbeddingSet } from '../embed/store.js';
 import type { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
-import type { DatasetInfo, ModelInfo, RunReport } from '../report/report.js';
+import type { DatasetInfo, ModelInfo, RunReport } from './run-report.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './evaluate-embeddings.js';
 
 /** Options of {@link evaluateModel}. */

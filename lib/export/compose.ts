@@ -13,7 +13,7 @@
  * is declared rank 2 when declared at all, and has the head's input width when that is fixed (a
  * symbolic width is checked when the parity run executes the backbone). The merged model keeps the
  * backbone's operator-set imports, so its nodes keep their meaning; the head's operators (see
- * layer-converters.ts) mean the same at every default-domain opset from 13 to 17, which is therefore
+ * lib/engine/tfjs/layer-converters.ts) mean the same at every default-domain opset from 13 to 17, which is therefore
  * the range accepted. Backbones with weights in external files, sparse initializers or model-local
  * functions are refused with a message saying so.
  */
@@ -31,9 +31,8 @@ import {
   type TensorProto,
   type ValueInfoProto,
 } from '../onnx/builder.js';
-import { l2Normalize } from './layer-converters.js';
-import { GraphContext } from './onnx-graph.js';
-import type { ConvertedModel } from './tfjs-to-onnx.js';
+import { GraphContext, l2Normalize } from '../engine/tfjs/onnx-graph.js';
+import type { ConvertedModel } from '../engine/tfjs/tfjs-to-onnx.js';
 
 /** Default-domain opsets a backbone may use (the head's operators are stable over this range). */
 export const COMPOSABLE_OPSETS = { min: 13, max: 17 } as const;

@@ -3,7 +3,7 @@
  * (optionally on top of a frozen ONNX backbone) -> one ONNX file that maps images to L2-normalised
  * embeddings and says how to feed it.
  *
- * {@link exportEmbedder} converts (tfjs-to-onnx.ts), composes with a backbone when there is one
+ * {@link exportEmbedder} converts (lib/engine/tfjs/tfjs-to-onnx.ts), composes with a backbone when there is one
  * (compose.ts), writes the `dml.*` metadata the evaluator reads back (lib/onnx/dml-metadata.ts), and
  * checks parity (parity.ts) before returning the bytes: a model whose onnxruntime output differs from
  * the reference by more than 1e-4 is an error and never reaches the disk. {@link exportCheckpoint}
@@ -26,7 +26,7 @@ import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing, TensorLayout } from '../image/preprocessing.js';
 import { decodeModel, describeValueInfo, encodeModel, int64Value, ONNX_IR_VERSION, type Dim } from '../onnx/builder.js';
 import { DML_METADATA_KEYS } from '../onnx/dml-metadata.js';
-import { collectVersions } from '../report/report.js';
+import { collectVersions } from '../util/versions.js';
 import { loadCheckpoint, loadOnnxCheckpoint } from '../train/checkpoint-io.js';
 import { imageSpecSchema } from '../train/config.js';
 import { trainingImagePreprocessing } from '../train/training-data.js';
@@ -35,9 +35,9 @@ import { definedFields } from '../util/defined-fields.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { Rng } from '../util/rng.js';
 import { composeBackboneAndHead } from './compose.js';
-import { permuteArray } from './onnx-graph.js';
+import { permuteArray } from '../engine/tfjs/onnx-graph.js';
 import { assertParity, compareOutputs, randomImages, runOnnxModel, type ParityReport } from './parity.js';
-import { convertLayersModel } from './tfjs-to-onnx.js';
+import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import { checkPositiveInteger } from '../util/check.js';
 
 /** Options of {@link exportEmbedder}. */

@@ -42,7 +42,7 @@ import { mkdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import { explainMissingLancedb } from '../cli/optional-deps.js';
+import { explainMissingLancedb } from '../util/optional-deps.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkInteger, checkPositiveInteger } from '../util/check.js';
 import { LANCE_PREFIX, type IndexStore, type IndexStoreMetadata, type LabelCount, type ListOptions, type OptimizeOptions } from './index-store.js';

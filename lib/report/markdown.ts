@@ -5,7 +5,8 @@
  */
 import { describeProviderChoice } from '../onnx/devices.js';
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
-import type { ModelInfo, Report, RunReport } from './report.js';
+import type { ModelInfo, RunReport } from '../eval/run-report.js';
+import type { Report } from './report.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));

@@ -16,9 +16,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
-import { convertLayersModel } from '../export/tfjs-to-onnx.js';
-import type { WeightSource } from '../export/onnx-graph.js';
-import { permuteArray } from '../export/onnx-graph.js';
+import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
+import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../engine/tfjs/onnx-graph.js';
 import { graphLossOf } from './graph-loss.js';
 import { GraphTrainer } from '../engine/graph-trainer/graph-trainer.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';

@@ -33,7 +33,7 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
-import { collectVersions } from '../report/report.js';
+import { collectVersions } from '../util/versions.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';

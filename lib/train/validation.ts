@@ -5,7 +5,7 @@
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
  */
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
-import { writeScatterFiles } from '../report/scatter-files.js';
+import { writeScatterFiles } from './scatter-files.js';
 import type { TrainConfig } from './config.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { tripletScatter } from './scatter.js';

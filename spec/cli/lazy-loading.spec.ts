@@ -14,7 +14,7 @@ import { expect } from 'chai';
 import { writeNpy } from '../../lib/embed/npy.js';
 import { DmlError } from '../../lib/errors.js';
 import { HttpError } from '../../lib/serve/errors.js';
-import { explainMissingTensorflow } from '../../lib/cli/optional-deps.js';
+import { explainMissingTensorflow } from '../../lib/util/optional-deps.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 

@@ -5,9 +5,9 @@
  * few channels, 32x32 input).
  */
 import * as tf from '@tensorflow/tfjs';
-import { permuteArray } from '../../lib/export/onnx-graph.js';
+import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
 import { compareOutputs, runOnnxModel, type ParityReport } from '../../lib/export/parity.js';
-import { convertLayersModel, type ConvertOptions } from '../../lib/export/tfjs-to-onnx.js';
+import { convertLayersModel, type ConvertOptions } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
 import { encodeModel } from '../../lib/onnx/builder.js';
 import { L2Normalize } from '../../lib/train/models/l2-normalize.js';
 import { Rng } from '../../lib/util/rng.js';

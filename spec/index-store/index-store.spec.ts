@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
-import { explainMissingLancedb } from '../../lib/cli/optional-deps.js';
+import { explainMissingLancedb } from '../../lib/util/optional-deps.js';
 import type { IndexStore } from '../../lib/index-store/index-store.js';
 import { DEFAULT_LANCE_ANN, LanceIndexStore, type LanceAnnParams } from '../../lib/index-store/lance-store.js';
 import type { NewItem } from '../../lib/index-store/layout.js';

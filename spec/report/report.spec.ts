@@ -1,21 +1,16 @@
 /**
  * @file Tests of report/: report.json's shape (format tag, definitions, the first run repeated at the
- * top), the Markdown table's values and columns for runs side by side, the HTML page's escaping and
- * charts, and the scatter files a training epoch writes.
+ * top), the Markdown table's values and columns for runs side by side, and the HTML page's escaping and
+ * charts.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
 import { autoRange, nmiChartSvg, recallChartSvg, reportHtml } from '../../lib/report/html.js';
 import { examplesMarkdown, perClassComparisonTable, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
-import { buildReport, isSingleRunReport, REPORT_FORMAT, type RunReport } from '../../lib/report/report.js';
-import { writeScatterFiles } from '../../lib/report/scatter-files.js';
+import type { RunReport } from '../../lib/eval/run-report.js';
+import { buildReport, isSingleRunReport, REPORT_FORMAT } from '../../lib/report/report.js';
 import { fittedRange, tickStep } from '../../lib/report/svg-line-chart.js';
 import { scatterRanges } from '../../lib/report/svg-scatter.js';
-import { tripletScatter } from '../../lib/train/scatter.js';
-import { describeEpoch } from '../../lib/train/trainer.js';
 
 function run(name: string, recall1: number, curve: Array<[number, number]>, extra: Partial<EvaluationMetrics> = {}): RunReport {
   const metrics: EvaluationMetrics = {
@@ -231,27 +226,5 @@ describe('report', () => {
     expect(file).to.include('&lt;script&gt;alert(1)&lt;/script&gt;.onnx');
     expect(file).to.include('✗ \\[click\\](javascript:alert(3)) (0.500) &lt;img src=x onerror=alert(2)&gt;.png');
     expect(file).to.include('shirt &amp; &lt;tie&gt;');
-  });
-
-  it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'dml-scatter-'));
-    try {
-      const vectors = Float32Array.from([1, 0, 0.9, 0.1, 0, 1, 0.1, 0.9]);
-      const scatter = tripletScatter(vectors, 4, 2, ['a', 'a', 'b', 'b'], { maxPoints: 10, seed: 0 });
-      await writeScatterFiles(dir, 7, scatter, 'validation');
-      expect(readdirSync(path.join(dir, 'scatter')).sort()).to.deep.equal(['epoch-007-histogram.svg', 'epoch-007.json', 'epoch-007.svg']);
-      expect(JSON.parse(readFileSync(path.join(dir, 'scatter', 'epoch-007.json'), 'utf8'))).to.deep.equal(JSON.parse(JSON.stringify(scatter)));
-      expect(readFileSync(path.join(dir, 'scatter', 'epoch-007.svg'), 'utf8')).to.include('Triplet scatter, epoch 7 (validation; 100.0% below diagonal)');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
-  it("describes an epoch in one progress line, NMI+ only when it was computed", () => {
-    const record = { epoch: 3, loss: 0.12345, validFraction: 0.5, updates: 4, steps: 4, learningRate: 1e-3, seconds: 2, stepsPerSecond: 2 };
-    expect(describeEpoch(record, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s');
-    const validation = { recall: { '1': 0.5 }, mapAtR: 0.25, nmi: 0.3, nmiCurve: [], nmiPlus: null, queryCount: 4 };
-    expect(describeEpoch({ ...record, validation }, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s, val R@1 50.00, MAP@R 25.00, NMI 30.00');
-    expect(describeEpoch({ ...record, validation: { ...validation, nmiPlus: 0.4 } }, 10)).to.match(/NMI 30\.00, NMI\+ 40\.00$/);
   });
 });

@@ -6,7 +6,7 @@
  */
 import { DmlError } from '../../errors.js';
 import { node as protoNode, type AttributeValue } from '../../onnx/builder.js';
-import { GraphContext } from '../../export/onnx-graph.js';
+import { GraphContext } from '../tfjs/onnx-graph.js';
 import { describeNode, type IrAttribute, type IrElementType, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import type { ValueShape } from '../graph/shapes.js';
 

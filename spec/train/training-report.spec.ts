@@ -2,14 +2,18 @@
  * @file The training run's report.html: loss and validation charts with axes fitted to the values and
  * legends under the plots, the scatter diagram with a legend and a range fitted to its points, the
  * epochs table; then a real one-epoch `dml train` run's page opened in headless Chromium (skipped only
- * without /usr/bin/chromium): self-contained, the scatter's points spread over the plot, fits 390 px.
+ * without /usr/bin/chromium): self-contained, the scatter's points spread over the plot, fits 390 px;
+ * an epoch's scatter files and its progress line.
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
-import { lossChartSvg, trainingReportHtml, validationChartSvg } from '../../lib/report/training-html.js';
-import type { EpochRecord } from '../../lib/train/trainer.js';
+import { writeScatterFiles } from '../../lib/train/scatter-files.js';
+import { tripletScatter } from '../../lib/train/scatter.js';
+import { lossChartSvg, trainingReportHtml, validationChartSvg } from '../../lib/train/training-html.js';
+import { describeEpoch, type EpochRecord } from '../../lib/train/trainer.js';
 import { launchChromiumOrSkip } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
@@ -106,6 +110,30 @@ describe('the training report page', function () {
       expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
       expect(requests).to.deep.equal([]);
       await page.close();
+    });
+  });
+
+  describe('an epoch\'s files and progress line', () => {
+    it('writes the JSON, SVG and histogram of an epoch\'s triplet scatter', async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'dml-scatter-'));
+      try {
+        const vectors = Float32Array.from([1, 0, 0.9, 0.1, 0, 1, 0.1, 0.9]);
+        const scatter = tripletScatter(vectors, 4, 2, ['a', 'a', 'b', 'b'], { maxPoints: 10, seed: 0 });
+        await writeScatterFiles(dir, 7, scatter, 'validation');
+        expect(readdirSync(path.join(dir, 'scatter')).sort()).to.deep.equal(['epoch-007-histogram.svg', 'epoch-007.json', 'epoch-007.svg']);
+        expect(JSON.parse(readFileSync(path.join(dir, 'scatter', 'epoch-007.json'), 'utf8'))).to.deep.equal(JSON.parse(JSON.stringify(scatter)));
+        expect(readFileSync(path.join(dir, 'scatter', 'epoch-007.svg'), 'utf8')).to.include('Triplet scatter, epoch 7 (validation; 100.0% below diagonal)');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("describes an epoch in one progress line, NMI+ only when it was computed", () => {
+      const record = { epoch: 3, loss: 0.12345, validFraction: 0.5, updates: 4, steps: 4, learningRate: 1e-3, seconds: 2, stepsPerSecond: 2 };
+      expect(describeEpoch(record, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s');
+      const validation = { recall: { '1': 0.5 }, mapAtR: 0.25, nmi: 0.3, nmiCurve: [], nmiPlus: null, queryCount: 4 };
+      expect(describeEpoch({ ...record, validation }, 10)).to.equal('epoch 3/10, loss 0.1235, valid 50.0%, 2.00 steps/s, val R@1 50.00, MAP@R 25.00, NMI 30.00');
+      expect(describeEpoch({ ...record, validation: { ...validation, nmiPlus: 0.4 } }, 10)).to.match(/NMI 30\.00, NMI\+ 40\.00$/);
     });
   });
 });

@@ -6,12 +6,12 @@
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { EpochRecord } from '../train/trainer.js';
-import type { TripletScatter } from '../train/scatter.js';
+import type { EpochRecord } from './trainer.js';
+import type { TripletScatter } from './scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { htmlTable, reportPageStart } from './html.js';
-import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
-import { scatterRanges, scatterSvg } from './svg-scatter.js';
+import { htmlTable, reportPageStart } from '../report/html.js';
+import { escapeXml, fittedRange, lineChartSvg } from '../report/svg-line-chart.js';
+import { scatterRanges, scatterSvg } from '../report/svg-scatter.js';
 
 /** What the training page shows: the run's epochs, and the latest scatter diagram when one was drawn. */
 export interface TrainingReportInput {

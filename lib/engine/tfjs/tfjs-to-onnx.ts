@@ -17,9 +17,9 @@
  * The batch axis is symbolic (`batch`) everywhere; the one output is named `embedding`.
  */
 import * as tf from '@tensorflow/tfjs';
-import { DmlError, invalidParameterError } from '../errors.js';
-import type { TensorLayout } from '../image/preprocessing.js';
-import { node, tensorValueInfo, type Dim, type NodeProto, type TensorProto, type ValueInfoProto } from '../onnx/builder.js';
+import { DmlError, invalidParameterError } from '../../errors.js';
+import type { TensorLayout } from '../../image/preprocessing.js';
+import { node, tensorValueInfo, type Dim, type NodeProto, type TensorProto, type ValueInfoProto } from '../../onnx/builder.js';
 import { layerConverter, supportedLayerClasses, type ConvertedOutput } from './layer-converters.js';
 import { GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
 

@@ -4,9 +4,9 @@
  * SVG histogram of positive and negative pair similarities. Each file is written atomically.
  */
 import path from 'node:path';
-import type { TripletScatter } from '../train/scatter.js';
+import type { TripletScatter } from './scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { histogramSvg, scatterRanges, scatterSvg } from './svg-scatter.js';
+import { histogramSvg, scatterRanges, scatterSvg } from '../report/svg-scatter.js';
 
 /** Writes the scatter files of `epoch` (or of global step `epoch` with unit `step`) into `<out>/scatter/`; `setName` names the embedded set (`validation`, `train`). */
 export async function writeScatterFiles(out: string, epoch: number, scatter: TripletScatter, setName: string, unit: 'epoch' | 'step' = 'epoch'): Promise<void> {

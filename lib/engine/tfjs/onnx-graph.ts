@@ -12,7 +12,7 @@
  * after them gets exactly one (back to NHWC order, so the flattened features match TensorFlow.js).
  */
 import type * as tf from '@tensorflow/tfjs';
-import { floatTensor, int64Tensor, node, type AttributeValue, type NodeProto, type TensorProto } from '../onnx/builder.js';
+import { floatTensor, int64Tensor, node, type AttributeValue, type NodeProto, type TensorProto } from '../../onnx/builder.js';
 
 /** A converted tensor. See the file comment. */
 export interface TensorValue {
@@ -147,4 +147,15 @@ export class GraphContext {
     this.transposed.set(key, result);
     return result;
   }
+}
+
+/**
+ * Adds x / sqrt(sum(x², last axis) + epsilon) for the logical-layout value `x`, the computation of
+ * the L2Normalize layer (lib/train/models/l2-normalize.ts); returns the output's name.
+ */
+export function l2Normalize(g: GraphContext, x: string, base: string, epsilon: number): string {
+  const squared = g.op('Mul', [x, x], `${base}/squared`);
+  const sum = g.op('ReduceSum', [squared, g.int64s(`${base}/axes`, [1], [-1])], `${base}/sum`, { keepdims: { i: 1 } });
+  const norm = g.op('Sqrt', [g.op('Add', [sum, g.scalar(epsilon)], `${base}/sum_eps`)], `${base}/norm`);
+  return g.op('Div', [x, norm], base);
 }

@@ -6,13 +6,13 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
-import { permuteArray } from '../../lib/export/onnx-graph.js';
-import { convertLayersModel } from '../../lib/export/tfjs-to-onnx.js';
-import { buildModel } from '../../lib/train/models/build-model.js';
-import { L2Normalize } from '../../lib/train/models/l2-normalize.js';
-import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
-import { onCpuBackend } from '../helpers/tf-backend.js';
-import { randomizeWeights, roundTrip, type RoundTripOptions } from './export-support.js';
+import { permuteArray } from '../../../lib/engine/tfjs/onnx-graph.js';
+import { convertLayersModel } from '../../../lib/engine/tfjs/tfjs-to-onnx.js';
+import { buildModel } from '../../../lib/train/models/build-model.js';
+import { L2Normalize } from '../../../lib/train/models/l2-normalize.js';
+import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
+import { onCpuBackend } from '../../helpers/tf-backend.js';
+import { randomizeWeights, roundTrip, type RoundTripOptions } from '../../export/export-support.js';
 
 type Sym = tf.SymbolicTensor;
 const apply = (layer: tf.layers.Layer, x: Sym | Sym[]): Sym => layer.apply(x) as Sym;
@@ -31,7 +31,7 @@ async function expectParity(model: tf.LayersModel, options: RoundTripOptions = {
   expect(report.minCosine).to.be.above(1 - 1e-6);
 }
 
-describe('export/layer-converters: per-layer round trips through onnxruntime', function () {
+describe('engine/tfjs/layer-converters: per-layer round trips through onnxruntime', function () {
   this.timeout(30000);
   onCpuBackend();
 

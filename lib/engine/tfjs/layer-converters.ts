@@ -25,9 +25,9 @@
  * they all follow, so that a reader checks a converter against those rules on one page.
  */
 import type * as tf from '@tensorflow/tfjs';
-import { describeValue, DmlError } from '../errors.js';
-import type { AttributeValue } from '../onnx/builder.js';
-import { permuteArray, type GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
+import { describeValue, DmlError } from '../../errors.js';
+import type { AttributeValue } from '../../onnx/builder.js';
+import { l2Normalize, permuteArray, type GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
 
 /** One call of a layer, as the graph walk hands it to a converter. */
 export interface LayerCall {
@@ -207,19 +207,6 @@ function withActivation(g: GraphContext, call: LayerCall, name: string, nchw: bo
   const activation = stringField(call, 'activation', 'linear');
   const shape = call.outputShapes[0] ?? [];
   return { name: applyActivation(g, call, activation, { name, shape, nchw }, `${call.name}/${activation}`), nchw };
-}
-
-// ---- L2 normalisation ----
-
-/**
- * Adds x / sqrt(sum(x², last axis) + epsilon) for the logical-layout value `x`, the computation of
- * the L2Normalize layer (lib/train/models/l2-normalize.ts); returns the output's name.
- */
-export function l2Normalize(g: GraphContext, x: string, base: string, epsilon: number): string {
-  const squared = g.op('Mul', [x, x], `${base}/squared`);
-  const sum = g.op('ReduceSum', [squared, g.int64s(`${base}/axes`, [1], [-1])], `${base}/sum`, { keepdims: { i: 1 } });
-  const norm = g.op('Sqrt', [g.op('Add', [sum, g.scalar(epsilon)], `${base}/sum_eps`)], `${base}/norm`);
-  return g.op('Div', [x, norm], base);
 }
 
 // ---- spatial helpers ----
