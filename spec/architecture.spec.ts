@@ -1,0 +1,60 @@
+/**
+ * @file The house's floors: each folder of lib/ (a room) imports only rooms on lower floors, so data
+ * flows one way (docs/architecture.md). A new import that runs back up fails here, naming the file.
+ * `lib/errors.ts` counts as part of util; the entry files at lib/'s top (index.ts, train.ts, facade.ts,
+ * ...) stand above every room.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+
+/** The rooms of lib/, lowest floor first. */
+const FLOORS = ['util', 'data', 'image', 'onnx', 'embed', 'search', 'metrics', 'eval', 'report', 'engine', 'index-store', 'serve', 'train', 'export', 'cli'];
+
+const lib = path.resolve('lib');
+
+function typeScriptFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return typeScriptFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** The room of a file under lib/: its first folder; lib/errors.ts belongs to util; other top-level files to none. */
+function roomOf(file: string): string | undefined {
+  const parts = path.relative(lib, file).split(path.sep);
+  if (parts.length > 1) return parts[0];
+  return parts[0] === 'errors.ts' || parts[0] === 'errors.js' ? 'util' : undefined;
+}
+
+/** Relative module specifiers of `from '...'` and `import('...')` in a source text. */
+function relativeImports(source: string): string[] {
+  return [...source.matchAll(/(?:from\s+|import\s*\(\s*)'(\.{1,2}\/[^']+)'/g)].map((m) => m[1] as string);
+}
+
+describe('architecture: every room imports only rooms below it', () => {
+  const files = typeScriptFiles(lib);
+
+  it('lists every room of lib/ on a floor', () => {
+    const rooms = new Set(files.map(roomOf).filter((room): room is string => room !== undefined));
+    expect([...rooms].sort()).to.deep.equal([...FLOORS].sort());
+  });
+
+  it('has no import that runs back up', () => {
+    const upward: string[] = [];
+    for (const file of files) {
+      const room = roomOf(file);
+      if (room === undefined) continue;
+      for (const specifier of relativeImports(readFileSync(file, 'utf8'))) {
+        const target = roomOf(path.resolve(path.dirname(file), specifier));
+        if (target === undefined) {
+          upward.push(`${path.relative(lib, file)} imports the entry file ${specifier}`);
+        } else if (target !== room && FLOORS.indexOf(target) > FLOORS.indexOf(room)) {
+          upward.push(`${path.relative(lib, file)} (${room}) imports ${specifier} (${target}, a higher floor)`);
+        }
+      }
+    }
+    expect(upward).to.deep.equal([]);
+  });
+});
