@@ -13,7 +13,7 @@ export { Rng } from './util/rng.js';
 export type { ImageSource, Manifest, ManifestItem } from './data/manifest.js';
 export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions, type ManifestHashOptions } from './data/open-dataset.js';
 export { applyClassSplit, parseClassList } from './data/class-split.js';
-export { readIdxFile, parseIdx, type IdxArray } from './data/idx.js';
+export { readIdxFile, parseIdx, type IdxArray } from './data/idx-reader.js';
 
 export { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, type ResampleFilter, type ResizeMode, type TensorLayout, type TrainAugmentation } from './image/preprocessing.js';
 export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE } from './image/preprocessor-config.js';
@@ -35,7 +35,7 @@ export { OnnxEmbedder, DECODE_POOL_MIN_ITEMS, type EmbedderOptions, type EmbedIt
 export { EMBEDDING_OUTPUT_NAMES, CHANNEL_DIM_NAMES, TOKEN_POOLINGS, type ModelSignature, type PreprocessingSource, type TensorInfo, type TokenPooling } from './embed/model-signature.js';
 export { poolTokens } from './embed/pooling.js';
 export { embedItemsCached, type CachedEmbedding } from './embed/cache.js';
-export { saveEmbeddingSet, loadEmbeddingSet, type EmbeddingProvenance } from './embed/store.js';
+export { saveEmbeddingSet, loadEmbeddingSet, type EmbeddingProvenance } from './embed/embedding-files.js';
 export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/npy.js';
 
 export type { NeighbourBlock } from './search/neighbours.js';

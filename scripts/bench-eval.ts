@@ -35,7 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { readIdxFile } from '../lib/data/idx.js';
+import { readIdxFile } from '../lib/data/idx-reader.js';
 import { openDataset } from '../lib/data/open-dataset.js';
 import { DECODE_PREFETCH_BATCHES, OnnxEmbedder } from '../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../lib/embed/embedding-set.js';

@@ -30,7 +30,7 @@ import { OnnxEmbedder } from '../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../lib/embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../lib/embed/normalize.js';
 import { preprocessImageBytes } from '../lib/image/image-bytes.js';
-import { SearchIndexStore } from '../lib/index-store/store.js';
+import { SearchIndexStore } from '../lib/index-store/hnsw-store.js';
 import { Rng } from '../lib/util/rng.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -16,7 +16,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { readIdxFile } from '../lib/data/idx.js';
+import { readIdxFile } from '../lib/data/idx-reader.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../lib/onnx/builder.js';
 import { DML_METADATA_KEYS } from '../lib/onnx/dml-metadata.js';
 import { writeFileAtomic } from '../lib/util/atomic-write.js';

@@ -9,7 +9,7 @@ import type { ManifestItem } from '../data/manifest.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import type { EmbedItemsOptions, SkippedImage, OnnxEmbedder } from './embedder.js';
 import type { EmbeddingSet } from './embedding-set.js';
-import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from './store.js';
+import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from './embedding-files.js';
 
 /** Bump when the embedding computation changes in a way that invalidates old caches. */
 export const EMBEDDING_CACHE_VERSION = 1;

@@ -6,7 +6,7 @@
 import type { Manifest, ManifestItem } from '../data/manifest.js';
 import { DmlError } from '../errors.js';
 import { embeddingProvenance, embedItemsCached } from '../embed/cache.js';
-import { saveEmbeddingSet } from '../embed/store.js';
+import { saveEmbeddingSet } from '../embed/embedding-files.js';
 import type { OnnxEmbedder } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import type { DatasetInfo, ModelInfo, RunReport } from './run-report.js';
@@ -29,7 +29,7 @@ export interface EvaluateModelOptions extends EvaluateEmbeddingsOptions {
   name: string;
   /**
    * Also write the embeddings of the evaluated items to `<saveEmbeddings>.npy` and `<saveEmbeddings>.json`
-   * (see embed/store.ts; the JSON's provenance adds the dataset spec and each row's `roles`).
+   * (see embed/embedding-files.ts; the JSON's provenance adds the dataset spec and each row's `roles`).
    */
   saveEmbeddings?: string;
 }

@@ -25,7 +25,7 @@
 import { readFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import type { ImageSource } from '../data/manifest.js';
-import { readIdxFile } from '../data/idx.js';
+import { readIdxFile } from '../data/idx-reader.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { renderRaw } from './raw-image.js';
 import type { RawImage } from './raw-image.js';

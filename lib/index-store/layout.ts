@@ -1,7 +1,7 @@
 /**
  * @file The on-disk format of a search index folder: file names, what each file holds, the item and
  * vector checks every writer applies, and the small file helpers (fsync, error mapping) the store's
- * parts share. See store.ts for the layout, durability and concurrency guarantees.
+ * parts share. See hnsw-store.ts for the layout, durability and concurrency guarantees.
  */
 import { open, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';

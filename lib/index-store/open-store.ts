@@ -7,7 +7,7 @@ import { invalidParameterError } from '../errors.js';
 import { LANCE_PREFIX, type IndexStore, type IndexStoreKind, type OpenIndexStoreOptions } from './index-store.js';
 import { LanceIndexStore, type LanceAnnParams } from './lance-store.js';
 import type { CreateIndexInit } from './layout.js';
-import { SearchIndexStore } from './store.js';
+import { SearchIndexStore } from './hnsw-store.js';
 
 /** Which store a location names, and its folder. Errors: E_ARG for an empty folder after `lance:`. */
 export function parseIndexLocation(location: string, name = 'location'): { kind: IndexStoreKind; dir: string } {

@@ -74,7 +74,7 @@ export type AttributeValue =
   | { readonly strings: readonly string[] };
 
 /** Everything needed to write one single-graph model. */
-export interface ModelSpec {
+export interface ModelProtoSpec {
   /** Graph name (shown by Netron; no semantic meaning). */
   graphName: string;
   /** Graph inputs, in order. */
@@ -223,7 +223,7 @@ export function node(
  * {@link ONNX_OPSET_VERSION} unless `spec` says otherwise, producer {@link ONNX_PRODUCER_NAME}.
  * Throws E_MODEL when onnx-proto's structural check rejects the message.
  */
-export function encodeModel(spec: ModelSpec): Uint8Array {
+export function encodeModel(spec: ModelProtoSpec): Uint8Array {
   const irVersion = spec.irVersion ?? ONNX_IR_VERSION;
   if (!Number.isSafeInteger(irVersion) || irVersion < 1) throw invalidParameterError('irVersion', 'a positive integer', irVersion);
   const opsetImports = spec.opsetImports ?? [{ domain: '', version: ONNX_OPSET_VERSION }];

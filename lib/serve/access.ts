@@ -14,7 +14,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { invalidParameterError } from '../errors.js';
-import { HttpError } from './errors.js';
+import { HttpError } from './http-errors.js';
 
 /** Host names every server allows: the loopback names. */
 export const LOOPBACK_HOSTS: readonly string[] = ['localhost', '127.0.0.1', '::1'];

@@ -35,7 +35,7 @@ import { rawInput } from '../image/raw-image.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { accessPolicy, checkHost, checkWrite } from './access.js';
 import { redactingLogger, type ServiceLoggerOptions } from './log-redaction.js';
-import { errorBody, HttpError } from './errors.js';
+import { errorBody, HttpError } from './http-errors.js';
 import { checkItemId, checkItemText, checkVector, type IndexedItem, type SearchHit } from '../index-store/layout.js';
 import { openIndexStore } from '../index-store/open-store.js';
 import { RequestMetrics } from './metrics.js';

@@ -16,7 +16,7 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import type { TokenPooling } from '../embed/model-signature.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
-import { HttpError } from './errors.js';
+import { HttpError } from './http-errors.js';
 import type { InferenceWorkerData, WorkerReply, WorkerRequest } from './inference-worker.js';
 import { checkPositiveInteger } from '../util/check.js';
 

@@ -3,7 +3,7 @@
 # all goes well: each part has a time limit, each benchmark row 50-60 s):
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
 #      CPU provider, every output compared (scripts/check-graph-trainer-device.ts);
-#   2. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer-parity.spec.ts)
+#   2. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
 #   3. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
 #      (scripts/check-webgpu-parity.ts);
@@ -43,7 +43,7 @@ part() { # name, time limit (s), command...
 }
 fixtures=("$repo"/spec/fixtures/graph-trainer/*/initial.onnx)
 part device-check 60 node dist/scripts/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
-part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer-parity.spec.js
+part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
 part inference-webgpu 45 node dist/scripts/check-webgpu-parity.js "${fixtures[@]}"
 bench=(node --single-threaded-gc dist/scripts/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
 part bench-recipe-r 150 "${bench[@]}" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5

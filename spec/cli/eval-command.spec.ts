@@ -5,7 +5,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import sharp from 'sharp';
 import { writeNpy } from '../../lib/embed/npy.js';
-import { loadEmbeddingSet } from '../../lib/embed/store.js';
+import { loadEmbeddingSet } from '../../lib/embed/embedding-files.js';
 import { savedEmbeddingsPrefix } from '../../lib/cli/eval-run.js';
 import { escapeMarkdownMarkup } from '../../lib/report/markdown.js';
 import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
-import { SearchIndexStore } from '../../lib/index-store/store.js';
+import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { writeTwoOutputModel } from '../helpers/special-files.js';

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { writeNpy } from '../../lib/embed/npy.js';
 import { DmlError } from '../../lib/errors.js';
-import { HttpError } from '../../lib/serve/errors.js';
+import { HttpError } from '../../lib/serve/http-errors.js';
 import { explainMissingTensorflow } from '../../lib/util/optional-deps.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { OnnxEmbedder } from '../../lib/embed/embedder.js';
 import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
-import { SearchIndexStore } from '../../lib/index-store/store.js';
+import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
 import { bruteForceNeighbourBlocks } from '../helpers/brute-force-neighbours.js';
 
 /** The default model: 1x28x28 grey input, 64-d output. */

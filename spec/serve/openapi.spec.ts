@@ -9,7 +9,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect } from 'chai';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { createSearchApp } from '../../lib/serve/app.js';
-import type { ErrorBody } from '../../lib/serve/errors.js';
+import type { ErrorBody } from '../../lib/serve/http-errors.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { buildFixtureIndex, type FixtureIndex } from './fixtures.js';
 

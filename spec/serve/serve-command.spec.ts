@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { SearchIndexStore } from '../../lib/index-store/store.js';
+import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
 import { exited, startServer } from '../helpers/dml-process.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';

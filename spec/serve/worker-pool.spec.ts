@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { OnnxEmbedder } from '../../lib/embed/embedder.js';
-import { HttpError } from '../../lib/serve/errors.js';
+import { HttpError } from '../../lib/serve/http-errors.js';
 import { InferenceWorkerPool, type WorkerPoolOptions } from '../../lib/serve/worker-pool.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { encodeBombPng } from '../image/image-fixtures.js';

@@ -19,7 +19,7 @@
  */
 import { join } from 'node:path';
 import { DmlError } from '../../errors.js';
-import { readIdxFile } from '../idx.js';
+import { readIdxFile } from '../idx-reader.js';
 import { findFirst, splitItem } from '../layout-support.js';
 import type { Manifest, ManifestItem } from '../manifest.js';
 

@@ -22,7 +22,7 @@ import type { ManifestItem } from '../../data/manifest.js';
 import { embeddingCacheKey, embeddingProvenance, embedItemsCached } from '../../embed/cache.js';
 import type { EmbedItemsOptions, SkippedImage, OnnxEmbedder } from '../../embed/embedder.js';
 import type { EmbeddingSet } from '../../embed/embedding-set.js';
-import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from '../../embed/store.js';
+import { embeddingFiles, loadEmbeddingSet, saveEmbeddingSet } from '../../embed/embedding-files.js';
 import { invalidParameterError } from '../../errors.js';
 import type { TrainAugmentation } from '../../image/preprocessing.js';
 import { validateAugmentation } from '../../image/validate.js';

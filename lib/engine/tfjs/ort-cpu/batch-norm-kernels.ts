@@ -24,8 +24,8 @@ import { batchNormTrainingBackward, batchNormTrainingForward } from '../wasm/bat
 import { cpuKernel } from './cpu-fallback.js';
 import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
+import type { KernelArgs } from './kernel-args.js';
 
-type KernelArgs = Parameters<tf.KernelFunc>[0];
 
 /** `values` (shape `shape`) repeated `reps[d]` times along each axis d, as tfjs's Tile does. */
 export function tileValues(values: Float32Array, shape: readonly number[], reps: readonly number[]): Float32Array {

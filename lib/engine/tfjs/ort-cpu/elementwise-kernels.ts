@@ -25,8 +25,8 @@ import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 import { binaryModel } from './op-models.js';
 import type { OrtSyncRuntime } from './ort-sync-runtime.js';
+import type { KernelArgs } from './kernel-args.js';
 
-type KernelArgs = Parameters<tf.KernelFunc>[0];
 
 /**
  * How `b` (shape `bShape`) broadcasts against `a` to the output: `same`, `scalar`, `row` (b repeats

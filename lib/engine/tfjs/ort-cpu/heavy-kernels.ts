@@ -39,13 +39,13 @@ import {
   type FusedActivation,
 } from './op-models.js';
 import type { FloatArray, OrtSyncRuntime } from './ort-sync-runtime.js';
+import type { KernelArgs } from './kernel-args.js';
 
 /** The backend the kernels run on: tfjs's cpu backend plus the onnxruntime runtime. */
 export interface OrtKernelBackend extends MathBackendCPU {
   readonly runtime: OrtSyncRuntime;
 }
 
-type KernelArgs = Parameters<tf.KernelFunc>[0];
 type TensorInfo = tf.TensorInfo;
 
 function floatOf(backend: OrtKernelBackend, t: TensorInfo): FloatArray {

@@ -18,8 +18,8 @@ import { cpuKernel } from './cpu-fallback.js';
 import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
 import { maxPoolPositions } from '../wasm/relu-pool-kernels.js';
+import type { KernelArgs } from './kernel-args.js';
 
-type KernelArgs = Parameters<tf.KernelFunc>[0];
 type PoolAttrs = { filterSize: number | [number, number]; strides: number | [number, number]; pad: 'valid' | 'same' | number; dimRoundingMode?: 'floor' | 'round' | 'ceil' };
 
 /**

@@ -16,8 +16,8 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import { cpuKernel } from './cpu-fallback.js';
 import { float32Values } from './float32-values.js';
 import { uninitialisedFloat32Array } from './output-arrays.js';
+import type { KernelArgs } from './kernel-args.js';
 
-type KernelArgs = Parameters<tf.KernelFunc>[0];
 
 /** A reduction over `reduced` consecutive elements of stride `inner`, repeated over `outer` blocks. */
 export interface ReductionBlock {

@@ -5,15 +5,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { prepareEmbeddingNetwork } from '../../lib/engine/graph/embedding-network.js';
-import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
-import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
-import { decodeModel, encodeModel, int64Value } from '../../lib/onnx/builder.js';
-import ort from '../../lib/onnx/ort.js';
-import { Rng } from '../../lib/util/rng.js';
-import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { prepareEmbeddingNetwork } from '../../../lib/engine/graph/embedding-network.js';
+import { readOnnxGraph } from '../../../lib/engine/graph/onnx-ir.js';
+import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
+import { decodeModel, encodeModel, int64Value } from '../../../lib/onnx/builder.js';
+import ort from '../../../lib/onnx/ort.js';
+import { Rng } from '../../../lib/util/rng.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
-const RESNET = new Uint8Array(readFileSync(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)));
+const RESNET = new Uint8Array(readFileSync(new URL('../../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)));
 const FEATURES = '/block2/relu_1/Relu_output_0'; // block 2's output, [N, 32, 8, 8]
 const ITEM = [3, 16, 16];
 

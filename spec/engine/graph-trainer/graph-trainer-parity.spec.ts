@@ -21,16 +21,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
-import type { GraphOptimizerSettings } from '../../lib/engine/graph-trainer/optimizer-graph.js';
-import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
-import type { DeviceChoice } from '../../lib/onnx/devices.js';
-import { parseNpy } from '../../lib/embed/npy.js';
-import { graphLossOf } from '../../lib/train/graph-loss.js';
-import { embeddingLossGradient } from '../../lib/train/graph-network.js';
-import { createLoss } from '../../lib/train/losses/registry.js';
-import { cosineAnnealing, oneCycle } from '../../lib/train/lr-schedule.js';
-import { onCpuBackend } from '../helpers/tf-backend.js';
+import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
+import type { GraphOptimizerSettings } from '../../../lib/engine/graph-trainer/optimizer-graph.js';
+import { readOnnxGraph } from '../../../lib/engine/graph/onnx-ir.js';
+import type { DeviceChoice } from '../../../lib/onnx/devices.js';
+import { parseNpy } from '../../../lib/embed/npy.js';
+import { graphLossOf } from '../../../lib/train/graph-loss.js';
+import { embeddingLossGradient } from '../../../lib/train/graph-network.js';
+import { createLoss } from '../../../lib/train/losses/registry.js';
+import { cosineAnnealing, oneCycle } from '../../../lib/train/lr-schedule.js';
+import { onCpuBackend } from '../../helpers/tf-backend.js';
 
 interface Trajectory {
   input: { height: number; width: number; channels: number };
@@ -91,7 +91,7 @@ describe(`GraphTrainer against PyTorch, step for step (${DEVICE})`, function () 
   // Each fixture with the loss computed by TensorFlow.js between two runs, and, where the loss has an ONNX
   // form (lib/train/graph-loss.ts), with the loss inside the step: one run per step.
   const runs = ['recipe-r', 'resnet-triplet', 'ops-zoo'].flatMap((name) => {
-    const folder = new URL(`../fixtures/graph-trainer/${name}/`, import.meta.url);
+    const folder = new URL(`../../fixtures/graph-trainer/${name}/`, import.meta.url);
     const t = JSON.parse(readFileSync(new URL('trajectory.json', folder), 'utf8')) as Trajectory;
     const graphLoss = graphLossOf(createLoss(t.loss as Parameters<typeof createLoss>[0]));
     return [{ name, folder, t, graphLoss: undefined }, ...(graphLoss ? [{ name, folder, t, graphLoss }] : [])];

@@ -3,7 +3,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSyn
 import path from 'node:path';
 import { expect } from 'chai';
 import type { NewItem } from '../../lib/index-store/layout.js';
-import { SearchIndexStore } from '../../lib/index-store/store.js';
+import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
 import { sha256 } from '../../lib/util/hash.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { makeTempDir } from '../image/image-fixtures.js';
@@ -17,7 +17,7 @@ function axisVector(dim: number, axis: number, tilt = 0): Float32Array {
   return v;
 }
 
-describe('serve/SearchIndexStore', function () {
+describe('index-store/SearchIndexStore (the hnswlib store)', function () {
   this.timeout(60_000);
   let tmp: string;
   let fixture: FixtureIndex;

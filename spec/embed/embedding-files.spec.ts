@@ -3,10 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
-import { loadEmbeddingSet, saveEmbeddingSet } from '../../lib/embed/store.js';
+import { loadEmbeddingSet, saveEmbeddingSet } from '../../lib/embed/embedding-files.js';
 import { writeNpy } from '../../lib/embed/npy.js';
 
-describe('embedding store', () => {
+describe('embed/embedding-files', () => {
   let dir: string;
   beforeEach(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'dml-store-'));

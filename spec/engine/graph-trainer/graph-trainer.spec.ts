@@ -6,11 +6,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
-import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../../lib/onnx/builder.js';
+import { expectDmlError } from '../../helpers/expect-dml-error.js';
 
-const FIXTURES = new URL('../fixtures/graph-gradients/', import.meta.url);
+const FIXTURES = new URL('../../fixtures/graph-gradients/', import.meta.url);
 
 interface GradientFixture {
   inputDims: number[];

@@ -4,10 +4,10 @@
  * valid negative), both reproducible from the generator's seed.
  */
 import { expect } from 'chai';
-import { sampleDistanceWeightedNegatives, sampleSemiHardNegatives } from '../../lib/train/mining/negative-sampling.js';
-import { labelPairMasks } from '../../lib/train/similarity.js';
-import { Rng } from '../../lib/util/rng.js';
-import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
+import { sampleDistanceWeightedNegatives, sampleSemiHardNegatives } from '../../../lib/train/mining/negative-sampling.js';
+import { labelPairMasks } from '../../../lib/train/similarity.js';
+import { Rng } from '../../../lib/util/rng.js';
+import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 
 /** A symmetric row-major distance matrix with row 0 given (the rest filled with 1). */
 function withAnchorRow(row: number[]): Float64Array {

@@ -4,7 +4,7 @@
  * multi-similarity miner; all pairs and triplets; the triplet-margin miner; argument errors.
  */
 import { expect } from 'chai';
-import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
+import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import {
   allPairs,
   allTriplets,
@@ -12,8 +12,8 @@ import {
   mineTripletsByMargin,
   selectNegatives,
   selectPositives,
-} from '../../lib/train.js';
-import { labelPairMasks } from '../../lib/train/similarity.js';
+} from '../../../lib/train.js';
+import { labelPairMasks } from '../../../lib/train/similarity.js';
 
 /** Row-major matrix from rows (symmetric input is the caller's business). */
 function matrix(rows: number[][]): Float32Array {

@@ -5,9 +5,9 @@
  * the errors for an odd group size or too few classes.
  */
 import { expect } from 'chai';
-import { couplePairs, pairPositives } from '../../lib/train/losses/loop.js';
-import { createSampler } from '../../lib/train/samplers/sampler.js';
-import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
+import { couplePairs, pairPositives } from '../../../lib/train/losses/loop.js';
+import { createSampler } from '../../../lib/train/samplers/sampler.js';
+import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 
 /** Labels from class sizes: class k gets `sizes[k]` consecutive item indices. */
 function labelsOf(sizes: number[]): Int32Array {
