@@ -27,7 +27,7 @@
  * default `dml eval --nmi-k` sweep), kept in table.json.
  *
  * The smoke flags shrink the budget (training sample, epochs, validation sample) and are for checking
- * that every method runs; tables for the README use the defaults.
+ * that every method runs; tables for docs/results.md use the defaults.
  *
  * Needs the Fashion-MNIST IDX files (Debian: `apt-get install -y dataset-fashion-mnist`, installed
  * under /usr/share/datasets/fashion-mnist), or any copy given with --data.

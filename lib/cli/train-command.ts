@@ -24,7 +24,7 @@ export function registerTrainCommand(program: Command): void {
   program
     .command('train')
     .description('Train an embedding model with a metric-learning loss (TensorFlow.js)')
-    .requiredOption('--config <file.json>', 'training configuration (see README: Training)')
+    .requiredOption('--config <file.json>', 'training configuration (see docs/configuration.md)')
     .option('--epochs <n>', 'train this many epochs (replaces the config\'s epochs or steps; default: the config\'s)')
     .option('--steps <n>', 'train this many optimiser steps (replaces the config\'s epochs or steps; default: the config\'s)')
     .option('--seed <n>', 'override seed (default: the config\'s)')

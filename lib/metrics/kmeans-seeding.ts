@@ -35,7 +35,7 @@
  *   rows of the squared distance to the nearest centroid) becomes the centroid. It is sequential, one
  *   GEMM of the rows by the candidates per centroid (through {@link gemmTopK}), and prefix-consistent
  *   in k for a fixed number of candidates, which depends on k: an NMI+ sweep's counts each seed anew.
- *   On the same vectors its clusterings score the NMI of scikit-learn's (see the README).
+ *   On the same vectors its clusterings score the NMI of scikit-learn's (see docs/decisions.md, Q16).
  */
 import { invalidParameterError } from '../errors.js';
 import type { Rng } from '../util/rng.js';

@@ -37,7 +37,7 @@ describe('dml --help', () => {
     expect(described('--limit-input-pixels')).to.include(`(default: ${DEFAULT_LIMIT_INPUT_PIXELS})`);
     expect(described('--cluster-set')).to.match(/\(default: union\)$/);
     const train = program.commands.find((c) => c.name() === 'train') as Command;
-    expect(train.helpInformation()).to.match(/--config <file\.json>\s+training configuration \(see README: Training\) \(required\)/);
+    expect(train.helpInformation()).to.match(/--config <file\.json>\s+training configuration \(see docs\/configuration\.md\)\s+\(required\)/);
   });
 
   it('every command ends with an example and the exit codes', async () => {

@@ -62,7 +62,7 @@ describe('train/config', () => {
     expect(files).to.include.members(['fashion-mnist-cnn.json', 'fashion-mnist-convnet.json', 'fashion-mnist-mlp.json']);
     for (const f of files) parseTrainConfig(JSON.parse(readFileSync(path.join(dir, f), 'utf8')), f);
     const convnet = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet.json'), 'utf8')), 'fashion-mnist-convnet.json');
-    // Pinned to the variant the README's table measured with it (stride-2 stages, average pooling).
+    // Pinned to the variant docs/results.md's table measured with it (stride-2 stages, average pooling).
     expect(convnet.model).to.deep.equal({ kind: 'convnet', inputShape: [28, 28, 1], widths: [32, 64, 128], depth: 1, downsample: 'stride', pooling: 'avg', hidden: [], embeddingDim: 16, activation: 'relu', poolBatchNorm: false });
     expect(convnet.loss).to.deep.equal({ name: 'ephn', order: 2 });
     const pooled = parseTrainConfig(JSON.parse(readFileSync(path.join(dir, 'fashion-mnist-convnet-pool-bn.json'), 'utf8')), 'fashion-mnist-convnet-pool-bn.json');

@@ -17,12 +17,12 @@
  * (1st order) collapsed on a real 64x64 RGB benchmark: every embedding pointing the same way (mean
  * cosine 0.9994, the loss at ln 2 from about step 300); in PyTorch every variant that dropped either
  * the max-pool downsampling or the max-pool branch collapsed as well (5 runs), and the network with
- * both (Recipe R: widths [32, 64, 128], depth 2, poolBatchNorm) never did (3 runs). The README's
+ * both (Recipe R: widths [32, 64, 128], depth 2, poolBatchNorm) never did (3 runs). docs/results.md's
  * table measures the variants on Fashion-MNIST and an icon set.
  *
  * Why `poolBatchNorm`: pooled ReLU maps are all positive, so an untrained embedding of them points the
  * same way for every image (mean pairwise cosine 0.64-0.90 over 300 Fashion-MNIST test images in
- * training mode, three seeds of the README's convnet); centring them per feature starts the
+ * training mode, three seeds of docs/results.md's convnet); centring them per feature starts the
  * similarities near 0 (-0.002 to 0.000), which losses weighted by the similarities (2nd-order EPHN)
  * need.
  *

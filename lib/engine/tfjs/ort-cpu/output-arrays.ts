@@ -10,7 +10,7 @@
  * A training step allocates its activations and gradients afresh (some 300 MB for the convnet), and
  * V8 collects garbage several times per step because of it. {@link OutputArrayPool} hands a disposed
  * tensor's array to the next kernel output of the same length instead (convnet step about 11% faster,
- * see the README). An array goes back to the pool only when nothing else can see it:
+ * see docs/benchmarks.md). An array goes back to the pool only when nothing else can see it:
  * - the backend reports every tensor-data entry it creates or deletes ({@link OutputArrayPool.register},
  *   {@link OutputArrayPool.release}), and an array returns to the pool only when no entry holds it or
  *   a view of its buffer (tfjs's cpu `Slice` returns a `subarray` of its input as its output);
