@@ -1,6 +1,6 @@
 /**
  * @file The house's floors: each folder of lib/ (a room) imports only rooms on lower floors, so data
- * flows one way (docs/architecture.md). A new import that runs back up fails here, naming the file.
+ * flows one way; docs/architecture.md lists the same floors. A new import that runs back up fails here, naming the file.
  * `lib/errors.ts` counts as part of util; the entry files at lib/'s top (index.ts, train.ts, facade.ts,
  * ...) stand above every room.
  */
@@ -36,9 +36,11 @@ function relativeImports(source: string): string[] {
 describe('architecture: every room imports only rooms below it', () => {
   const files = typeScriptFiles(lib);
 
-  it('lists every room of lib/ on a floor', () => {
+  it('lists every room of lib/ on a floor, as docs/architecture.md does', () => {
     const rooms = new Set(files.map(roomOf).filter((room): room is string => room !== undefined));
     expect([...rooms].sort()).to.deep.equal([...FLOORS].sort());
+    const documented = /^Floors, lowest first: (.+)\.$/m.exec(readFileSync('docs/architecture.md', 'utf8'))?.[1];
+    expect(documented?.split(', ')).to.deep.equal(FLOORS);
   });
 
   it('has no import that runs back up', () => {
