@@ -26,6 +26,7 @@ import { maskedLogSumExp } from './masked-ops.js';
 import { negativeExponent, positiveExponent } from './nca.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of Batch All. */
 export const batchAllOptionsSchema = z.strictObject({ ...ncaOptionsShape });
@@ -69,3 +70,6 @@ export class BatchAllLoss extends BaseMetricLoss<z.output<typeof batchAllOptions
     };
   }
 }
+
+/** Registry entry: `batch-all`. */
+export const BATCH_ALL_LOSS = defineLoss('batch-all', batchAllOptionsSchema, (options) => new BatchAllLoss(options));

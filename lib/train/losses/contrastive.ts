@@ -16,6 +16,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the contrastive loss. */
 export const contrastiveOptionsSchema = z.strictObject({
@@ -57,3 +58,6 @@ export class ContrastiveLoss extends BaseMetricLoss<z.output<typeof contrastiveO
     return { loss: tf.addN(parts), validCount, totalCount };
   }
 }
+
+/** Registry entry: `contrastive`. */
+export const CONTRASTIVE_LOSS = defineLoss('contrastive', contrastiveOptionsSchema, (options) => new ContrastiveLoss(options));

@@ -64,6 +64,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** The component defaults of each registry name (see the file comment). */
 export const DIRECT_GRADIENT_PRESETS = {
@@ -222,3 +223,20 @@ function distance(u: ArrayLike<number>, v: ArrayLike<number>): number {
   for (let d = 0; d < u.length; d++) s += (u[d]! - v[d]!) ** 2;
   return Math.sqrt(s);
 }
+
+function directGradientEntry<const Name extends DirectGradientName>(name: Name) {
+  return defineLoss(name, directGradientOptionsSchema(name), (options) => new DirectGradientLoss(name, options));
+}
+
+/** Registry entries of the direct-gradient presets (the options' defaults differ per name). */
+export const DIRECT_GRADIENT_LOSSES = [
+  directGradientEntry('direct-gradient'),
+  directGradientEntry('dg-triplet-euclidean'),
+  directGradientEntry('dg-triplet-cosine'),
+  directGradientEntry('dg-circle'),
+  directGradientEntry('dg-binomial-deviance'),
+  directGradientEntry('dg-ms'),
+  directGradientEntry('dg-dr-ms'),
+  directGradientEntry('dg-sct'),
+  directGradientEntry('dg-best'),
+] as const;

@@ -39,6 +39,7 @@ import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses, ncaTripletLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** The options every NCA loss of the family shares, with their defaults. */
 export const ncaOptionsShape = {
@@ -162,3 +163,13 @@ export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTr
     return { anchors, positives: positive, negatives: negative, losses };
   }
 }
+
+/** Registry entries of the six mined variants (`epshn` also takes `semiHardRule`). */
+export const NCA_TRIPLET_LOSSES = [
+  defineLoss('ep', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('ep', options)),
+  defineLoss('ephn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('ephn', options)),
+  defineLoss('epshn', semiHardNcaTripletOptionsSchema, (options) => new NcaTripletLoss('epshn', options)),
+  defineLoss('epen', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('epen', options)),
+  defineLoss('hp', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('hp', options)),
+  defineLoss('hphn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('hphn', options)),
+] as const;

@@ -59,6 +59,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 const duplicateThreshold = z.number().nullable().default(DEFAULT_DUPLICATE_THRESHOLD);
 const seed = z.int().min(0).max(0xffffffff).default(0);
@@ -247,3 +248,10 @@ export class EpsMultiSimilarityLoss extends BaseMetricLoss<z.output<typeof epsMs
     return { loss: tf.mean(tf.add(positiveTerm, negativeTerm)) as tf.Scalar, validCount: anchors.length, totalCount: size };
   }
 }
+
+/** Registry entries of the three EPS losses. */
+export const EPS_LOSSES = [
+  defineLoss('eps-triplet', epsTripletOptionsSchema, (options) => new EpsTripletLoss(options)),
+  defineLoss('eps-margin', epsMarginOptionsSchema, (options) => new EpsMarginLoss(options)),
+  defineLoss('eps-ms', epsMsOptionsSchema, (options) => new EpsMultiSimilarityLoss(options)),
+] as const;

@@ -20,6 +20,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the lifted structure loss. */
 export const liftedStructureOptionsSchema = z.strictObject({
@@ -66,3 +67,6 @@ export class LiftedStructureLoss extends BaseMetricLoss<z.output<typeof liftedSt
     return { loss: tf.div(tf.sum(perPair), pairCount), validCount: pairCount, totalCount: pairCount };
   }
 }
+
+/** Registry entry: `lifted-structure`. */
+export const LIFTED_STRUCTURE_LOSS = defineLoss('lifted-structure', liftedStructureOptionsSchema, (options) => new LiftedStructureLoss(options));

@@ -62,6 +62,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Below this `sin α0` an interior point keeps constant interpolation weights (see the file comment). */
 export const LIVE_ARC_SINE = 1e-3;
@@ -500,3 +501,11 @@ function hardestPositiveDistances(rows: MemberRows, values: ArrayLike<number>, l
   }
   return distancesFromSimilarities(pickColumns(tf.concat([rows.first, rows.second], 1), columns), 'euclidean');
 }
+
+/** Registry entries of the four LoOp losses. */
+export const LOOP_LOSSES = [
+  defineLoss('loop-triplet', loopTripletOptionsSchema, (options) => new LoopLoss('loop-triplet', options)),
+  defineLoss('loop-hphn', loopHphnOptionsSchema, (options) => new LoopLoss('loop-hphn', options)),
+  defineLoss('loop-lifted', loopLiftedOptionsSchema, (options) => new LoopLoss('loop-lifted', options)),
+  defineLoss('loop-ms', loopMsOptionsSchema, (options) => new LoopLoss('loop-ms', options)),
+] as const;

@@ -28,6 +28,7 @@ import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the margin loss. */
 export const marginOptionsSchema = z.strictObject({
@@ -89,3 +90,6 @@ export class MarginLoss extends BaseMetricLoss<z.output<typeof marginOptionsSche
     return { loss: loss as tf.Scalar, validCount: divisor, totalCount: 2 * count };
   }
 }
+
+/** Registry entry: `margin`. */
+export const MARGIN_LOSS = defineLoss('margin', marginOptionsSchema, (options) => new MarginLoss(options));

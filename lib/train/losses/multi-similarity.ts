@@ -28,6 +28,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the multi-similarity loss. */
 export const multiSimilarityOptionsSchema = z.strictObject({
@@ -97,3 +98,6 @@ function pairMask(pairs: PairList, size: number): tf.Tensor2D {
   for (let k = 0; k < pairs.anchors.length; k++) mask[pairs.anchors[k]! * size + pairs.others[k]!] = 1;
   return tf.tensor2d(mask, [size, size], 'bool');
 }
+
+/** Registry entry: `multi-similarity`. */
+export const MULTI_SIMILARITY_LOSS = defineLoss('multi-similarity', multiSimilarityOptionsSchema, (options) => new MultiSimilarityLoss(options));

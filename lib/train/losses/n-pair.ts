@@ -25,6 +25,7 @@ import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the N-pair loss. */
 export const nPairOptionsSchema = z.strictObject({ ...ncaOptionsShape });
@@ -86,3 +87,6 @@ export class NPairLoss extends BaseMetricLoss<z.output<typeof nPairOptionsSchema
     return { loss: reduceLosses(losses, reduction), validCount: kept.length, totalCount: first.size };
   }
 }
+
+/** Registry entry: `npair`. */
+export const N_PAIR_LOSS = defineLoss('npair', nPairOptionsSchema, (options) => new NPairLoss(options));

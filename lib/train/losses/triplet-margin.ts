@@ -23,6 +23,7 @@ import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
+import { defineLoss } from './loss-entry.js';
 
 /** Options of the triplet margin loss. */
 export const tripletMarginOptionsSchema = z.strictObject({
@@ -62,3 +63,6 @@ export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMar
     return { loss: tf.div(sum, nonZero), validCount: nonZero, totalCount: count };
   }
 }
+
+/** Registry entry: `triplet-margin`. */
+export const TRIPLET_MARGIN_LOSS = defineLoss('triplet-margin', tripletMarginOptionsSchema, (options) => new TripletMarginLoss(options));

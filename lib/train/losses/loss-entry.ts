@@ -1,0 +1,32 @@
+/**
+ * @file One loss in the registry (registry.ts): its name as written in a config, the strict schema of
+ * its options (their defaults filled in on parse; the loss file documents each), and how to build it.
+ * Each loss file defines its entries next to its class; adding a loss is that file plus one line in
+ * the registry's list.
+ */
+import { z } from 'zod';
+import type { MetricLoss } from './metric-loss.js';
+
+/** A registered loss: `name`, its options' schema, its spec's schema and its constructor. */
+export interface LossEntry {
+  /** The name a config or `createLoss` spec gives (`ephn`, `triplet-margin`, ...). */
+  readonly name: string;
+  /** The loss's options (without `name`): a strict object with every default. */
+  readonly options: z.ZodObject;
+  /** The spec as a config writes it: the options plus `name`. */
+  readonly spec: z.ZodObject;
+  /** Builds the loss from options as written in a config; the loss parses and checks them. */
+  create(options: Record<string, unknown>): MetricLoss;
+}
+
+/**
+ * A registry entry (see {@link LossEntry}), typed by its name and options so that the registry's
+ * `lossSpecSchema` and `LossSpec` know each loss's options.
+ */
+export function defineLoss<const Name extends string, Shape extends z.core.$ZodShape>(
+  name: Name,
+  options: z.ZodObject<Shape, z.core.$strict>,
+  create: (options: z.input<z.ZodObject<Shape, z.core.$strict>>) => MetricLoss,
+) {
+  return { name, options, spec: options.extend({ name: z.literal(name) }), create } as const;
+}
