@@ -30,6 +30,7 @@ import type { DeviceChoice } from './onnx/devices.js';
 import { buildReport, type SingleRunReport } from './report/report.js';
 import { concatFloat32 } from './util/concat.js';
 import { normalizeRowsInPlace } from './embed/normalize.js';
+import { DEFAULT_EMBED_BATCH_SIZE } from './util/defaults.js';
 
 /** Options of {@link evaluate}; everything but `model` and `data` has the CLI's default. */
 export interface EvaluateOptions {
@@ -113,7 +114,7 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Evaluation cancelled before it started');
   const embedder = await OnnxEmbedder.open(model, {
     device: options.device ?? 'auto',
-    batchSize: options.batchSize ?? 32,
+    batchSize: options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE,
     ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),
     ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),

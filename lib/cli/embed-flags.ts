@@ -9,6 +9,7 @@ import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
 import { TOKEN_POOLINGS } from '../embed/model-signature.js';
 import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
 import { printWarning } from './warning.js';
+import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 
 /** Raw values of the embedding flags. */
 export interface EmbedFlags {
@@ -27,7 +28,7 @@ export function addEmbedOptions(command: Command, batchSizeHelp = 'images per in
   return command
     .option('--device <device>', DEVICE_HELP, 'auto')
     .option('--threads <n>', 'onnxruntime intra-op threads (default: onnxruntime\'s choice)')
-    .option('--batch-size <n>', batchSizeHelp, '32')
+    .option('--batch-size <n>', batchSizeHelp, String(DEFAULT_EMBED_BATCH_SIZE))
     .option('--workers <n>', 'image decode processes, 0 = decode in the main process (default: one per core for 256 images or more)')
     .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
     .option('--limit-input-pixels <n>', 'largest image (width x height) accepted; guards against decompression bombs (default: 40000000)');

@@ -32,6 +32,7 @@ import { normalizeRowsInPlace } from './normalize.js';
 import { checkPositiveInteger } from '../util/check.js';
 import { concatFloat32 } from '../util/concat.js';
 import type { Rng } from '../util/rng.js';
+import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 
 /**
  * Batches an {@link OnnxEmbedder.embedItems} call queues in its decode pool ahead of the one being
@@ -197,7 +198,7 @@ export class OnnxEmbedder {
 
   /** Loads the model, reads its metadata and signature, and creates the session. */
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
-    const batchSize = options.batchSize ?? 32;
+    const batchSize = options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE;
     checkPositiveInteger('batchSize', batchSize);
     const files = await readModelFiles(modelPath);
     const meta = readModelMetadata(files.bytes, modelPath);

@@ -6,7 +6,7 @@
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
 import type { KMeansInit } from '../metrics/kmeans-options.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
-import { DEFAULT_QUERY_CHUNK } from '../search/neighbours.js';
+import { DEFAULT_QUERY_CHUNK } from '../util/defaults.js';
 import type { ClusterCountSpec } from './cluster-counts.js';
 
 /** Exact chunked search, or an HNSW index (whose recall against exact search is then reported). */

@@ -34,7 +34,7 @@
  * do not keep the parent's event loop alive.
  *
  * The child entry is `decode-worker.ts` beside this file when this module runs as TypeScript (tsx:
- * the specs, `tsx scripts/dml.ts`; the children inherit `process.execArgv`, which carries the tsx
+ * the specs, `tsx bin/dml.ts`; the children inherit `process.execArgv`, which carries the tsx
  * loader, less the flags meant for the parent alone), and `decode-worker.js` in the built `dist/`.
  */
 import { fork, type ChildProcess } from 'node:child_process';

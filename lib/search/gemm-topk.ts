@@ -19,9 +19,8 @@ import ort from '../onnx/ort.js';
 import { invalidParameterError } from '../errors.js';
 import { encodeModel, int64Tensor, node, tensorValueInfo } from '../onnx/builder.js';
 import { createSession } from '../onnx/session.js';
-import { DEFAULT_QUERY_CHUNK, type NeighbourBlock } from './neighbours.js';
-
-export { DEFAULT_QUERY_CHUNK };
+import { DEFAULT_QUERY_CHUNK } from '../util/defaults.js';
+import type { NeighbourBlock } from './neighbours.js';
 
 /** Options of {@link gemmTopK}. */
 export interface GemmTopKOptions {

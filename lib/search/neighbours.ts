@@ -20,8 +20,3 @@ export interface NeighbourBlock {
   similarities: Float32Array;
 }
 
-/**
- * Queries per exact-search chunk unless told otherwise (measured sweet spot 512-4096 on 2 vCPUs); here,
- * beside the result type, so light modules (defaults, flags) can name it without loading onnxruntime.
- */
-export const DEFAULT_QUERY_CHUNK = 512;

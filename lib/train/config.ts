@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
+import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 
 const positiveInt = z.number().int().positive();
 const activation = z.enum(['relu', 'elu', 'tanh', 'sigmoid']);
@@ -207,7 +208,7 @@ export const featuresSpecSchema = z
     /** Execution provider of the backbone. */
     device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
     /** Images per onnxruntime call. */
-    batchSize: positiveInt.default(32),
+    batchSize: positiveInt.default(DEFAULT_EMBED_BATCH_SIZE),
   })
   .strict();
 

@@ -5,6 +5,7 @@
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
  */
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
+import { DEFAULT_INDEX } from '../eval/evaluation.js';
 import { writeScatterFiles } from './scatter-files.js';
 import type { TrainConfig } from './config.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -51,7 +52,7 @@ export async function validateEpoch(context: ValidationContext, embed: (data: Tr
     ks: config.validation.ks,
     clusterCounts: config.validation.clusterCounts,
     clusterSet: 'union',
-    index: { kind: 'exact', chunkSize: 512 },
+    index: DEFAULT_INDEX,
     kmeans: { seed: config.seed, ...(config.validation.kmeansInit !== undefined ? { init: config.validation.kmeansInit } : {}) },
   });
   record.validation = {

@@ -7,7 +7,7 @@
  * LanceDB (`@lancedb/lancedb` with its peer `apache-arrow`): only the `lance:` index store
  * (lib/index-store/lance-store.ts) needs it. Its own optional dependencies (`@huggingface/transformers`,
  * `openai`: embedding functions dmlkit does not use) can be left out with npm `overrides` (see
- * docs/index-stores.md and scripts/install-lancedb.sh, which installs it into a checkout).
+ * docs/index-stores.md and scripts/tools/install-lancedb.sh, which installs it into a checkout).
  *
  * A command that needs a missing one says what to install.
  */

@@ -1,6 +1,6 @@
 /**
  * @file How to start a worker-thread entry module that sits beside its caller: the compiled `.js` file
- * in `dist/`, or, when the caller runs as TypeScript through tsx (the specs, `tsx scripts/dml.ts`), the
+ * in `dist/`, or, when the caller runs as TypeScript through tsx (the specs, `tsx bin/dml.ts`), the
  * `.ts` file after registering tsx inside the worker.
  *
  * Measured on Node 20.20 with tsx 4.23: `--import tsx` in a worker's execArgv does not apply to its

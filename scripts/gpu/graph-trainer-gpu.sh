@@ -2,12 +2,12 @@
 # The graph trainer on a GPU machine, in one run (the default parts at most about 9.5 minutes, about 5 when
 # all goes well: each part has a time limit, each benchmark row 50-60 s):
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
-#      CPU provider, every output compared (scripts/check-graph-trainer-device.ts);
+#      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
 #   2. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
 #   3. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
-#      (scripts/check-webgpu-parity.ts);
-#   4. bench-recipe-r, bench-resnet18: scripts/bench-train.ts on Recipe R's network (batch 128, 64 px) and
+#      (scripts/tools/check-webgpu-parity.ts);
+#   4. bench-recipe-r, bench-resnet18: scripts/bench/bench-train.ts on Recipe R's network (batch 128, 64 px) and
 #      ResNet-18 (batch 64, 128 px): the graph trainer on the CPU and WebGPU providers, its loss in the step
 #      graph (one run per step) and by TensorFlow.js between two runs, against PyTorch on the CPU and on
 #      CUDA (float32, TF32 off), all on this one machine in this one run;
@@ -42,10 +42,10 @@ part() { # name, time limit (s), command...
   [ "$rc" -eq 0 ] || status=1
 }
 fixtures=("$repo"/spec/fixtures/graph-trainer/*/initial.onnx)
-part device-check 60 node dist/scripts/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
+part device-check 60 node dist/scripts/tools/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
 part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
-part inference-webgpu 45 node dist/scripts/check-webgpu-parity.js "${fixtures[@]}"
-bench=(node --single-threaded-gc dist/scripts/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
+part inference-webgpu 45 node dist/scripts/tools/check-webgpu-parity.js "${fixtures[@]}"
+bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
 part bench-recipe-r 150 "${bench[@]}" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5
 part bench-resnet18 200 "${bench[@]}" --child-seconds 50 --warmup 2 --models resnet18 --image-size 128 --batch 64 --convnet-steps 5
 part bench-resnet50 290 "${bench[@]}" --child-seconds 120 --warmup 1 --models resnet50 --batch 32 --convnet-steps 2

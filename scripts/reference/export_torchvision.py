@@ -9,7 +9,7 @@ F.normalize, exported with torch.onnx.export at opset 17: input `input` float32 
 (dynamic batch), output `embedding`, BatchNormalization kept as its own nodes (eval-mode graph, no
 constant folding; the top module's training flag set so that torch 1.13 does not merge equal
 initializers through Identity nodes), initializers named as the state_dict. Used by
-scripts/bench-train.ts (`--models resnet18`). Debian: python3-torch, python3-torchvision. A reference only.
+scripts/bench/bench-train.ts (`--models resnet18`). Debian: python3-torch, python3-torchvision. A reference only.
 """
 import inspect
 import sys

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference timings for scripts/bench-eval.ts: faiss k-means on the benchmark's own vectors.
+"""Reference timings for scripts/bench/bench-eval.ts: faiss k-means on the benchmark's own vectors.
 
     /usr/bin/python3 scripts/reference/faiss_kmeans.py vectors.f32 DIM K[,K...] NITER [labels.i32 [SEED]]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference NMI for scripts/bench-eval.ts --mode nmi: scikit-learn's KMeans on the benchmark's vectors.
+"""Reference NMI for scripts/bench/bench-eval.ts --mode nmi: scikit-learn's KMeans on the benchmark's vectors.
 
     /usr/bin/python3 scripts/reference/sklearn_kmeans.py vectors.f32 DIM K[,K...] labels.i32
 

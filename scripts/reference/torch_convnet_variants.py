@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch beside scripts/convnet-variants-table.ts on Fashion-MNIST: the same four convnet variants and losses.
+"""PyTorch beside scripts/experiments/convnet-variants-table.ts on Fashion-MNIST: the same four convnet variants and losses.
 
     /usr/bin/python3 scripts/reference/torch_convnet_variants.py [/usr/share/datasets/fashion-mnist] [steps] [threads]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch's side of scripts/outcome-parity.ts: Recipe R's recipe on the exact images dmlkit trains on.
+"""PyTorch's side of scripts/experiments/outcome-parity.ts: Recipe R's recipe on the exact images dmlkit trains on.
 
     /usr/bin/python3 scripts/reference/torch_outcome.py DIR
 

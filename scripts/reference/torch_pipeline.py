@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference timings for scripts/bench-eval.ts --images: PyTorch's DataLoader + the same cheap model.
+"""Reference timings for scripts/bench/bench-eval.ts --images: PyTorch's DataLoader + the same cheap model.
 
     /usr/bin/python3 scripts/reference/torch_pipeline.py FOLDER WEIGHTS.json WORKERS BATCH
 

@@ -566,16 +566,16 @@ describe('dml eval', function () {
 
     it('--json - with standard output closed fails with exit 1 instead of losing the report', async () => {
       const args = (await npyArgs()).map((a) => `'${a}'`).join(' ');
-      const res = spawnSync('bash', ['-c', `'${process.execPath}' --import tsx scripts/dml.ts ${args} --json - >&-`], { encoding: 'utf8' });
+      const res = spawnSync('bash', ['-c', `'${process.execPath}' --import tsx bin/dml.ts ${args} --json - >&-`], { encoding: 'utf8' });
       expect(res.status, res.stderr).to.equal(1);
       expect(res.stderr.trim().split('\n').pop()).to.equal('dml: Cannot write the report (--json -) to standard output: it was closed when dml started (give a file instead of -)');
-      const devNull = spawnSync('bash', ['-c', `'${process.execPath}' --import tsx scripts/dml.ts ${args} --json - > /dev/null`], { encoding: 'utf8' });
+      const devNull = spawnSync('bash', ['-c', `'${process.execPath}' --import tsx bin/dml.ts ${args} --json - > /dev/null`], { encoding: 'utf8' });
       expect(devNull.status, 'sent to /dev/null on purpose: fine').to.equal(0);
     });
   });
 
   it('the installed entry point exits 2 on a usage error and prints help', () => {
-    const entry = ['--import', 'tsx', 'scripts/dml.ts'];
+    const entry = ['--import', 'tsx', 'bin/dml.ts'];
     const bad = spawnSync(process.execPath, [...entry, 'eval', '--k'], { encoding: 'utf8' });
     expect(bad.status).to.equal(2);
     expect(bad.stderr).to.match(/--k/);

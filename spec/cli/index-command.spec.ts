@@ -191,7 +191,7 @@ describe('dml index', function () {
     for (const [round, killAfter] of [[0, 3], [1, 25], [2, 60]] as const) {
       const base = expected;
       const more = copyImages(path.join(dir, `more-${round}`), 10, 8, 10 + round * 8);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'index', 'add', out, `folder:${more}`, '--batch-size', '2', '--snapshot-every', '3', '--device', 'cpu']);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'bin/dml.ts', 'index', 'add', out, `folder:${more}`, '--batch-size', '2', '--snapshot-every', '3', '--device', 'cpu']);
       const acknowledged: string[] = [];
       const code = await killAfterAcknowledged(child, killAfter, acknowledged);
       expect(code, `round ${round}: the run was killed before it finished`).to.equal(null);

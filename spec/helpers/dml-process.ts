@@ -6,7 +6,7 @@ import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'n
 
 /** Starts `dml <args>` in a child process; `env` replaces the environment when given. */
 export function startDml(args: string[], env?: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', ...args], env !== undefined ? { env } : {});
+  return spawn(process.execPath, ['--import', 'tsx', 'bin/dml.ts', ...args], env !== undefined ? { env } : {});
 }
 
 /** A `dml serve` child process: its URL once it listens, and everything it has printed so far. */

@@ -27,7 +27,7 @@ describe('onnx/ort: telemetry', function () {
         delete env['ORT_DISABLE_TELEMETRY']; // whatever this process has: the run decides from `extra` alone
         delete env['CI']; // libonnxruntime records no telemetry when CI is set (measured), which would hide both outcomes
         Object.assign(env, extra);
-        execFileSync(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--k', '1', '--cluster-counts', '1x'], {
+        execFileSync(process.execPath, ['--import', 'tsx', 'bin/dml.ts', 'eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--k', '1', '--cluster-counts', '1x'], {
           cwd: root,
           env,
           stdio: 'ignore',

@@ -2,7 +2,7 @@
  * @file The install path a user reads and gets: package.json's metadata (keywords, the CHANGELOG
  * shipped, the train and export entries mapped to their typings and to the entries that explain a
  * missing TensorFlow.js), and the README's install block showing only installs that work while dmlkit
- * is not on the registry (a packed tarball, git+), with the sizes scripts/check-package.sh prints.
+ * is not on the registry (a packed tarball, git+), with the sizes scripts/tools/check-package.sh prints.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -39,6 +39,6 @@ describe('package metadata and the README install path', () => {
     expect(section).to.include('`npm install dmlkit` answers E404');
     // The sizes come from the script's last line ("package check passed: 724 kB packed (424 files), installed in 82 s, ...").
     expect(section).to.match(/the tarball\nis \d+ kB \(\d+ files, packed from a clean `dist\/`/);
-    expect(readFileSync(path.join(root, 'scripts/check-package.sh'), 'utf8')).to.include('kB packed ($(tar -tzf');
+    expect(readFileSync(path.join(root, 'scripts/tools/check-package.sh'), 'utf8')).to.include('kB packed ($(tar -tzf');
   });
 });

@@ -20,7 +20,7 @@ import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function dmlTrain(config: string, ...extra: string[]): void {
-  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/dml.ts', 'train', '--config', config, ...extra], { cwd: root, env: { ...process.env, CI: '1' }, stdio: 'ignore' });
+  execFileSync(process.execPath, ['--import', 'tsx', 'bin/dml.ts', 'train', '--config', config, ...extra], { cwd: root, env: { ...process.env, CI: '1' }, stdio: 'ignore' });
 }
 
 function stepLosses(out: string): number[] {

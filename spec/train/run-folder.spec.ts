@@ -17,7 +17,7 @@ import { onCpuBackend } from '../helpers/tf-backend.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const DML = ['--import', 'tsx', 'scripts/dml.ts', 'train'];
+const DML = ['--import', 'tsx', 'bin/dml.ts', 'train'];
 const env = { ...process.env, CI: '1' };
 
 /** Runs `dml train` to completion; returns its exit code and stderr. */

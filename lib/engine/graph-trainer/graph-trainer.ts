@@ -98,7 +98,7 @@ interface FusedGraph {
 /**
  * onnxruntime's optimisation level for the training graphs: `extended`, without the CPU provider's NCHWc
  * layout, whose reorders around each convolution took about 94 ms of Recipe R's fused step and saved
- * less in the convolutions (scripts/bench-train.ts: Recipe R 14-16% faster, the small CNN and ResNet-18
+ * less in the convolutions (scripts/bench/bench-train.ts: Recipe R 14-16% faster, the small CNN and ResNet-18
  * unchanged within noise; docs/graph-trainer.md, "Speed").
  */
 const STEP_GRAPH_OPTIMIZATION = 'extended';

@@ -3,7 +3,7 @@ import { AdamKernel, type AdamScalars } from '../../../lib/engine/tfjs/wasm/adam
 import { batchNormTrainingBackward, batchNormTrainingForward } from '../../../lib/engine/tfjs/wasm/batch-norm-simd.js';
 import { maxPoolPositions, reluGradInto, reluInto } from '../../../lib/engine/tfjs/wasm/relu-pool-kernels.js';
 import { Rng } from '../../../lib/util/rng.js';
-import { assembleWat, WASM_KERNELS } from '../../../scripts/wasm-assembler.js';
+import { assembleWat, WASM_KERNELS } from '../../../scripts/tools/wasm-assembler.js';
 
 /**
  * The WebAssembly SIMD kernels (lib/engine/tfjs/wasm/): each module's committed bytes are the assembly of its
@@ -57,7 +57,7 @@ function bits(a: Float32Array): number[] {
 
 describe('engine/tfjs/wasm: WebAssembly kernels', () => {
   for (const kernel of WASM_KERNELS) {
-    it(`${kernel.constant} (${kernel.file}) holds the assembly of its text (run scripts/assemble-wasm.ts after editing a text)`, async () => {
+    it(`${kernel.constant} (${kernel.file}) holds the assembly of its text (run scripts/tools/assemble-wasm.ts after editing a text)`, async () => {
       expect(Buffer.from(await assembleWat(kernel.wat)).toString('base64')).to.equal(kernel.base64);
     });
   }

@@ -13,7 +13,7 @@
  * precision.
  *
  * {@link BATCH_NORM_WAT} is the source, {@link BATCH_NORM_WASM_BASE64} its assembly
- * (`npx tsx scripts/assemble-wasm.ts`; spec/engine/tfjs/wasm-kernels.spec.ts checks that they agree).
+ * (`npx tsx scripts/tools/assemble-wasm.ts`; spec/engine/tfjs/wasm-kernels.spec.ts checks that they agree).
  */
 import { CHUNK_ELEMENTS, forEachChunk, lazyWasmInstance } from './wasm-instance.js';
 

@@ -15,7 +15,7 @@
  *   winner, which MaxPoolGrad uses. Channels run four at a time, the remainder one at a time.
  *
  * {@link RELU_POOL_WAT} is the source, {@link RELU_POOL_WASM_BASE64} its assembly
- * (`npx tsx scripts/assemble-wasm.ts`; spec/engine/tfjs/wasm-kernels.spec.ts checks that they agree).
+ * (`npx tsx scripts/tools/assemble-wasm.ts`; spec/engine/tfjs/wasm-kernels.spec.ts checks that they agree).
  */
 import { CHUNK_ELEMENTS, forEachChunk, lazyWasmInstance, roundUpToLanes } from './wasm-instance.js';
 

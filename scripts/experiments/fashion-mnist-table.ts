@@ -7,7 +7,7 @@
  * Markdown table (mean ± sample standard deviation over seeds, and min-max) and writes it, with every
  * run's numbers and NMI curve, to `<out>/table.md` and `table.json`.
  *
- *   npx tsx scripts/fashion-mnist-table.ts [--methods trainer|seed-methods-ii] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
+ *   npx tsx scripts/experiments/fashion-mnist-table.ts [--methods trainer|seed-methods-ii] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
  *                                          [--config scripts/configs/fashion-mnist-mlp.json] [--backend <name>] [--only key,key]
  *                                          [--max-train-items N] [--epochs N] [--max-validation-items N]   (smoke runs only)
  *
@@ -34,10 +34,10 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DEFAULT_CLUSTER_COUNTS } from '../lib/eval/cluster-counts.js';
-import { parseTrainConfig, type TrainConfigInput } from '../lib/train/config.js';
-import { train, type EpochRecord } from '../lib/train/trainer.js';
-import { writeFileAtomic } from '../lib/util/atomic-write.js';
+import { DEFAULT_CLUSTER_COUNTS } from '../../lib/eval/cluster-counts.js';
+import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, summary } from './table-support.js';
 
 /** One row of a table: its name, the run folder's name, the loss spec and, where needed, its own sampler. */

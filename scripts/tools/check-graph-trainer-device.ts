@@ -5,7 +5,7 @@
  * parameter's gradient, the next weights and running statistics) is compared, and the tensors that
  * differ most are listed, in graph order, so that the first one points at the operator to blame.
  *
- *   node dist/scripts/check-graph-trainer-device.js [--device webgpu] [--batch 32] [--tolerance 1e-4] [--size 64] [recipe-r] [model.onnx ...]
+ *   node dist/scripts/tools/check-graph-trainer-device.js [--device webgpu] [--batch 32] [--tolerance 1e-4] [--size 64] [recipe-r] [model.onnx ...]
  *
  * Networks: `recipe-r` (dmlkit's `convnet` built as Recipe R's network, NHWC input, `--size` px) and
  * ONNX files with an NCHW input whose spatial size is fixed or `--size` (default: the graph trainer's
@@ -17,14 +17,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { readOnnxGraph } from '../lib/engine/graph/onnx-ir.js';
-import { createGraphOptimizer } from '../lib/engine/graph-trainer/optimizer-graph.js';
-import { compileStep, defaultTrainedInitializers } from '../lib/engine/graph-trainer/step-graph.js';
-import { convertLayersModel } from '../lib/engine/tfjs/tfjs-to-onnx.js';
-import { encodeModel } from '../lib/onnx/builder.js';
-import ort from '../lib/onnx/ort.js';
-import { buildModel } from '../lib/train/models/build-model.js';
-import { Rng } from '../lib/util/rng.js';
+import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import { createGraphOptimizer } from '../../lib/engine/graph-trainer/optimizer-graph.js';
+import { compileStep, defaultTrainedInitializers } from '../../lib/engine/graph-trainer/step-graph.js';
+import { convertLayersModel } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
+import { encodeModel } from '../../lib/onnx/builder.js';
+import ort from '../../lib/onnx/ort.js';
+import { buildModel } from '../../lib/train/models/build-model.js';
+import { Rng } from '../../lib/util/rng.js';
 
 function argument(flag: string, fallback: string): string {
   const i = process.argv.indexOf(flag);

@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildIconDataset, iconClasses } from '../../scripts/icon-dataset.js';
+import { buildIconDataset, iconClasses } from '../../../scripts/tools/icon-dataset.js';
 
-/** scripts/icon-dataset.ts on a small fake theme: classes, sizes, order, layout, refusals. */
-describe('scripts/icon-dataset', () => {
+/** scripts/tools/icon-dataset.ts on a small fake theme: classes, sizes, order, layout, refusals. */
+describe('scripts/tools/icon-dataset', () => {
   let root: string;
   beforeEach(() => {
     root = mkdtempSync(path.join(os.tmpdir(), 'dml-icons-'));

@@ -28,7 +28,7 @@
  * model, a loss of the same shape of work (EPHN, NCA form) and Adam are timed in PyTorch as a
  * reference (never a dependency of dmlkit).
  *
- *   npx tsx scripts/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
+ *   npx tsx scripts/bench/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
  *     [--convnet-steps 3] [--warmup 2] [--batch 128] [--image-size N] [--backends ort-cpu,wasm,cpu,onnx]
  *     [--devices cpu,webgpu,cuda] [--graph-loss in-graph,tfjs] [--torch-devices cpu,cuda] [--child-seconds S]
  *
@@ -36,7 +36,7 @@
  * cpu); `--graph-loss` where its loss is computed, a row each: `in-graph` (the fused step, one run:
  * lib/train/graph-loss.ts) and `tfjs` (TensorFlow.js between the forward and the step runs), default both; `--torch-devices` the PyTorch reference's devices (default cpu; on `cuda`, float32 with TF32 off,
  * synchronised by reading the loss). The python it runs is `DML_PYTHON` (default /usr/bin/python3). The
- * compiled script (`node dist/scripts/bench-train.js`, no TypeScript loader needed) runs the same way, as
+ * compiled script (`node dist/scripts/bench/bench-train.js`, no TypeScript loader needed) runs the same way, as
  * on a GPU machine (scripts/gpu/graph-trainer-gpu.sh). `--child-seconds` stops a backend's run that takes
  * longer and reports it in its row.
  *
@@ -50,18 +50,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../lib/engine/tfjs/backend.js';
-import { GraphTrainer } from '../lib/engine/graph-trainer/graph-trainer.js';
-import { graphLossOf } from '../lib/train/graph-loss.js';
-import { embeddingLossGradient, GraphNetwork } from '../lib/train/graph-network.js';
-import { createLoss } from '../lib/train/losses/registry.js';
-import { buildModel } from '../lib/train/models/build-model.js';
-import type { ModelSpec } from '../lib/train/models/model-spec.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../lib/train/optimizer.js';
-import type { ExecutionProviderName } from '../lib/onnx/devices.js';
-import { Rng } from '../lib/util/rng.js';
+import { missingKernels, modelKernels, selectBackend, type BackendChoice } from '../../lib/engine/tfjs/backend.js';
+import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
+import { graphLossOf } from '../../lib/train/graph-loss.js';
+import { embeddingLossGradient, GraphNetwork } from '../../lib/train/graph-network.js';
+import { createLoss } from '../../lib/train/losses/registry.js';
+import { buildModel } from '../../lib/train/models/build-model.js';
+import type { ModelSpec } from '../../lib/train/models/model-spec.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS } from '../../lib/train/optimizer.js';
+import type { ExecutionProviderName } from '../../lib/onnx/devices.js';
+import { Rng } from '../../lib/util/rng.js';
 
-/** The flags of the `dml` command's shebang (scripts/dml.ts), so that steps are timed as `dml train` runs them. */
+/** The flags of the `dml` command's shebang (bin/dml.ts), so that steps are timed as `dml train` runs them. */
 const DML_NODE_FLAGS = ['--single-threaded-gc'];
 
 /** A TensorFlow.js backend, or the graph trainer. */
@@ -244,7 +244,7 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
 /** Times the graph trainer on a torchvision network exported to ONNX (NCHW input), with Adam and the EPHN loss. */
 async function onnxModelChild(exported: { arch: string; size: number }, device: ExecutionProviderName, place: GraphLossPlace, args: Args): Promise<void> {
   const file = path.join(os.tmpdir(), `dml-bench-${exported.arch}-${exported.size}-${process.pid}.onnx`);
-  const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
+  const made = spawnSync(PYTHON, [fileURLToPath(new URL('../reference/export_torchvision.py', import.meta.url)), exported.arch, String(exported.size), file], { encoding: 'utf8' });
   if (made.status !== 0) {
     console.log(JSON.stringify({ error: `scripts/reference/export_torchvision.py failed (python3-torch and python3-torchvision needed): ${(made.stderr ?? '').trim().split('\n').pop()}` }));
     return;

@@ -11,7 +11,7 @@
 # Prints the packed and installed sizes. Needs the repository's node_modules (for tsc) and network
 # access to the npm registry only for packuments the npm cache lacks.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"

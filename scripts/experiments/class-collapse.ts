@@ -21,7 +21,7 @@
  * groups). "Untrained" is epoch 0 of the same runs. Writes runs/class-collapse/table.md and table.json
  * (every run's numbers) atomically and prints the Markdown table.
  *
- *   npx tsx scripts/class-collapse.ts [--seeds 3] [--out runs/class-collapse] [--data <dir with the IDX files>] [--backend <name>]
+ *   npx tsx scripts/experiments/class-collapse.ts [--seeds 3] [--out runs/class-collapse] [--data <dir with the IDX files>] [--backend <name>]
  *                                     [--max-train-items N] [--epochs N]   (smoke runs only)
  *
  * Needs the Fashion-MNIST IDX files (Debian: `apt-get install -y dataset-fashion-mnist`, installed
@@ -30,18 +30,18 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import type { ManifestItem } from '../lib/data/manifest.js';
-import { openDataset } from '../lib/data/open-dataset.js';
-import { DEFAULT_CLUSTER_COUNTS, NMI_PLUS_SPEC, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
-import { evaluateEmbeddings } from '../lib/eval/evaluate-embeddings.js';
-import type { Preprocessing } from '../lib/image/preprocessing.js';
-import { loadCheckpoint } from '../lib/train/checkpoint-io.js';
-import { parseTrainConfig, type TrainConfigInput } from '../lib/train/config.js';
-import { buildModel } from '../lib/train/models/build-model.js';
-import type { ModelSpec } from '../lib/train/models/model-spec.js';
-import { train, type ValidationRecord } from '../lib/train/trainer.js';
-import { preloadImages, type TrainingData } from '../lib/train/training-data.js';
-import { writeFileAtomic } from '../lib/util/atomic-write.js';
+import type { ManifestItem } from '../../lib/data/manifest.js';
+import { openDataset } from '../../lib/data/open-dataset.js';
+import { DEFAULT_CLUSTER_COUNTS, NMI_PLUS_SPEC, resolveClusterCounts } from '../../lib/eval/cluster-counts.js';
+import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
+import type { Preprocessing } from '../../lib/image/preprocessing.js';
+import { loadCheckpoint } from '../../lib/train/checkpoint-io.js';
+import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { buildModel } from '../../lib/train/models/build-model.js';
+import type { ModelSpec } from '../../lib/train/models/model-spec.js';
+import { train, type ValidationRecord } from '../../lib/train/trainer.js';
+import { preloadImages, type TrainingData } from '../../lib/train/training-data.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation, summary } from './table-support.js';
 
 /** The coarse training labels (Fashion-MNIST class numbers). */

@@ -5,7 +5,7 @@
  * providers; 2-D float outputs are compared as L2-normalised rows (how dmlkit uses embeddings), other
  * float outputs as they are. Passes when every max absolute difference is <= the tolerance.
  *
- *   node dist/scripts/check-webgpu-parity.js [--batch 8] [--tolerance 1e-4] [extra.onnx ...]
+ *   node dist/scripts/tools/check-webgpu-parity.js [--batch 8] [--tolerance 1e-4] [extra.onnx ...]
  *
  * Needs a machine where WebGPU loads (a GPU with a Vulkan driver on Linux); elsewhere it says why WebGPU
  * could not be created and exits 2. Exit 1 when a difference exceeds the tolerance.
@@ -13,9 +13,9 @@
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { normalizeRowsInPlace } from '../lib/embed/normalize.js';
-import { createSession, describeIo } from '../lib/onnx/session.js';
-import { Rng } from '../lib/util/rng.js';
+import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
+import { createSession, describeIo } from '../../lib/onnx/session.js';
+import { Rng } from '../../lib/util/rng.js';
 
 function onnxFilesUnder(dir: string): string[] {
   let entries: string[];

@@ -5,7 +5,7 @@
  * onnxruntime's per-node profiles of both training graphs and a table of the operators that took the
  * most time.
  *
- *   npx tsx scripts/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--device cpu|webgpu] [--profile DIR]
+ *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--device cpu|webgpu] [--profile DIR]
  *
  * `recipe-r` is dmlkit's `convnet` built as Recipe R's network (NHWC input, as the onnx backend trains
  * it); an ONNX file is a PyTorch export with an NCHW input `[batch, 3, size, size]` (see
@@ -15,14 +15,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { readOnnxGraph } from '../lib/engine/graph/onnx-ir.js';
-import { createGraphOptimizer } from '../lib/engine/graph-trainer/optimizer-graph.js';
-import { compileStep, defaultTrainedInitializers } from '../lib/engine/graph-trainer/step-graph.js';
-import { convertLayersModel } from '../lib/engine/tfjs/tfjs-to-onnx.js';
-import { encodeModel } from '../lib/onnx/builder.js';
-import ort from '../lib/onnx/ort.js';
-import { buildModel } from '../lib/train/models/build-model.js';
-import { Rng } from '../lib/util/rng.js';
+import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import { createGraphOptimizer } from '../../lib/engine/graph-trainer/optimizer-graph.js';
+import { compileStep, defaultTrainedInitializers } from '../../lib/engine/graph-trainer/step-graph.js';
+import { convertLayersModel } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
+import { encodeModel } from '../../lib/onnx/builder.js';
+import ort from '../../lib/onnx/ort.js';
+import { buildModel } from '../../lib/train/models/build-model.js';
+import { Rng } from '../../lib/util/rng.js';
 
 function argument(flag: string, fallback: string): string {
   const i = process.argv.indexOf(flag);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Dev-only cross-check of exported ONNX files with the reference checker.
 
-    /usr/bin/python3 scripts/check-onnx.py model.onnx [more.onnx ...]
+    /usr/bin/python3 scripts/tools/check-onnx.py model.onnx [more.onnx ...]
 
 Runs onnx.checker.check_model(model, full_check=True) (structure, operator schemas, and strict
 shape inference) on each file and prints one line per file: OK with IR version, opsets and node

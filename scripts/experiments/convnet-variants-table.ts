@@ -5,7 +5,7 @@
  * the run (and before it, the untrained network), the mean loss of the run's last period, and seconds,
  * and writes it with every run's numbers to `<out>/table.md` and `table.json`.
  *
- *   npx tsx scripts/convnet-variants-table.ts [--config scripts/configs/fashion-mnist-convnet-variants.json]
+ *   npx tsx scripts/experiments/convnet-variants-table.ts [--config scripts/configs/fashion-mnist-convnet-variants.json]
  *        [--out runs/convnet-variants/fashion-mnist] [--seeds 1] [--steps N] [--only stride-avg,maxpool-avgmax] [--orders 1,2]
  *        [--dataset folder:/path/to/icons]   (replaces the config's data.dataset)
  *        [--backend onnx]   (replaces the config's backend: the graph trainer, docs/graph-trainer.md)
@@ -15,9 +15,9 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseTrainConfig, type TrainConfigInput } from '../lib/train/config.js';
-import { train } from '../lib/train/trainer.js';
-import { writeFileAtomic } from '../lib/util/atomic-write.js';
+import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { train } from '../../lib/train/trainer.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation, summary } from './table-support.js';
 
 const VARIANTS = [

@@ -15,7 +15,7 @@
  * three (the PyTorch side does not mirror dmlkit's augmentation), and so is any validation between the
  * first and the last step.
  *
- *   npx tsx scripts/outcome-parity.ts [--config scripts/configs/fashion-mnist-convnet-variants.json] [--steps 2400]
+ *   npx tsx scripts/experiments/outcome-parity.ts [--config scripts/configs/fashion-mnist-convnet-variants.json] [--steps 2400]
  *        [--out runs/outcome-parity/fashion-mnist] [--runs torch,onnx,tfjs] [--threads 2] [--downsample stride|maxpool] [--pooling avg|avgmax]
  *        [--torch-batch-seeds 0,1,2]
  *
@@ -29,12 +29,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { encodeNpy } from '../lib/embed/npy.js';
-import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../lib/train/config.js';
-import type { ConvnetModelSpec } from '../lib/train/models/model-spec.js';
-import { loadImageData, selectRunItems } from '../lib/train/run-inputs.js';
-import { train, type EpochRecord } from '../lib/train/trainer.js';
-import { writeFileAtomic } from '../lib/util/atomic-write.js';
+import { encodeNpy } from '../../lib/embed/npy.js';
+import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import type { ConvnetModelSpec } from '../../lib/train/models/model-spec.js';
+import { loadImageData, selectRunItems } from '../../lib/train/run-inputs.js';
+import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation } from './table-support.js';
 
 const PYTHON = process.env.DML_PYTHON ?? '/usr/bin/python3';
@@ -118,7 +118,7 @@ async function main(): Promise<void> {
       const folder = i === 0 ? torchFolder : `${torchFolder}-batches-${batchSeed}`;
       mkdirSync(folder, { recursive: true });
       await writeTorchInputs(configOf('torch', {}), folder, threads, batchSeed);
-      const made = spawnSync(PYTHON, [fileURLToPath(new URL('reference/torch_outcome.py', import.meta.url)), folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+      const made = spawnSync(PYTHON, [fileURLToPath(new URL('../reference/torch_outcome.py', import.meta.url)), folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       if (made.status !== 0) throw new Error(`scripts/reference/torch_outcome.py failed (python3-torch and python3-numpy needed): exit ${made.status}`);
       const torch = JSON.parse(readFileSync(path.join(folder, 'torch.json'), 'utf8')) as { torch: string; seconds: number; lossPer100Steps: number[] };
       // PyTorch's networks scored by dmlkit's validation: the first record of a run from each file is its untrained state.

@@ -1,12 +1,12 @@
 /**
  * @file WebAssembly text to binary with wabt (devDependency), SIMD enabled, and the list of dmlkit's
  * kernel modules (text, the constant holding the assembled bytes, its file): shared by
- * scripts/assemble-wasm.ts and the spec that checks the committed bytes.
+ * scripts/tools/assemble-wasm.ts and the spec that checks the committed bytes.
  */
 import wabtFactory from 'wabt';
-import { ADAM_WASM_BASE64, ADAM_WAT } from '../lib/engine/tfjs/wasm/adam-kernel.js';
-import { BATCH_NORM_WASM_BASE64, BATCH_NORM_WAT } from '../lib/engine/tfjs/wasm/batch-norm-simd.js';
-import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../lib/engine/tfjs/wasm/relu-pool-kernels.js';
+import { ADAM_WASM_BASE64, ADAM_WAT } from '../../lib/engine/tfjs/wasm/adam-kernel.js';
+import { BATCH_NORM_WASM_BASE64, BATCH_NORM_WAT } from '../../lib/engine/tfjs/wasm/batch-norm-simd.js';
+import { RELU_POOL_WASM_BASE64, RELU_POOL_WAT } from '../../lib/engine/tfjs/wasm/relu-pool-kernels.js';
 
 /** One kernel module: its text, the name and current value of the constant with its bytes, and that constant's file. */
 export interface WasmKernelSource {

@@ -5,7 +5,7 @@
  * committed, so users and CI never need the dataset.
  *
  *   apt-get install -y dataset-fashion-mnist
- *   npx tsx scripts/build-default-model.ts [/usr/share/datasets/fashion-mnist]
+ *   npx tsx scripts/tools/build-default-model.ts [/usr/share/datasets/fashion-mnist]
  *
  * The model is PCA: it centres a 28x28 greyscale image (pixels in [0, 1]) with the mean training image,
  * projects it on the top 64 principal directions of the 60,000 training images, and L2-normalises.
@@ -16,11 +16,11 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
-import { readIdxFile } from '../lib/data/idx-reader.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../lib/onnx/builder.js';
-import { DML_METADATA_KEYS } from '../lib/onnx/dml-metadata.js';
-import { writeFileAtomic } from '../lib/util/atomic-write.js';
-import { Rng } from '../lib/util/rng.js';
+import { readIdxFile } from '../../lib/data/idx-reader.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
+import { DML_METADATA_KEYS } from '../../lib/onnx/dml-metadata.js';
+import { writeFileAtomic } from '../../lib/util/atomic-write.js';
+import { Rng } from '../../lib/util/rng.js';
 
 const CLASS_NAMES = ['t-shirt_top', 'trouser', 'pullover', 'dress', 'coat', 'sandal', 'shirt', 'sneaker', 'bag', 'ankle_boot'];
 const DIM = 64;
@@ -83,7 +83,7 @@ async function main(): Promise<void> {
       [DML_METADATA_KEYS.embeddingDim]: String(DIM),
       [DML_METADATA_KEYS.distance]: 'cosine',
     },
-    docString: 'PCA-64 of the Fashion-MNIST training images (dmlkit scripts/build-default-model.ts)',
+    docString: 'PCA-64 of the Fashion-MNIST training images (dmlkit scripts/tools/build-default-model.ts)',
   });
   await writeFileAtomic('models/default.onnx', model);
 

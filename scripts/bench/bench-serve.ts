@@ -3,7 +3,7 @@
  * (raw PNG upload, k = 10) on a 50,000-item index at concurrency 1, 4 and 16 (autocannon), next to the
  * raw embed + search time of the same model and index measured in this process, in the same run.
  *
- *   npx tsx scripts/bench-serve.ts [--data fashion-mnist:/usr/share/datasets/fashion-mnist | --synthetic]
+ *   npx tsx scripts/bench/bench-serve.ts [--data fashion-mnist:/usr/share/datasets/fashion-mnist | --synthetic]
  *                                  [--n 50000] [--requests 3000] [--seconds 20] [--concurrency 1,4,16]
  *                                  [--workers 1] [--raw 500]
  *
@@ -23,20 +23,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import type { ImageSource } from '../lib/data/manifest.js';
-import { manifestHash, openDataset } from '../lib/data/open-dataset.js';
-import { embedItemsCached } from '../lib/embed/cache.js';
-import { OnnxEmbedder } from '../lib/embed/embedder.js';
-import type { EmbeddingSet } from '../lib/embed/embedding-set.js';
-import { normalizeRowsInPlace } from '../lib/embed/normalize.js';
-import { preprocessImageBytes } from '../lib/image/image-bytes.js';
-import { SearchIndexStore } from '../lib/index-store/hnsw-store.js';
-import { Rng } from '../lib/util/rng.js';
+import type { ImageSource } from '../../lib/data/manifest.js';
+import { manifestHash, openDataset } from '../../lib/data/open-dataset.js';
+import { embedItemsCached } from '../../lib/embed/cache.js';
+import { OnnxEmbedder } from '../../lib/embed/embedder.js';
+import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
+import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
+import { preprocessImageBytes } from '../../lib/image/image-bytes.js';
+import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
+import { Rng } from '../../lib/util/rng.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts. */
+/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts/bench. */
 const typescript = import.meta.url.endsWith('.ts');
-const ROOT = path.resolve(here, typescript ? '..' : '../..');
+const ROOT = path.resolve(here, typescript ? '../..' : '../../..');
 const MODEL = path.join(ROOT, 'models/default.onnx');
 const K = 10;
 
@@ -108,7 +108,7 @@ async function queries(): Promise<Buffer[]> {
 
 /** Starts `dml serve` as a child process the way this script runs, and resolves with its URL. */
 function startServer(dir: string, workers: number): Promise<{ url: string; stop: () => Promise<number | null> }> {
-  const script = path.join(here, typescript ? 'dml.ts' : 'dml.js');
+  const script = path.join(ROOT, typescript ? 'bin/dml.ts' : 'dist/bin/dml.js');
   const child = spawn(process.execPath, [...process.execArgv, script, 'serve', dir, '--port', '0', '--log-level', 'warn', '--device', 'cpu', '--workers', String(workers)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -15,12 +15,12 @@
  * With Debian's oxygen-icon-theme and tango-icon-theme (`apt-get install -y oxygen-icon-theme
  * tango-icon-theme`): 2,246 classes, 11,102 images.
  *
- *   npx tsx scripts/icon-dataset.ts --out data/icons [--themes /usr/share/icons/oxygen/base,/usr/share/icons/Tango] [--min-images 4] [--seed 0]
+ *   npx tsx scripts/tools/icon-dataset.ts --out data/icons [--themes /usr/share/icons/oxygen/base,/usr/share/icons/Tango] [--min-images 4] [--seed 0]
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Rng } from '../lib/util/rng.js';
+import { Rng } from '../../lib/util/rng.js';
 
 /** Options of {@link buildIconDataset}. */
 export interface IconDatasetOptions {
@@ -112,7 +112,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const out = flag(args, '--out', '');
   if (out === '') {
-    console.error('usage: npx tsx scripts/icon-dataset.ts --out <new folder> [--themes a,b] [--min-images 4] [--seed 0]');
+    console.error('usage: npx tsx scripts/tools/icon-dataset.ts --out <new folder> [--themes a,b] [--min-images 4] [--seed 0]');
     process.exit(2);
   }
   try {

@@ -4,7 +4,7 @@
  * the same clustered unit vectors: build time, size on disk, recall@10 against exact search, and
  * p50 / p99 latency of single-vector searches through `dml serve` at each concurrency of a list.
  *
- *   npx tsx scripts/bench-stores.ts [--n 100000] [--dim 128] [--clusters 1000] [--noise 1]
+ *   npx tsx scripts/bench/bench-stores.ts [--n 100000] [--dim 128] [--clusters 1000] [--noise 1]
  *                                   [--queries 1000] [--concurrency 1,8] [--requests 4000] [--seconds 30]
  *
  * Vectors: `--clusters` Gaussian centres, each item a centre plus Gaussian noise (standard deviation
@@ -25,20 +25,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { OnnxEmbedder } from '../lib/embed/embedder.js';
-import { normalizeRowsInPlace } from '../lib/embed/normalize.js';
-import type { IndexStore } from '../lib/index-store/index-store.js';
-import { DEFAULT_LANCE_ANN } from '../lib/index-store/lance-store.js';
-import { MODEL_FILE } from '../lib/index-store/layout.js';
-import { createIndexStore, openIndexStore } from '../lib/index-store/open-store.js';
-import { exactSearch } from '../lib/search/exact.js';
-import { Rng } from '../lib/util/rng.js';
-import { parseNonNegativeNumber, parsePositiveInt, parsePositiveIntList } from '../lib/cli/parse-options.js';
+import { OnnxEmbedder } from '../../lib/embed/embedder.js';
+import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
+import type { IndexStore } from '../../lib/index-store/index-store.js';
+import { DEFAULT_LANCE_ANN } from '../../lib/index-store/lance-store.js';
+import { MODEL_FILE } from '../../lib/index-store/layout.js';
+import { createIndexStore, openIndexStore } from '../../lib/index-store/open-store.js';
+import { exactSearch } from '../../lib/search/exact.js';
+import { Rng } from '../../lib/util/rng.js';
+import { parseNonNegativeNumber, parsePositiveInt, parsePositiveIntList } from '../../lib/cli/parse-options.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts. */
+/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts/bench. */
 const typescript = import.meta.url.endsWith('.ts');
-const ROOT = path.resolve(here, typescript ? '..' : '../..');
+const ROOT = path.resolve(here, typescript ? '../..' : '../../..');
 const MODEL = path.join(ROOT, 'models/default.onnx');
 const K = 10;
 
@@ -100,7 +100,7 @@ async function diskBytes(dir: string): Promise<number> {
 
 /** Starts `dml serve <location>` as a child process the way this script runs; resolves with its URL, pid and a stop function. */
 function startServer(location: string): Promise<{ url: string; pid: number; stop: () => Promise<number | null> }> {
-  const script = path.join(here, typescript ? 'dml.ts' : 'dml.js');
+  const script = path.join(ROOT, typescript ? 'bin/dml.ts' : 'dist/bin/dml.js');
   const child = spawn(process.execPath, [...process.execArgv, script, 'serve', location, '--port', '0', '--log-level', 'warn', '--device', 'cpu'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -4,10 +4,10 @@
  * (python3-faiss, python3-sklearn, python3-torch, python3-torchvision; dmlkit itself never runs Python;
  * BENCH_PYTHON=/path/to/python3 picks another interpreter).
  *
- *   npx tsx scripts/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
- *   npx tsx scripts/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
+ *   npx tsx scripts/bench/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
+ *   npx tsx scripts/bench/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
  *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N]
- *   npx tsx scripts/bench-eval.ts --mode nmi
+ *   npx tsx scripts/bench/bench-eval.ts --mode nmi
  *
  * - `vectors`: exact Recall@K on synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised;
  *   chunked Gemm + TopK streamed into the metrics) against a naive JavaScript loop (a sample of queries,
@@ -35,28 +35,28 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { readIdxFile } from '../lib/data/idx-reader.js';
-import { openDataset } from '../lib/data/open-dataset.js';
-import { DECODE_PREFETCH_BATCHES, OnnxEmbedder } from '../lib/embed/embedder.js';
-import type { EmbeddingSet } from '../lib/embed/embedding-set.js';
-import { DEFAULT_CLUSTER_COUNTS, resolveClusterCounts } from '../lib/eval/cluster-counts.js';
-import { evaluateEmbeddings } from '../lib/eval/evaluate-embeddings.js';
-import { loadImageBatch } from '../lib/image/batch-loader.js';
-import { defaultDecodeWorkers, ImageDecodePool } from '../lib/image/decode-pool.js';
-import { normalizedMutualInformation } from '../lib/metrics/clustering.js';
-import { kmeans, kmeansSweep } from '../lib/metrics/kmeans.js';
-import { encodeLabels } from '../lib/metrics/labels.js';
-import { RetrievalMetricsAccumulator } from '../lib/metrics/retrieval.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../lib/onnx/builder.js';
-import type { DeviceChoice } from '../lib/onnx/devices.js';
-import { exactSearch } from '../lib/search/exact.js';
-import { Rng } from '../lib/util/rng.js';
+import { readIdxFile } from '../../lib/data/idx-reader.js';
+import { openDataset } from '../../lib/data/open-dataset.js';
+import { DECODE_PREFETCH_BATCHES, OnnxEmbedder } from '../../lib/embed/embedder.js';
+import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
+import { DEFAULT_CLUSTER_COUNTS, resolveClusterCounts } from '../../lib/eval/cluster-counts.js';
+import { evaluateEmbeddings } from '../../lib/eval/evaluate-embeddings.js';
+import { loadImageBatch } from '../../lib/image/batch-loader.js';
+import { defaultDecodeWorkers, ImageDecodePool } from '../../lib/image/decode-pool.js';
+import { normalizedMutualInformation } from '../../lib/metrics/clustering.js';
+import { kmeans, kmeansSweep } from '../../lib/metrics/kmeans.js';
+import { encodeLabels } from '../../lib/metrics/labels.js';
+import { RetrievalMetricsAccumulator } from '../../lib/metrics/retrieval.js';
+import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
+import type { DeviceChoice } from '../../lib/onnx/devices.js';
+import { exactSearch } from '../../lib/search/exact.js';
+import { Rng } from '../../lib/util/rng.js';
 
 type Args = Record<string, string>;
 type Result = Record<string, unknown>;
 
 const self = fileURLToPath(import.meta.url);
-/** The repository root: the nearest folder above this script holding package.json (this file runs from scripts/ or dist/scripts/). */
+/** The repository root: the nearest folder above this script holding package.json (this file runs from scripts/bench/ or dist/scripts/bench/). */
 const root = ((): string => {
   let dir = path.dirname(self);
   while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);

@@ -9,7 +9,7 @@
 # out LanceDB's optional @huggingface/transformers and openai, and node_modules/@lancedb and
 # node_modules/apache-arrow link there. Rerunning it replaces that install.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 [ -d "$root/node_modules" ] || { echo "install-lancedb: run npm ci first (no node_modules in $root)" >&2; exit 1; }
 prefix="$root/node_modules/.lancedb"
 rm -rf "$prefix" "$root/node_modules/@lancedb" "$root/node_modules/apache-arrow"
