@@ -26,7 +26,7 @@ import type { Preprocessing } from './image/preprocessing.js';
 import { readImageFile } from './image/decode.js';
 import { preprocessImageBytes } from './image/image-bytes.js';
 import type { KMeansInit } from './metrics/kmeans-options.js';
-import type { DeviceChoice } from './onnx/devices.js';
+import { DEFAULT_DEVICE, type DeviceChoice } from './onnx/devices.js';
 import { buildReport, type SingleRunReport } from './report/report.js';
 import { concatFloat32 } from './util/concat.js';
 import { normalizeRowsInPlace } from './embed/normalize.js';
@@ -113,7 +113,7 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   if (options.trainClasses !== undefined) manifest = applyClassSplit(manifest, options.trainClasses, 'trainClasses');
   if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Evaluation cancelled before it started');
   const embedder = await OnnxEmbedder.open(model, {
-    device: options.device ?? 'auto',
+    device: options.device ?? DEFAULT_DEVICE,
     batchSize: options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE,
     ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),

@@ -24,8 +24,8 @@ export { ImageDecodePool, defaultDecodeWorkers, type DecodePoolOptions, type Dec
 export { decodeImageSource, decodeImageBuffer, DEFAULT_LIMIT_INPUT_PIXELS, type DecodeOptions } from './image/decode.js';
 export type { RawImage } from './image/raw-image.js';
 
-export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo, type ProviderAttempt } from './onnx/session.js';
-export { DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './onnx/devices.js';
+export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo } from './onnx/session.js';
+export { AUTO_PROVIDER_ORDER, DEFAULT_DEVICE, DEVICE_CHOICES, EXECUTION_DEVICES, type DeviceChoice, type ExecutionDevice, type ExecutionProviderName, type ProviderAttempt, type ProviderChoice } from './onnx/devices.js';
 export { readModelMetadata, readExternalDataLocations, type ModelMetadata } from './onnx/metadata.js';
 export { readModelFiles, modelIdentity, copyModelFiles, type ExternalDataFile, type ModelFiles } from './onnx/model-files.js';
 export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';

@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { DmlError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
-import { DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
 import { TOKEN_POOLINGS } from '../embed/model-signature.js';
 import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
 import { printWarning } from './warning.js';
@@ -26,7 +26,7 @@ export interface EmbedFlags {
 /** Declares the embedding flags on `command`; `batchSizeHelp` says what a batch is for this command. */
 export function addEmbedOptions(command: Command, batchSizeHelp = 'images per inference call'): Command {
   return command
-    .option('--device <device>', DEVICE_HELP, 'auto')
+    .option('--device <device>', DEVICE_HELP, DEFAULT_DEVICE)
     .option('--threads <n>', 'onnxruntime intra-op threads (default: onnxruntime\'s choice)')
     .option('--batch-size <n>', batchSizeHelp, String(DEFAULT_EMBED_BATCH_SIZE))
     .option('--workers <n>', 'image decode processes, 0 = decode in the main process (default: one per core for 256 images or more)')

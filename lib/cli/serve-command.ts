@@ -13,7 +13,7 @@
  * The work is in serve-run.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
-import { DEVICE_HELP } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, DEVICE_HELP } from '../onnx/devices.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
 import { DEFAULT_REFRESH_SECONDS } from '../index-store/lance-store.js';
 import { DEFAULT_MAX_UPLOAD_BYTES } from '../serve/defaults.js';
@@ -53,7 +53,7 @@ export function registerServeCommand(program: Command): void {
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--workers <n>', 'inference worker threads', '1')
     .option('--threads <n>', 'onnxruntime intra-op threads per worker')
-    .option('--device <device>', DEVICE_HELP, 'auto')
+    .option('--device <device>', DEVICE_HELP, DEFAULT_DEVICE)
     .option('--max-upload-bytes <n>', 'largest request body or uploaded file', String(DEFAULT_MAX_UPLOAD_BYTES))
     .option('--limit-input-pixels <n>', 'largest uploaded image (width x height); guards against decompression bombs')
     .option('--max-k <n>', 'largest k a request may ask for', '100')

@@ -19,7 +19,7 @@ import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
 import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
-import type { DeviceChoice } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, type DeviceChoice, type ExecutionProviderName, type ProviderAttempt } from '../onnx/devices.js';
 import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
 import { BFLOAT16_UNSUPPORTED, widenBfloat16Io } from '../onnx/bfloat16-io.js';
 import { canonicalJson } from '../util/hash.js';
@@ -152,9 +152,9 @@ export class OnnxEmbedder {
   /** The model's external data files (weights stored beside it), with their hashes; empty for most models. */
   readonly externalData: readonly ExternalDataFile[];
   /** Execution provider that actually runs the model. */
-  readonly provider: string;
+  readonly provider: ExecutionProviderName;
   /** Providers tried before, with their errors (empty when the first choice loaded). */
-  readonly providerAttempts: Array<{ provider: string; error?: string }>;
+  readonly providerAttempts: ProviderAttempt[];
   readonly signature: ModelSignature;
   /** The model's metadata_props. */
   readonly metadataProps: Record<string, string>;
@@ -173,8 +173,8 @@ export class OnnxEmbedder {
     modelPath: string;
     modelSha256: string;
     externalData: ExternalDataFile[];
-    provider: string;
-    providerAttempts: Array<{ provider: string; error?: string }>;
+    provider: ExecutionProviderName;
+    providerAttempts: ProviderAttempt[];
     signature: ModelSignature;
     metadataProps: Record<string, string>;
     preprocessorConfigPath?: string;
@@ -206,7 +206,7 @@ export class OnnxEmbedder {
     const configPath = options.preprocessorConfig === false ? undefined : (options.preprocessorConfig ?? (await findPreprocessorConfig(modelPath)));
     const config = configPath !== undefined ? await readPreprocessorConfig(configPath) : undefined;
     const sessionOptions = {
-      device: options.device ?? 'auto',
+      device: options.device ?? DEFAULT_DEVICE,
       name: modelPath,
       thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),

@@ -5,6 +5,7 @@
  */
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from './evaluation.js';
 import type { RetrievalExample } from './retrieval-examples.js';
+import type { ExecutionProviderName, ProviderAttempt } from '../onnx/devices.js';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
@@ -13,8 +14,8 @@ export interface ModelInfo {
   sha256: string;
   /** External data files the model keeps its weights in (present only when it has any). */
   externalData?: Array<{ location: string; sha256: string }>;
-  executionProvider: string;
-  providerAttempts: Array<{ provider: string; error?: string }>;
+  executionProvider: ExecutionProviderName;
+  providerAttempts: ProviderAttempt[];
   inputName: string;
   outputName: string;
   /** How the token output was pooled (`cls`, `mean`, `max`); present only when it was. */

@@ -7,9 +7,9 @@
  * thread stops everything else there: the replies of image decode processes, a server's requests.
  */
 import ort from './ort.js';
-import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type IoValueInfo, type ProviderAttempt } from './session.js';
+import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type IoValueInfo } from './session.js';
 import { fromHalfArray, toHalfArray } from '../util/half-float.js';
-import type { ExecutionProviderName } from './devices.js';
+import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
 import { SessionThread } from './session-thread.js';
 
 /** A tensor as it crosses threads: element type, dimensions and data. */

@@ -11,8 +11,8 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type * as ort from 'onnxruntime-node';
 import { DmlError, type DmlErrorCode } from '../errors.js';
-import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type ProviderAttempt } from './session.js';
-import type { ExecutionProviderName } from './devices.js';
+import { createSession, describeIo, type CreateSessionOptions, type IoDescription } from './session.js';
+import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
 import { ortFeeds, plainOutputs, type FloatInputs, type PlainTensor } from './session-runner.js';
 
 /** What the thread is started with. */

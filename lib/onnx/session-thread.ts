@@ -14,8 +14,8 @@
 import { Worker } from 'node:worker_threads';
 import { DmlError } from '../errors.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
-import type { ExecutionProviderName } from './devices.js';
-import type { CreateSessionOptions, IoDescription, ProviderAttempt } from './session.js';
+import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
+import type { CreateSessionOptions, IoDescription } from './session.js';
 import type { FloatInputs, RunOptions, RunResult, SessionRunner } from './session-runner.js';
 import type { SessionThreadData, SessionThreadReply, SessionThreadRequest } from './session-thread-worker.js';
 

@@ -19,19 +19,12 @@
  *   the attempt fails at once with that reason (`auto` moves on; an explicit `webgpu` is an error). onnxruntime-node does not tell which adapter
  *   Dawn picked, so reports name the provider only.
  */
-import { access, readdir } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import ort from './ort.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import { AUTO_PROVIDER_ORDER, DEVICE_CHOICES, type DeviceChoice, type ExecutionProviderName } from './devices.js';
+import { AUTO_PROVIDER_ORDER, DEVICE_CHOICES, EXECUTION_DEVICES, type DeviceChoice, type ExecutionProviderName, type ProviderAttempt } from './devices.js';
+import { FallbackExhausted, firstWorking } from '../util/fallback.js';
 
-
-/** One try at creating the session. */
-export interface ProviderAttempt {
-  /** The provider tried first in this attempt. */
-  provider: ExecutionProviderName;
-  /** Why it failed (onnxruntime's message); absent for the attempt that succeeded. */
-  error?: string;
-}
 
 /** Options of {@link createSession}. */
 export interface CreateSessionOptions {
@@ -74,13 +67,6 @@ export interface IoDescription {
 }
 
 
-const PROVIDER_LISTS: Readonly<Record<ExecutionProviderName, ort.InferenceSession.ExecutionProviderConfig[]>> = {
-  // 'cpu' after a GPU provider only places nodes that provider lacks; it does not rescue a failed load.
-  cuda: [{ name: 'cuda', deviceId: 0 }, 'cpu'],
-  webgpu: ['webgpu', 'cpu'],
-  cpu: ['cpu'],
-};
-
 let logLevelSet = false;
 
 /**
@@ -99,43 +85,6 @@ function messageOf(err: unknown): string {
   const line = (err instanceof Error ? err.message : String(err)).split('\n')[0]?.trim() ?? '';
   return line.replace(/^\/onnxruntime_src\/\S+:\d+ .*? was false\. /, '');
 }
-
-/** Folders the Linux loader searches for libvulkan.so.1 (LD_LIBRARY_PATH first, then the usual ones). */
-function vulkanSearchPath(): string[] {
-  const fromEnv = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter((d) => d !== '');
-  const arch = process.arch === 'arm64' ? 'aarch64-linux-gnu' : 'x86_64-linux-gnu';
-  return [...fromEnv, `/usr/lib/${arch}`, `/lib/${arch}`, '/usr/lib64', '/lib64', '/usr/lib', '/lib', '/usr/local/lib'];
-}
-
-async function exists(file: string): Promise<boolean> {
-  return access(file).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** Whether the machine exposes a GPU device node: DRM render nodes (Mesa drivers), NVIDIA's, or WSL's. */
-async function gpuDeviceNodePresent(): Promise<boolean> {
-  const dri = await readdir('/dev/dri').catch(() => [] as string[]);
-  return dri.some((name) => name.startsWith('renderD')) || (await exists('/dev/nvidiactl')) || (await exists('/dev/dxg'));
-}
-
-/**
- * Why WebGPU cannot work here before onnxruntime is asked, or undefined. On Linux, Dawn needs the
- * Vulkan loader and a GPU the Vulkan driver can open; without them the session fails anyway, after
- * Dawn printed warnings to stderr that dmlkit cannot silence (measured: with Mesa's Vulkan drivers
- * installed and no GPU, Dawn also refuses the software rasterizer, "No supported adapters"). Other
- * platforms use Metal or Direct3D and are left to onnxruntime.
- */
-async function webgpuUnavailable(): Promise<string | undefined> {
-  if (process.platform !== 'linux') return undefined;
-  let loader = false;
-  for (const dir of vulkanSearchPath()) if (!loader) loader = await exists(`${dir}/libvulkan.so.1`);
-  if (!loader) return 'no Vulkan loader (libvulkan.so.1) on this machine; WebGPU needs it and a GPU driver with Vulkan support';
-  if (!(await gpuDeviceNodePresent())) return 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine';
-  return undefined;
-}
-
 
 /**
  * Creates an onnxruntime session for `model` (a file path or the model's bytes), trying execution
@@ -164,40 +113,37 @@ export async function createSession(model: string | Uint8Array, options: CreateS
   const providers: readonly ExecutionProviderName[] = device === 'auto' ? AUTO_PROVIDER_ORDER : [device];
   quietOrtLogging();
 
-  const attempts: ProviderAttempt[] = [];
-  let lastError: unknown;
-  for (const provider of providers) {
-    // WebGPU is not tried where it cannot work: no Dawn warnings on stderr, one clear reason instead.
-    const unavailable = provider === 'webgpu' ? await webgpuUnavailable() : undefined;
-    if (unavailable !== undefined) {
-      attempts.push({ provider, error: unavailable });
-      continue;
-    }
-    const sessionOptions: ort.InferenceSession.SessionOptions = {
-      executionProviders: PROVIDER_LISTS[provider],
-      graphOptimizationLevel: optimization,
-      logId: name,
-      // Per session too, not only ort.env: a process (or worker thread) whose onnxruntime environment
-      // was set up before quietOrtLogging still keeps the failed GPU attempt's [E:onnxruntime ...] line off stderr.
-      logSeverityLevel: 3,
-      ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
-    };
-    try {
-      const session =
-        typeof model === 'string'
-          ? await ort.InferenceSession.create(model, sessionOptions)
-          : await ort.InferenceSession.create(model, sessionOptions);
-      attempts.push({ provider });
-      return { session, provider, attempts };
-    } catch (err) {
-      lastError = err;
-      attempts.push({ provider, error: messageOf(err) });
-    }
+  try {
+    const chosen = await firstWorking(
+      providers,
+      async (provider) => {
+        // A device that cannot work here is not tried (for WebGPU: no Dawn warnings on stderr, one clear reason instead).
+        const unavailable = await EXECUTION_DEVICES[provider].unavailable?.();
+        if (unavailable !== undefined) return { unavailable };
+        const sessionOptions: ort.InferenceSession.SessionOptions = {
+          executionProviders: [...EXECUTION_DEVICES[provider].providers],
+          graphOptimizationLevel: optimization,
+          logId: name,
+          // Per session too, not only ort.env: a process (or worker thread) whose onnxruntime environment
+          // was set up before quietOrtLogging still keeps the failed GPU attempt's [E:onnxruntime ...] line off stderr.
+          logSeverityLevel: 3,
+          ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
+        };
+        const session = typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);
+        return { value: session };
+      },
+      messageOf,
+    );
+    return { session: chosen.value, provider: chosen.chosen, attempts: chosen.attempts.map(providerAttempt) };
+  } catch (err) {
+    if (!(err instanceof FallbackExhausted)) throw err;
+    throw new DmlError('E_MODEL', `Cannot create an onnxruntime session for ${name} (device ${device}) — ${err.message}`, { cause: err.cause });
   }
-  const history = attempts.map((a) => `${a.provider}: ${a.error ?? ''}`).join('; ');
-  throw new DmlError('E_MODEL', `Cannot create an onnxruntime session for ${name} (device ${device}) — ${history}`, {
-    cause: lastError,
-  });
+}
+
+/** A fallback attempt as reports record it (`provider`, `error`). */
+function providerAttempt(attempt: { name: ExecutionProviderName; error?: string }): ProviderAttempt {
+  return { provider: attempt.name, ...(attempt.error !== undefined ? { error: attempt.error } : {}) };
 }
 
 function describeValue(meta: ort.InferenceSession.ValueMetadata): IoValueInfo {

@@ -32,7 +32,7 @@ import multipart from '@fastify/multipart';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { decodeImageSource } from '../image/decode.js';
 import { rawInput } from '../image/raw-image.js';
-import type { DeviceChoice } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, type DeviceChoice, type ProviderChoice } from '../onnx/devices.js';
 import { accessPolicy, checkHost, checkWrite } from './access.js';
 import { redactingLogger, type ServiceLoggerOptions } from './log-redaction.js';
 import { errorBody, HttpError } from './http-errors.js';
@@ -58,7 +58,7 @@ export interface SearchAppOptions {
   /** Execution provider choice. Default `auto`. */
   device?: DeviceChoice;
   /** Called once the workers have loaded the model, with the provider they run on and the ones tried before. */
-  onProvider?: (chosen: { provider: string; attempts: Array<{ provider: string; error?: string }> }) => void;
+  onProvider?: (chosen: ProviderChoice) => void;
   /** Largest request body or uploaded file, in bytes. Default {@link DEFAULT_MAX_UPLOAD_BYTES}. */
   maxUploadBytes?: number;
   /** Largest width x height of an uploaded image (decompression-bomb guard); decode.ts's default when absent. */
@@ -190,7 +190,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
       preprocessing: metadata.preprocessing,
       outputName: metadata.model.outputName,
       ...(metadata.model.pooling !== undefined ? { pooling: metadata.model.pooling } : {}),
-      device: options.device ?? 'auto',
+      device: options.device ?? DEFAULT_DEVICE,
       threads: options.threads,
       limitInputPixels: options.limitInputPixels,
       ...(options.workers !== undefined ? { workers: options.workers } : {}),

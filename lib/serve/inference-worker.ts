@@ -15,7 +15,7 @@ import { DmlError } from '../errors.js';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { TokenPooling } from '../embed/model-signature.js';
-import type { DeviceChoice } from '../onnx/devices.js';
+import type { DeviceChoice, ProviderChoice } from '../onnx/devices.js';
 import { preprocessImageBytes } from '../image/image-bytes.js';
 
 /** What a worker is started with. */
@@ -42,7 +42,7 @@ export interface WorkerRequest {
 
 /** A message from a worker. */
 export type WorkerReply =
-  | { type: 'ready'; provider: string; attempts: Array<{ provider: string; error?: string }> }
+  | ({ type: 'ready' } & ProviderChoice)
   | { type: 'fatal'; code: DmlErrorCode; message: string }
   | { type: 'vector'; id: number; vector: Float32Array }
   | { type: 'error'; id: number; code: DmlErrorCode; message: string };

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 import { DmlError } from '../errors.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 import type { TokenPooling } from '../embed/model-signature.js';
-import type { DeviceChoice } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, type DeviceChoice, type ProviderChoice } from '../onnx/devices.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import { HttpError } from './http-errors.js';
 import type { InferenceWorkerData, WorkerReply, WorkerRequest } from './inference-worker.js';
@@ -66,7 +66,7 @@ export class InferenceWorkerPool {
   readonly #inFlight = new Set<Promise<unknown>>();
   #nextId = 0;
   #closing = false;
-  #provider: { provider: string; attempts: Array<{ provider: string; error?: string }> } | undefined;
+  #provider: ProviderChoice | undefined;
 
   private constructor(data: InferenceWorkerData, maxPending: number, onWorkerError: ((error: DmlError) => void) | undefined) {
     this.#data = data;
@@ -89,7 +89,7 @@ export class InferenceWorkerPool {
         preprocessing: options.preprocessing,
         outputName: options.outputName,
         ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
-        device: options.device ?? 'auto',
+        device: options.device ?? DEFAULT_DEVICE,
         threads: options.threads,
         batchSize,
         limitInputPixels: options.limitInputPixels,
@@ -147,7 +147,7 @@ export class InferenceWorkerPool {
   }
 
   /** The execution provider the first ready worker got, with the providers tried before it. */
-  get provider(): { provider: string; attempts: Array<{ provider: string; error?: string }> } | undefined {
+  get provider(): ProviderChoice | undefined {
     return this.#provider;
   }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
+import { DEFAULT_DEVICE, DEVICE_CHOICES } from '../onnx/devices.js';
 import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 
 const positiveInt = z.number().int().positive();
@@ -206,7 +207,7 @@ export const featuresSpecSchema = z
     /** Feature cache folder (shared between runs; default `.dml-cache/features`). */
     cacheDir: z.string().min(1).default('.dml-cache/features'),
     /** Execution provider of the backbone. */
-    device: z.enum(['auto', 'cpu', 'cuda']).default('auto'),
+    device: z.enum(DEVICE_CHOICES).default(DEFAULT_DEVICE),
     /** Images per onnxruntime call. */
     batchSize: positiveInt.default(DEFAULT_EMBED_BATCH_SIZE),
   })
@@ -273,7 +274,7 @@ export const trainConfigSchema = z
      */
     backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx']).default('auto'),
     /** The `onnx` backend's execution provider: `auto` (CUDA, else WebGPU, else CPU; the default), `cuda`, `webgpu` or `cpu`. */
-    device: z.enum(['auto', 'cuda', 'webgpu', 'cpu']).optional(),
+    device: z.enum(DEVICE_CHOICES).optional(),
     validation: z
       .object({
         /** Validate every this many epochs (and after the last); an `epochs` run. */

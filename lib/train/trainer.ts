@@ -59,6 +59,7 @@ import { readModelBytes } from '../onnx/model-files.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
 import { relabelTrainingData, type TrainingData } from './training-data.js';
+import { DEFAULT_DEVICE, type ProviderChoice } from '../onnx/devices.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
 export interface EpochRecord {
@@ -122,7 +123,7 @@ export interface TrainResult {
   /** The TensorFlow.js backend that trained, or `onnx` (the graph trainer). */
   backend: string;
   /** The onnx backend's execution provider and each provider tried (as `dml eval` reports them). */
-  device?: { provider: string; attempts: Array<{ provider: string; error?: string }> };
+  device?: ProviderChoice;
   history: EpochRecord[];
   config: Record<string, unknown>;
   /**
@@ -383,7 +384,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
   // The onnx backend: the model (with a resumed checkpoint's weights) converted and opened on its device.
   const firstBatch = (sampler.batchesOfEpoch(0)[0] as Int32Array).length;
-  const device = config.device ?? 'auto';
+  const device = config.device ?? DEFAULT_DEVICE;
   let graph: GraphNetwork | undefined;
   if (onnxSpec) {
     // The prepared network (cut, head, NHWC input), or the resumed checkpoint's trained one.

@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
+import { DEVICE_CHOICES } from '../../lib/onnx/devices.js';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import { didYouMean, editDistance } from '../../lib/util/did-you-mean.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
@@ -33,6 +34,15 @@ describe('train/config', () => {
     expect(didYouMean('xyz', ['optimizer', 'out'])).to.equal(undefined);
     expect(editDistance('kitten', 'sitting')).to.equal(3);
     expect(editDistance('evrey', 'every')).to.equal(1);
+  });
+
+  it('takes the execution devices of the one registry (lib/onnx/devices.ts) for the graph trainer and the features backbone', () => {
+    for (const device of DEVICE_CHOICES) {
+      expect(parseTrainConfig({ ...minimal, backend: 'onnx', device }, 'train.json').device).to.equal(device);
+      const features = { ...minimal, data: { ...minimal.data, features: { backbone: 'models/default.onnx', device } } };
+      expect(parseTrainConfig(features, 'train.json').data.features?.device).to.equal(device);
+    }
+    expect(() => parseTrainConfig({ ...minimal, backend: 'onnx', device: 'tpu' } as unknown as TrainConfigInput, 'train.json')).to.throw(/device: Invalid option: expected one of "auto"\|"cuda"\|"webgpu"\|"cpu"/);
   });
 
   it('fills the documented defaults', () => {

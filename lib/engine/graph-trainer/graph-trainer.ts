@@ -20,9 +20,9 @@
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { decodeModel, encodeModel, floatTensor, int64Value, type TensorProto } from '../../onnx/builder.js';
-import type { DeviceChoice, ExecutionProviderName } from '../../onnx/devices.js';
+import type { DeviceChoice, ExecutionProviderName, ProviderAttempt } from '../../onnx/devices.js';
 import ort from '../../onnx/ort.js';
-import { createSession, type ProviderAttempt } from '../../onnx/session.js';
+import { createSession } from '../../onnx/session.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';

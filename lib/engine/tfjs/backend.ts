@@ -28,6 +28,7 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { ORT_CPU_BACKEND_NAME, registerOrtCpuBackend } from './ort-cpu/ort-cpu-backend.js';
 import type { NativeBindingLoader } from './ort-cpu/ort-sync-runtime.js';
+import { FallbackExhausted, firstWorking } from '../../util/fallback.js';
 
 /** What the user asks for. */
 export type BackendPreference = 'auto' | 'tfjs-node-gpu' | 'tfjs-node' | 'ort-cpu' | 'wasm' | 'cpu';
@@ -133,27 +134,22 @@ export async function selectBackend(preference: BackendPreference, options: Sele
     throw invalidParameterError('backend', `one of ${PREFERENCES.map((p) => `'${p}'`).join(', ')}`, preference);
   }
   const order: readonly BackendChoice[] = preference === 'auto' ? AUTO_ORDER : preference === 'ort-cpu' ? ['ort-cpu', 'cpu'] : [preference];
-  const attempts: BackendAttempt[] = [];
-  let lastError: unknown;
-  for (const choice of order) {
-    try {
-      const note = await activate(choice, options);
-      attempts.push({ backend: choice });
-      const fellBack = preference === 'ort-cpu' && choice === 'cpu';
-      return {
-        name: choice,
-        tfBackend: TF_BACKEND_NAME[choice],
-        attempts,
-        ...(note !== undefined ? { note } : {}),
-        ...(fellBack ? { warning: `backend ort-cpu unavailable (${attempts[0]?.error ?? ''}); using the cpu backend instead (same results, slower)` } : {}),
-      };
-    } catch (err) {
-      lastError = err;
-      attempts.push({ backend: choice, error: firstLine(err) });
-    }
+  try {
+    const chosen = await firstWorking(order, async (choice) => ({ value: await activate(choice, options) }), firstLine);
+    const attempts = chosen.attempts.map(({ name, error }): BackendAttempt => ({ backend: name, ...(error !== undefined ? { error } : {}) }));
+    const note = chosen.value;
+    const fellBack = preference === 'ort-cpu' && chosen.chosen === 'cpu';
+    return {
+      name: chosen.chosen,
+      tfBackend: TF_BACKEND_NAME[chosen.chosen],
+      attempts,
+      ...(note !== undefined ? { note } : {}),
+      ...(fellBack ? { warning: `backend ort-cpu unavailable (${attempts[0]?.error ?? ''}); using the cpu backend instead (same results, slower)` } : {}),
+    };
+  } catch (err) {
+    if (!(err instanceof FallbackExhausted)) throw err;
+    throw new DmlError('E_ARG', `Cannot use TensorFlow.js backend '${preference}' — ${err.message}`, { cause: err.cause });
   }
-  const history = attempts.map((a) => `${a.backend}: ${a.error ?? ''}`).join('; ');
-  throw new DmlError('E_ARG', `Cannot use TensorFlow.js backend '${preference}' — ${history}`, { cause: lastError });
 }
 
 /** The kernels of `kernelNames` that `backend` (default: the active one) has no implementation for. */
