@@ -11,17 +11,14 @@
  * {@link evaluateArrays} scores embeddings held in plain arrays (PyTorch Metric Learning style).
  */
 import path from 'node:path';
-import { applyClassSplit } from './data/class-split.js';
-import { manifestHash, openDataset } from './data/open-dataset.js';
 import { OnnxEmbedder, type EmbedderOptions } from './embed/embedder.js';
 import type { TokenPooling } from './embed/model-signature.js';
 import type { EmbeddingSet } from './embed/embedding-set.js';
 import { DmlError, invalidParameterError } from './errors.js';
 import { DEFAULT_CLUSTER_COUNTS, type ClusterCountSpec } from './eval/cluster-counts.js';
-import { evaluateModel } from './eval/evaluate-model.js';
+import { evaluateModelFile, openEvaluationDataset } from './eval/evaluate-model.js';
 import { evaluateEmbeddings, type EmbeddingEvaluation } from './eval/evaluate-embeddings.js';
 import { DEFAULT_INDEX, type ClusterSet, type IndexParameters } from './eval/evaluation.js';
-
 import type { Preprocessing } from './image/preprocessing.js';
 import { readImageFile } from './image/decode.js';
 import { preprocessImageBytes } from './image/image-bytes.js';
@@ -109,10 +106,9 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   const { model, data } = options;
   if (typeof model !== 'string' || model === '') throw invalidParameterError('model', 'the path of an ONNX model', model);
   if (typeof data !== 'string' || data === '') throw invalidParameterError('data', 'a dataset spec such as folder:path/to/images', data);
-  let manifest = await openDataset(data);
-  if (options.trainClasses !== undefined) manifest = applyClassSplit(manifest, options.trainClasses, 'trainClasses');
+  const { manifest, hash } = await openEvaluationDataset(data, options.trainClasses !== undefined ? { trainClasses: options.trainClasses } : {});
   if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Evaluation cancelled before it started');
-  const embedder = await OnnxEmbedder.open(model, {
+  const embedder = {
     device: options.device ?? DEFAULT_DEVICE,
     batchSize: options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE,
     ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
@@ -120,31 +116,27 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
     ...(options.outputName !== undefined ? { outputName: options.outputName } : {}),
     ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
     ...(options.preprocessorConfig !== undefined ? { preprocessorConfig: options.preprocessorConfig } : {}),
+  };
+  const run = await evaluateModelFile(model, embedder, manifest, {
+    ks: options.ks ?? manifest.defaultK,
+    clusterCounts: options.clusterCounts ?? [...DEFAULT_CLUSTER_COUNTS],
+    clusterSet: options.clusterSet ?? 'union',
+    index: options.index ?? DEFAULT_INDEX,
+    kmeans: { seed: 0, ...options.kmeans },
+    ...(options.threads !== undefined ? { threads: options.threads } : {}),
+    ...(options.examples !== undefined ? { examples: { count: options.examples } } : {}),
+    ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    datasetSpec: data,
+    manifestHash: hash,
+    name: path.basename(model),
+    ...(options.trainClasses !== undefined ? { trainClasses: options.trainClasses } : {}),
+    ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
+    ...(options.workers !== undefined ? { workers: options.workers } : {}),
+    skipBadImages: options.skipBadImages ?? false,
+    ...(options.saveEmbeddings !== undefined ? { saveEmbeddings: options.saveEmbeddings } : {}),
   });
-  try {
-    const run = await evaluateModel(embedder, manifest, {
-      ks: options.ks ?? manifest.defaultK,
-      clusterCounts: options.clusterCounts ?? [...DEFAULT_CLUSTER_COUNTS],
-      clusterSet: options.clusterSet ?? 'union',
-      index: options.index ?? DEFAULT_INDEX,
-      kmeans: { seed: 0, ...options.kmeans },
-      ...(options.threads !== undefined ? { threads: options.threads } : {}),
-      ...(options.examples !== undefined ? { examples: { count: options.examples } } : {}),
-      ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
-      ...(options.signal !== undefined ? { signal: options.signal } : {}),
-      datasetSpec: data,
-      manifestHash: await manifestHash(manifest),
-      name: path.basename(model),
-      ...(options.trainClasses !== undefined ? { trainClasses: options.trainClasses } : {}),
-      ...(options.cacheDir !== undefined ? { cacheDir: options.cacheDir } : {}),
-      ...(options.workers !== undefined ? { workers: options.workers } : {}),
-      skipBadImages: options.skipBadImages ?? false,
-      ...(options.saveEmbeddings !== undefined ? { saveEmbeddings: options.saveEmbeddings } : {}),
-    });
-    return buildReport([run], ['dmlkit.evaluate', model, data]);
-  } finally {
-    await embedder.release();
-  }
+  return buildReport([run], ['dmlkit.evaluate', model, data]);
 }
 
 /** Options of {@link evaluateArrays}; everything has `dml eval`'s default. */

@@ -5,16 +5,15 @@
  */
 import { access, constants, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { applyClassSplit, parseClassList } from '../data/class-split.js';
-import { manifestHash, openDataset } from '../data/open-dataset.js';
+import { parseClassList } from '../data/class-split.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import { OnnxEmbedder, type EmbedderOptions } from '../embed/embedder.js';
+import type { EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
-import { evaluateModel } from '../eval/evaluate-model.js';
+import { evaluateModelFile, openEvaluationDataset } from '../eval/evaluate-model.js';
 import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
 import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
@@ -219,22 +218,20 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     printWarnings(runs[0]?.warnings ?? []);
   } else {
     const spec = flags.data as string;
-    let manifest = await openDataset(spec, {
+    const { manifest, hash } = await openEvaluationDataset(spec, {
       warn: printWarning,
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
+      ...(trainClasses !== undefined ? { trainClasses, trainClassesName: '--train-classes' } : {}),
     });
-    if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, '--train-classes');
-    const hash = await manifestHash(manifest);
     for (const item of manifest.items) sources.set(item.id, item.source);
     const ks = explicitKs ?? manifest.defaultK;
     const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
     const names = models.map((m) => path.basename(m));
     for (const [i, model] of models.entries()) {
-      const embedder = await OnnxEmbedder.open(model, openOptions);
       const name = names.filter((n) => n === names[i]).length > 1 ? model : (names[i] as string);
       try {
         runs.push(
-          await evaluateModel(embedder, manifest, {
+          await evaluateModelFile(model, openOptions, manifest, {
             ...common,
             ks,
             onProgress,
@@ -252,8 +249,6 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
         );
       } catch (err) {
         throw withSkipBadImagesHint(err, flags);
-      } finally {
-        await embedder.release();
       }
       printWarnings(runs[runs.length - 1]?.warnings ?? []);
     }

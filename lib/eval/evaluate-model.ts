@@ -1,13 +1,17 @@
 /**
  * @file Model + dataset -> metrics: embeds the evaluation items of a manifest (queries and gallery,
  * each item once, through the embedding cache), splits them into the query and gallery sets and hands
- * them to {@link evaluateEmbeddings}.
+ * them to {@link evaluateEmbeddings}. The pipeline from a dataset spec and a model file, shared by
+ * `dml eval` and the façade's `evaluate`: {@link openEvaluationDataset}, then
+ * {@link evaluateModelFile} per model.
  */
+import { applyClassSplit } from '../data/class-split.js';
 import type { Manifest, ManifestItem } from '../data/manifest.js';
+import { manifestHash, openDataset, type OpenDatasetOptions } from '../data/open-dataset.js';
 import { DmlError } from '../errors.js';
 import { embeddingProvenance, embedItemsCached } from '../embed/cache.js';
 import { saveEmbeddingSet } from '../embed/embedding-files.js';
-import type { OnnxEmbedder } from '../embed/embedder.js';
+import { OnnxEmbedder, type EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import type { DatasetInfo, ModelInfo, RunReport } from './run-report.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from './evaluate-embeddings.js';
@@ -137,4 +141,35 @@ export async function evaluateModel(
     examples: evaluation.examples,
     warnings: [...embedder.warnings, ...evaluation.warnings],
   };
+}
+
+/** A dataset opened for evaluation: its manifest (after the class split, if any) and the manifest's hash. */
+export interface EvaluationDataset {
+  manifest: Manifest;
+  /** {@link manifestHash} of `manifest`: the embedding cache's key and the report's record. */
+  hash: string;
+}
+
+/**
+ * Opens the dataset `spec` for evaluation; with `trainClasses`, keeps the held-out classes only (the
+ * class-disjoint protocol; `trainClassesName` names the option in errors).
+ */
+export async function openEvaluationDataset(
+  spec: string,
+  options: OpenDatasetOptions & { trainClasses?: readonly string[]; trainClassesName?: string } = {},
+): Promise<EvaluationDataset> {
+  const { trainClasses, trainClassesName = 'trainClasses', ...openOptions } = options;
+  let manifest = await openDataset(spec, openOptions);
+  if (trainClasses !== undefined) manifest = applyClassSplit(manifest, trainClasses, trainClassesName);
+  return { manifest, hash: await manifestHash(manifest) };
+}
+
+/** Evaluates the model file `modelPath` on `manifest`: its embedder opened with `embedder`, {@link evaluateModel}, the embedder released (also on failure). */
+export async function evaluateModelFile(modelPath: string, embedder: EmbedderOptions, manifest: Manifest, options: EvaluateModelOptions): Promise<RunReport> {
+  const opened = await OnnxEmbedder.open(modelPath, embedder);
+  try {
+    return await evaluateModel(opened, manifest, options);
+  } finally {
+    await opened.release();
+  }
 }

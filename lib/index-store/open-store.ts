@@ -1,6 +1,6 @@
 /**
  * @file Opening and building an index store from a location string: a plain folder path is the
- * hnswlib store (store.ts), `lance:<folder>` the LanceDB store (lance-store.ts). `dml index` and
+ * hnswlib store (hnsw-store.ts), `lance:<folder>` the LanceDB store (lance-store.ts). `dml index` and
  * `dml serve` go through these two functions and the {@link IndexStore} interface only.
  */
 import { invalidParameterError } from '../errors.js';
