@@ -6,7 +6,7 @@
  */
 export { createSearchApp, type SearchAppOptions } from './serve/app.js';
 export type { ServiceLoggerOptions } from './serve/log-redaction.js';
-export { DEFAULT_MAX_UPLOAD_BYTES } from './serve/defaults.js';
+export { DEFAULT_K, DEFAULT_MAX_K, DEFAULT_MAX_UPLOAD_BYTES, ITEMS_PAGE, THUMBNAIL_SIZES } from './serve/defaults.js';
 export { SearchIndexStore } from './index-store/hnsw-store.js';
 export type { SearchIndexMetadata, IndexedItem, NewItem, SearchHit, IndexSearchOptions, OpenIndexOptions, CreateIndexInit } from './index-store/layout.js';
 export type { HnswParams } from './search/hnsw.js';
