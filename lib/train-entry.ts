@@ -14,6 +14,7 @@ try {
 }
 
 export const {
+  BACKEND_PREFERENCES,
   DEFAULT_DUPLICATE_THRESHOLD,
   DEFAULT_MULTI_SIMILARITY_EPSILON,
   GraphNetwork,
@@ -41,6 +42,9 @@ export const {
   selectBackend,
   selectNegatives,
   selectPositives,
+  TFJS_BACKEND_ORDER,
+  TFJS_BACKENDS,
+  TRAINING_BACKENDS,
   train,
   trainConfigSchema,
   tripletScatter,

@@ -6,7 +6,17 @@
  */
 export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
 export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
-export { selectBackend, type BackendAttempt, type BackendChoice, type BackendPreference, type SelectBackendOptions, type SelectedBackend } from './engine/tfjs/backend.js';
+export { selectBackend, type BackendAttempt, type SelectBackendOptions, type SelectedBackend } from './engine/tfjs/backend.js';
+export {
+  BACKEND_PREFERENCES,
+  TFJS_BACKEND_ORDER,
+  TFJS_BACKENDS,
+  TRAINING_BACKENDS,
+  type BackendChoice,
+  type BackendPreference,
+  type TfjsBackend,
+  type TrainingBackend,
+} from './engine/tfjs/backend-registry.js';
 export { buildModel } from './train/models/build-model.js';
 export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec, OnnxModelSpec } from './train/models/model-spec.js';
 export type { TrainingData } from './train/training-data.js';

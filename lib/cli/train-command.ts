@@ -4,6 +4,7 @@
  * work is in train-run.ts, loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
+import { BACKEND_PREFERENCES } from '../engine/tfjs/backend-registry.js';
 import { explainMissingTensorflow } from '../util/optional-deps.js';
 
 /** Raw option values of `dml train`. */
@@ -29,7 +30,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--steps <n>', 'train this many optimiser steps (replaces the config\'s epochs or steps; default: the config\'s)')
     .option('--seed <n>', 'override seed (default: the config\'s)')
     .option('--out <dir>', 'override the output folder (default: the config\'s)')
-    .option('--backend <name>', 'override backend: auto, tfjs-node-gpu, tfjs-node, ort-cpu, wasm, cpu, or onnx (the graph trainer on onnxruntime) (default: the config\'s)')
+    .option('--backend <name>', `override backend: ${BACKEND_PREFERENCES.join(', ')}, or onnx (the graph trainer on onnxruntime) (default: the config's)`)
     .option('--device <name>', 'the onnx backend\'s device: auto (CUDA, else WebGPU, else CPU), cuda, webgpu or cpu (default: the config\'s, else auto)')
     .option('--resume', 'continue from <out>/checkpoints/last')
     .option('--overwrite', 'replace the run the output folder holds (without it, or --resume, such a folder is refused)')

@@ -9,6 +9,7 @@ import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { DEFAULT_DEVICE, DEVICE_CHOICES } from '../onnx/devices.js';
+import { TRAINING_BACKENDS } from '../engine/tfjs/backend-registry.js';
 import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 
 const positiveInt = z.number().int().positive();
@@ -272,7 +273,7 @@ export const trainConfigSchema = z
      * Where training runs: a TensorFlow.js backend (`auto` picks the fastest that loads), or `onnx`,
      * the graph trainer (one onnxruntime graph per step, on the `device` it picks; lib/train/graph-network.ts).
      */
-    backend: z.enum(['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu', 'onnx']).default('auto'),
+    backend: z.enum(TRAINING_BACKENDS).default('auto'),
     /** The `onnx` backend's execution provider: `auto` (CUDA, else WebGPU, else CPU; the default), `cuda`, `webgpu` or `cpu`. */
     device: z.enum(DEVICE_CHOICES).optional(),
     validation: z

@@ -26,15 +26,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../../errors.js';
-import { ORT_CPU_BACKEND_NAME, registerOrtCpuBackend } from './ort-cpu/ort-cpu-backend.js';
+import { registerOrtCpuBackend } from './ort-cpu/ort-cpu-backend.js';
 import type { NativeBindingLoader } from './ort-cpu/ort-sync-runtime.js';
 import { FallbackExhausted, firstWorking } from '../../util/fallback.js';
-
-/** What the user asks for. */
-export type BackendPreference = 'auto' | 'tfjs-node-gpu' | 'tfjs-node' | 'ort-cpu' | 'wasm' | 'cpu';
-
-/** A concrete backend choice (a preference other than `auto`). */
-export type BackendChoice = Exclude<BackendPreference, 'auto'>;
+import { BACKEND_PREFERENCES, TFJS_BACKEND_ORDER, TFJS_BACKENDS, type BackendChoice, type BackendPreference } from './backend-registry.js';
 
 /** One try at loading a backend. */
 export interface BackendAttempt {
@@ -65,32 +60,13 @@ export interface SelectBackendOptions {
   ortBindingLoader?: NativeBindingLoader;
 }
 
-const PREFERENCES: readonly BackendPreference[] = ['auto', 'tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
-const AUTO_ORDER: readonly BackendChoice[] = ['tfjs-node-gpu', 'tfjs-node', 'ort-cpu', 'wasm', 'cpu'];
-
-/** The backend name each choice registers with tfjs. */
-const TF_BACKEND_NAME: Readonly<Record<BackendChoice, string>> = {
-  'tfjs-node-gpu': 'tensorflow',
-  'tfjs-node': 'tensorflow',
-  'ort-cpu': ORT_CPU_BACKEND_NAME,
-  wasm: 'wasm',
-  cpu: 'cpu',
-};
-
-/** The package each choice imports (cpu is built into @tensorflow/tfjs; ort-cpu is dmlkit's own). */
-const PACKAGE: Readonly<Record<Exclude<BackendChoice, 'cpu' | 'ort-cpu'>, string>> = {
-  'tfjs-node-gpu': '@tensorflow/tfjs-node-gpu',
-  'tfjs-node': '@tensorflow/tfjs-node',
-  wasm: '@tensorflow/tfjs-backend-wasm',
-};
-
 function firstLine(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).split('\n')[0]?.trim() ?? '';
 }
 
 /** Imports the package of `choice` (registering its backend) and makes it the active backend. */
 async function activate(choice: BackendChoice, options: SelectBackendOptions): Promise<string | undefined> {
-  const tfName = TF_BACKEND_NAME[choice];
+  const { tfBackend: tfName, package: provider } = TFJS_BACKENDS[choice];
   if (choice === 'ort-cpu') {
     registerOrtCpuBackend({
       ...(options.ortThreads !== undefined ? { threads: options.ortThreads } : {}),
@@ -98,8 +74,8 @@ async function activate(choice: BackendChoice, options: SelectBackendOptions): P
     });
   }
   // A variable specifier keeps TypeScript from resolving the optional packages at compile time.
-  const specifier: string = choice === 'cpu' || choice === 'ort-cpu' ? '@tensorflow/tfjs' : PACKAGE[choice];
-  if (choice !== 'cpu' && choice !== 'ort-cpu') {
+  const specifier: string = provider ?? '@tensorflow/tfjs';
+  if (provider !== undefined) {
     try {
       await import(specifier);
     } catch (err) {
@@ -130,10 +106,10 @@ async function activate(choice: BackendChoice, options: SelectBackendOptions): P
  * names the package and the reason).
  */
 export async function selectBackend(preference: BackendPreference, options: SelectBackendOptions = {}): Promise<SelectedBackend> {
-  if (!PREFERENCES.includes(preference)) {
-    throw invalidParameterError('backend', `one of ${PREFERENCES.map((p) => `'${p}'`).join(', ')}`, preference);
+  if (!BACKEND_PREFERENCES.includes(preference)) {
+    throw invalidParameterError('backend', `one of ${BACKEND_PREFERENCES.map((p) => `'${p}'`).join(', ')}`, preference);
   }
-  const order: readonly BackendChoice[] = preference === 'auto' ? AUTO_ORDER : preference === 'ort-cpu' ? ['ort-cpu', 'cpu'] : [preference];
+  const order: readonly BackendChoice[] = preference === 'auto' ? TFJS_BACKEND_ORDER : preference === 'ort-cpu' ? ['ort-cpu', 'cpu'] : [preference];
   try {
     const chosen = await firstWorking(order, async (choice) => ({ value: await activate(choice, options) }), firstLine);
     const attempts = chosen.attempts.map(({ name, error }): BackendAttempt => ({ backend: name, ...(error !== undefined ? { error } : {}) }));
@@ -141,7 +117,7 @@ export async function selectBackend(preference: BackendPreference, options: Sele
     const fellBack = preference === 'ort-cpu' && chosen.chosen === 'cpu';
     return {
       name: chosen.chosen,
-      tfBackend: TF_BACKEND_NAME[chosen.chosen],
+      tfBackend: TFJS_BACKENDS[chosen.chosen].tfBackend,
       attempts,
       ...(note !== undefined ? { note } : {}),
       ...(fellBack ? { warning: `backend ort-cpu unavailable (${attempts[0]?.error ?? ''}); using the cpu backend instead (same results, slower)` } : {}),

@@ -27,9 +27,10 @@ import { POOL_KERNELS } from './pool-kernels.js';
 import { REDUCTION_KERNELS } from './reduction-kernels.js';
 import { useFusedReluGradient } from '../ops/relu-gradient.js';
 import { loadOrtSyncRuntime, type NativeBindingLoader, type OrtSyncRuntime } from './ort-sync-runtime.js';
+import { TFJS_BACKENDS } from '../backend-registry.js';
 
 /** The name the backend is registered under (what `tf.getBackend()` returns). */
-export const ORT_CPU_BACKEND_NAME = 'ort-cpu';
+export const ORT_CPU_BACKEND_NAME = TFJS_BACKENDS['ort-cpu'].tfBackend;
 
 /** Environment variable with the onnxruntime thread count (default: every core). */
 export const ORT_CPU_THREADS_ENV = 'DML_ORT_CPU_THREADS';
