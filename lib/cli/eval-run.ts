@@ -17,8 +17,8 @@ import { evaluateModelFile, openEvaluationDataset } from '../eval/evaluate-model
 import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
 import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
-import { reportHtml } from '../report/html.js';
-import { reportMarkdown, reportMarkdownFile } from '../report/markdown.js';
+import { reportMarkdown } from '../report/markdown.js';
+import { reportHtml, reportMarkdownFile } from '../report/sections.js';
 import type { RunReport } from '../eval/run-report.js';
 import { buildReport, type Report } from '../report/report.js';
 import { exampleThumbnails } from '../report/thumbnails.js';

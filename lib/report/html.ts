@@ -1,12 +1,11 @@
 /**
- * @file A self-contained HTML page for a report: the metrics table and its notes as HTML, the Recall@K
- * and NMI-curve plots as inline SVG, the per-class table (one run's worst classes, or several runs
- * side by side), the retrieval examples (the same random queries for every run, then each run's worst) (thumbnails as
- * `data:` URIs, see thumbnails.ts), the parameters as a table and the metric definitions. No scripts,
- * no external resources.
+ * @file The HTML parts of a report page (sections.ts assembles report.html from them): the Recall@K
+ * and NMI-curve plots as inline SVG, tables, the retrieval examples (the same random queries for every
+ * run, then each run's worst; thumbnails as `data:` URIs, see thumbnails.ts) and the page's start with
+ * the shared CSS. No scripts, no external resources.
  */
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
-import { exampleMark, exampleTitle, metricsTable, parametersTable, perClassTable, perClassTitle, randomExamplesByQuery, reportNotes } from './markdown.js';
+import { exampleMark, exampleTitle, randomExamplesByQuery } from './markdown.js';
 import type { Report } from './report.js';
 import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
 
@@ -44,12 +43,6 @@ export function htmlTable({ header, rows }: { header: string[]; rows: string[][]
   ].join('\n');
 }
 
-/** Options of {@link reportHtml}. */
-export interface ReportHtmlOptions {
-  /** Thumbnails of the examples' items as `data:` URIs, by id (see {@link exampleThumbnails}); items without one show their id. */
-  thumbnails?: ReadonlyMap<string, string>;
-}
-
 /** One image of an example: its thumbnail (or its id in a box), its label marked ✓/✗ and, for a neighbour, its similarity. */
 function exampleFigure(item: { id: string; label: string }, role: 'query' | { correct: boolean; similarity: number }, thumbnails: ReadonlyMap<string, string>): string {
   const uri = thumbnails.get(item.id);
@@ -70,7 +63,7 @@ const apCaption = (e: RetrievalExample): string => `AP@R ${(100 * e.averagePreci
  * The examples section: each random query once, with one row of neighbours per run under it (the same
  * queries for every run); then each run's worst queries (lowest AP@R).
  */
-function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, string>): string {
+export function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, string>): string {
   const parts: string[] = [];
   const random = randomExamplesByQuery(report);
   if (random.length > 0) {
@@ -114,63 +107,4 @@ export function reportPageStart(title: string): string {
 <title>${escapeXml(title)}</title>
 <style>
 ${REPORT_PAGE_CSS}`;
-}
-
-/** The whole page: the metrics table and its notes, the plots, each run's worst classes and examples, parameters and definitions. */
-export function reportHtml(report: Report, options: ReportHtmlOptions = {}): string {
-  const thumbnails = options.thumbnails ?? new Map<string, string>();
-  const definitions = Object.entries(report.definitions)
-    .map(([k, v]) => `<dt>${escapeXml(k)}</dt><dd>${escapeXml(v)}</dd>`)
-    .join('\n');
-  return `${reportPageStart('dmlkit evaluation report')}
-dt { font-weight: bold; margin-top: 0.5em; }
-.warnings { color: #8a4b00; }
-.example { margin: 0.6em 0 1em; }
-.example-kind { font-size: 13px; color: #555; margin-bottom: 0.2em; }
-.example-row { display: flex; flex-wrap: wrap; gap: 0.4em; align-items: flex-start; }
-figure { margin: 0; width: 104px; text-align: center; font-size: 12px; }
-figure img, .no-thumb { display: block; width: 96px; height: 96px; object-fit: contain; border: 4px solid #ccc; background: #f7f7f7; }
-.no-thumb { font-size: 10px; overflow: hidden; word-break: break-all; }
-figure.query img, figure.query .no-thumb { border-color: #3b6fb6; }
-figure.correct img, figure.correct .no-thumb { border-color: #2e8b3a; }
-figure.incorrect img, figure.incorrect .no-thumb { border-color: #c0392b; }
-figure.query { margin-right: 1em; }
-.example-query { display: flex; gap: 0.4em; align-items: flex-start; margin: 0.6em 0 1.2em; padding-bottom: 0.6em; border-bottom: 1px solid #eee; }
-.example-runs { flex: 1; min-width: 0; }
-.example-runs .example { margin: 0 0 0.5em; }
-@media (max-width: 600px) {
-  figure { width: 68px; font-size: 10px; }
-  figure img, .no-thumb { width: 60px; height: 60px; border-width: 3px; }
-  .example-query { flex-direction: column; }
-}
-</style>
-</head>
-<body>
-<h1>dmlkit evaluation report</h1>
-<p>Created ${escapeXml(report.createdAt)} by <code>${escapeXml(report.command.join(' '))}</code>.</p>
-<h2>Metrics</h2>
-${htmlTable(metricsTable(report))}
-${reportNotes(report)
-  .map((n) => `<p>${escapeXml(n)}</p>`)
-  .join('\n')}
-${report.warnings.length === 0 ? '' : `<ul class="warnings">${report.warnings.map((w) => `<li>Warning: ${escapeXml(w)}</li>`).join('')}</ul>`}
-<div class="charts">
-${recallChartSvg(report)}
-${nmiChartSvg(report)}
-</div>
-<h2>Per class</h2>
-<h3>${escapeXml(perClassTitle(report))}</h3>
-${htmlTable(perClassTable(report))}
-<h2>Retrieval examples</h2>
-<p>Seeded random queries (the same for every model) and each model's worst queries (lowest AP@R), with their top neighbours: ✓ and a green frame = the query's label, ✗ and red = another label; the number is the cosine similarity.</p>
-${examplesHtml(report, thumbnails)}
-<h2>Parameters</h2>
-${htmlTable(parametersTable(report), false)}
-<h2>Definitions</h2>
-<dl>
-${definitions}
-</dl>
-</body>
-</html>
-`;
 }

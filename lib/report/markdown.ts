@@ -294,9 +294,3 @@ export function perClassMarkdown(report: Report): string {
 export function escapeMarkdownMarkup(markdown: string): string {
   return markdown.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/[[\]]/g, '\\$&');
 }
-
-/** report.md: the metrics table and notes, the warnings, each run's worst classes, the retrieval examples and the parameters; data escaped by {@link escapeMarkdownMarkup}. */
-export function reportMarkdownFile(report: Report): string {
-  const warnings = report.warnings.length === 0 ? '' : `\nWarnings:\n\n${report.warnings.map((w) => `- ${w}`).join('\n')}\n`;
-  return escapeMarkdownMarkup(`${reportMarkdown(report)}\n${warnings}${perClassMarkdown(report)}\n${examplesMarkdown(report)}\n${parametersMarkdown(report)}\n`);
-}

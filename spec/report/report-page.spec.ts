@@ -15,7 +15,7 @@ import type { Browser } from 'playwright-core';
 import { launchChromiumOrSkip } from '../helpers/chromium.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { evaluate } from '../../lib/facade.js';
-import { reportHtml } from '../../lib/report/html.js';
+import { reportHtml } from '../../lib/report/sections.js';
 import { buildReport } from '../../lib/report/report.js';
 import { exampleThumbnails } from '../../lib/report/thumbnails.js';
 import { makeTempDir } from '../image/image-fixtures.js';

@@ -5,8 +5,9 @@
  */
 import { expect } from 'chai';
 import { METRIC_DEFINITIONS, type EvaluationMetrics, type EvaluationParameters } from '../../lib/eval/evaluation.js';
-import { autoRange, nmiChartSvg, recallChartSvg, reportHtml } from '../../lib/report/html.js';
-import { examplesMarkdown, perClassComparisonTable, perClassMarkdown, reportMarkdown, reportMarkdownFile } from '../../lib/report/markdown.js';
+import { autoRange, nmiChartSvg, recallChartSvg } from '../../lib/report/html.js';
+import { examplesMarkdown, perClassComparisonTable, perClassMarkdown, reportMarkdown } from '../../lib/report/markdown.js';
+import { reportHtml, reportMarkdownFile } from '../../lib/report/sections.js';
 import type { RunReport } from '../../lib/eval/run-report.js';
 import { buildReport, isSingleRunReport, REPORT_FORMAT } from '../../lib/report/report.js';
 import { fittedRange, tickStep } from '../../lib/report/svg-line-chart.js';
