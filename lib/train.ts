@@ -5,7 +5,8 @@
  * @module dmlkit/train
  */
 export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
-export { parseTrainConfig, trainConfigSchema, featuresSpecSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
+export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
+export { featuresSpecSchema } from './train/models/backbone-features.js';
 export { selectBackend, type BackendAttempt, type SelectBackendOptions, type SelectedBackend } from './engine/tfjs/backend.js';
 export {
   BACKEND_PREFERENCES,

@@ -4,6 +4,7 @@
  * `--cluster-counts` on `dml eval`, `clusterCounts` in the evaluation options, the report's parameters
  * and the training config's `validation`, and `clusters` on each point of an NMI curve.
  */
+import { z } from 'zod';
 import { invalidParameterError } from '../errors.js';
 
 /** A cluster count as given: absolute (`'100'`) or a multiple of the label count (`'10x'`). */
@@ -12,15 +13,39 @@ export type ClusterCountSpec = `${number}` | `${number}x`;
 /** The default NMI curve: 1x, 2x, 5x, 10x and 30x the number of labels (capped at the point count). */
 export const DEFAULT_CLUSTER_COUNTS: readonly ClusterCountSpec[] = ['1x', '2x', '5x', '10x', '30x'];
 
+/** Whether `spec` is a cluster count: a positive integer, or a positive multiple such as `10x` or `2.5x`. */
+export function isClusterCountSpec(spec: string): spec is ClusterCountSpec {
+  return /^(\d+(\.\d+)?x|\d+)$/.test(spec) && Number.parseFloat(spec) > 0;
+}
+
 /** Checks specs such as `['1x', '10x', '500']`; returns them typed. Errors: E_ARG naming `name`. */
 export function parseClusterCountSpecs(specs: readonly string[], name = '--cluster-counts'): ClusterCountSpec[] {
   if (specs.length === 0) throw invalidParameterError(name, 'at least one cluster count', specs);
-  for (const s of specs) {
-    if (!/^(\d+(\.\d+)?x|\d+)$/.test(s) || Number.parseFloat(s) <= 0) {
-      throw invalidParameterError(name, 'positive integers or multiples of the label count such as 10x', s);
+  return specs.map((s) => {
+    if (!isClusterCountSpec(s)) throw invalidParameterError(name, 'positive integers or multiples of the label count such as 10x', s);
+    return s;
+  });
+}
+
+/**
+ * The schema of a list of cluster counts in a config (the training config's
+ * `validation.clusterCounts`): strings checked by {@link parseClusterCountSpecs}, typed on output;
+ * `name` names the field in the message.
+ */
+export function clusterCountSpecsSchema(name: string) {
+  return z.array(z.string()).transform((specs, context) => {
+    try {
+      return parseClusterCountSpecs(specs, name);
+    } catch (err) {
+      context.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
     }
-  }
-  return specs as ClusterCountSpec[];
+  });
+}
+
+/** The clusters a spec asks for with `labelCount` labels, before the cap at the point count. */
+function requestedClusters(spec: ClusterCountSpec, labelCount: number): number {
+  return spec.endsWith('x') ? Math.round(Number.parseFloat(spec) * labelCount) : Number.parseInt(spec, 10);
 }
 
 /**
@@ -29,10 +54,7 @@ export function parseClusterCountSpecs(specs: readonly string[], name = '--clust
  */
 export function resolveClusterCounts(specs: readonly ClusterCountSpec[], labelCount: number, pointCount: number): number[] {
   const counts = new Set<number>([Math.min(labelCount, pointCount)]);
-  for (const s of specs) {
-    const k = s.endsWith('x') ? Math.round(Number.parseFloat(s) * labelCount) : Number.parseInt(s, 10);
-    counts.add(Math.max(1, Math.min(k, pointCount)));
-  }
+  for (const s of specs) counts.add(Math.max(1, Math.min(requestedClusters(s, labelCount), pointCount)));
   return [...counts].sort((a, b) => a - b);
 }
 
@@ -44,7 +66,7 @@ export function resolveClusterCounts(specs: readonly ClusterCountSpec[], labelCo
 export function clampedClusterCountsWarning(specs: readonly ClusterCountSpec[], labelCount: number, pointCount: number): string | undefined {
   const capped: string[] = [];
   for (const s of specs) {
-    const k = s.endsWith('x') ? Math.round(Number.parseFloat(s) * labelCount) : Number.parseInt(s, 10);
+    const k = requestedClusters(s, labelCount);
     if (k > pointCount) capped.push(s.endsWith('x') ? `${s} (${k} clusters for ${labelCount} labels)` : s);
   }
   if (capped.length === 0) return undefined;

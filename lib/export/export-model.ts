@@ -28,8 +28,7 @@ import { decodeModel, describeValueInfo, encodeModel, int64Value, ONNX_IR_VERSIO
 import { DML_METADATA_KEYS } from '../onnx/dml-metadata.js';
 import { collectVersions } from '../util/versions.js';
 import { loadCheckpoint, loadOnnxCheckpoint } from '../train/checkpoint-io.js';
-import { imageSpecSchema } from '../train/config.js';
-import { trainingImagePreprocessing } from '../train/training-data.js';
+import { imageSpecSchema, trainingImagePreprocessing } from '../train/training-data.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { definedFields } from '../util/defined-fields.js';
 import { canonicalJson, sha256 } from '../util/hash.js';

@@ -10,7 +10,7 @@
 export type KMeansInit = 'greedy-k-means++' | 'k-means++' | 'random';
 
 /** The seeding methods, for messages and the CLI. */
-export const KMEANS_INITS: readonly KMeansInit[] = ['greedy-k-means++', 'k-means++', 'random'];
+export const KMEANS_INITS: readonly [KMeansInit, ...KMeansInit[]] = ['greedy-k-means++', 'k-means++', 'random'];
 
 /** Default `roundFraction`: each k-means++ round draws a quarter of the count chosen so far. */
 export const DEFAULT_ROUND_FRACTION = 0.25;

@@ -24,6 +24,7 @@ import type { TrainAugmentation } from '../image/preprocessing.js';
 import { validateAugmentation } from '../image/validate.js';
 import type { Rng } from '../util/rng.js';
 import { applyAffine, drawAffine, type AffineDraw, type AffineFill } from './batch-affine.js';
+import { z } from 'zod';
 
 /** `data.augmentation`: RandomResizedCrop and flip, plus an optional random rescale and translation. */
 export interface BatchAugmentation extends TrainAugmentation {
@@ -110,3 +111,23 @@ export function applyBatchAugmentation(batch: tf.Tensor4D, draw: BatchAugmentati
     return applyAffine(flipped, draw.affine, options.fill, options.mean, options.std);
   });
 }
+
+/** Train augmentation (random resized crop + horizontal flip); torchvision's defaults. */
+export const augmentationSchema = z
+  .object({
+    scale: z.tuple([z.number(), z.number()]).default([0.08, 1]),
+    ratio: z.tuple([z.number(), z.number()]).default([3 / 4, 4 / 3]),
+    flipProbability: z.number().default(0.5),
+  })
+  .strict();
+
+/**
+ * Augmentation of preloaded training images (`data.augmentation`): the crop and flip above, then a
+ * random rescale about the centre (`rescale`, below 1 zooms out) and a shift by up to `translate`
+ * pixels, the exposed border filled with `fill` (lib/train/batch-affine.ts).
+ */
+export const batchAugmentationSchema = augmentationSchema.extend({
+  rescale: z.tuple([z.number().positive(), z.number().positive()]).optional(),
+  translate: z.number().int().min(0).default(0),
+  fill: z.enum(['white', 'black', 'edge', 'mean']).default('black'),
+});

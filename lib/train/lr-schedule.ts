@@ -20,6 +20,7 @@
  */
 import { DmlError } from '../errors.js';
 import type { TrainConfig } from './config.js';
+import { z } from 'zod';
 
 type OptimizerConfig = TrainConfig['optimizer'];
 
@@ -111,3 +112,25 @@ export function checkSchedule(config: OptimizerConfig, totalSteps: number): void
 export function needsTotalSteps(config: OptimizerConfig): boolean {
   return config.schedule.kind !== 'milestones';
 }
+
+/** Learning-rate schedule (lib/train/lr-schedule.ts has the formulas, PyTorch's). */
+export const scheduleSchema = z.discriminatedUnion('kind', [
+  /** Multiply by `optimizer.gamma` at each of `optimizer.milestones` (MultiStepLR). */
+  z.object({ kind: z.literal('milestones') }).strict(),
+  /** Cosine annealing from the learning rate to `minLearningRate` over the run's steps (CosineAnnealingLR). */
+  z.object({ kind: z.literal('cosine'), minLearningRate: z.number().min(0).default(0) }).strict(),
+  /** OneCycleLR (two phases) with max_lr = `optimizer.learningRate`, over the run's steps. */
+  z
+    .object({
+      kind: z.literal('onecycle'),
+      /** Fraction of the steps spent rising from learningRate / divFactor to learningRate. */
+      pctStart: z.number().gt(0).lt(1).default(0.3),
+      /** The initial learning rate is learningRate / divFactor. */
+      divFactor: z.number().positive().default(25),
+      /** The final learning rate is the initial one / finalDivFactor. */
+      finalDivFactor: z.number().positive().default(1e4),
+      /** Annealing within each phase: cosine (PyTorch's default) or linear. */
+      anneal: z.enum(['cos', 'linear']).default('cos'),
+    })
+    .strict(),
+]);

@@ -14,6 +14,9 @@ import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from './config.js';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from '../engine/tfjs/fused-optimizer.js';
 import { ORT_CPU_BACKEND_NAME } from '../engine/tfjs/ort-cpu/ort-cpu-backend.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../util/zod-fields.js';
+import { scheduleSchema } from './lr-schedule.js';
 
 /**
  * tfjs backends on which the trainer uses the fused optimisers. `cpu` keeps tfjs's own optimisers,
@@ -129,3 +132,45 @@ export function applyWeightDecay(kernels: readonly tf.Variable[], lr: number, de
     for (const v of kernels) v.assign(tf.mul(v, factor));
   });
 }
+
+/** Optimiser with decoupled weight decay and a learning-rate schedule. */
+export const optimizerSchema = z
+  .object({
+    kind: z.enum(['sgd', 'momentum', 'adam']).default('adam'),
+    learningRate: z.number().positive(),
+    /** Momentum of `momentum` (SGD with momentum). */
+    momentum: z.number().min(0).max(1).default(0.9),
+    /**
+     * Decoupled weight decay (AdamW / SGDW style): after each step every kernel (not biases, not
+     * normalisation parameters) is multiplied by (1 - lr * weightDecay).
+     */
+    weightDecay: z.number().min(0).default(0),
+    /**
+     * With the `milestones` schedule: the epochs (an `epochs` run) or steps (a `steps` run), counted
+     * from the start, after which the learning rate is multiplied by gamma.
+     */
+    milestones: z.array(positiveIntegerField).default([]),
+    gamma: z.number().positive().default(0.1),
+    /** The schedule of the learning rate over the run; default `milestones`. */
+    schedule: scheduleSchema.default({ kind: 'milestones' }),
+    /**
+     * Linear warm-up over the first `steps` optimiser steps from `startFactor` x the rate (LinearLR),
+     * with the `milestones` and `cosine` schedules (`onecycle` has its own, `schedule.pctStart`).
+     */
+    warmup: z
+      .object({
+        steps: positiveIntegerField,
+        startFactor: z.number().gt(0).max(1).default(1 / 3),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .superRefine((o, context) => {
+    if (o.schedule.kind !== 'milestones' && o.milestones.length > 0) {
+      context.addIssue({ code: 'custom', path: ['milestones'], message: `milestones apply to the milestones schedule only, got [${o.milestones.join(', ')}] with schedule ${o.schedule.kind}` });
+    }
+    if (o.schedule.kind === 'onecycle' && o.warmup !== undefined) {
+      context.addIssue({ code: 'custom', path: ['warmup'], message: `onecycle warms up by itself (schedule.pctStart); remove optimizer.warmup (got ${JSON.stringify(o.warmup)})` });
+    }
+  });

@@ -49,7 +49,7 @@ import type { ModelSpec } from './models/model-spec.js';
 import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-schedule.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
-import { createSampler, type SamplerSpec } from './samplers/sampler.js';
+import { createSampler } from './samplers/sampler.js';
 import { validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
@@ -230,7 +230,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // ---- setup: everything that can fail, before the first step ----
   if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
-  const loss: MetricLoss = createLoss(config.loss as Parameters<typeof createLoss>[0]);
+  const loss: MetricLoss = createLoss(config.loss);
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
   const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
   if (backend.warning) warn(backend.warning);
@@ -244,7 +244,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
   }
   if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
-  const modelSpec = config.model as ModelSpec;
+  const modelSpec: ModelSpec = config.model;
   // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
   const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
   const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
@@ -256,7 +256,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { validationData, preprocessing } = loaded;
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
-  const sampler = createSampler(config.sampler as SamplerSpec, trainData.labels, config.seed, trainData.labelNames);
+  const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
   for (const message of sampler.warnings) warn(message);
 
   if (model) {

@@ -9,6 +9,8 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError } from '../errors.js';
 import { loadImageBatch } from '../image/batch-loader.js';
 import type { Preprocessing } from '../image/preprocessing.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../util/zod-fields.js';
 
 /** Rows of inputs with labels. */
 export interface TrainingData {
@@ -168,3 +170,15 @@ export function relabelTrainingData(data: TrainingData, groupOf: ReadonlyMap<str
   const { codes, names: labelNames } = encodeTrainingLabels(names);
   return { ...data, labels: codes, labelNames };
 }
+
+/** Input images: size and normalisation; defaults from the model's input shape, mean 0, std 1. */
+export const imageSpecSchema = z
+  .object({
+    height: positiveIntegerField,
+    width: positiveIntegerField,
+    channels: z.union([z.literal(1), z.literal(3)]),
+    resizeShorter: positiveIntegerField.optional(),
+    mean: z.array(z.number()).optional(),
+    std: z.array(z.number()).optional(),
+  })
+  .strict();

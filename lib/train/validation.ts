@@ -12,6 +12,10 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { tripletScatter } from './scatter.js';
 import type { EpochRecord } from './trainer.js';
 import type { TrainingData } from './training-data.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../util/zod-fields.js';
+import { clusterCountSpecsSchema } from '../eval/cluster-counts.js';
+import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 
 /** What validation needs of a run, fixed for its whole length. */
 export interface ValidationContext {
@@ -78,3 +82,29 @@ export async function validateEpoch(context: ValidationContext, embed: (data: Tr
     await writeScatterFiles(out, point.index, scatter, config.scatter.set, point.unit);
   }
 }
+
+/** The training config's `validation`: when and how the held-out items are scored. */
+export const validationSpecSchema = z
+  .object({
+    /** Validate every this many epochs (and after the last); an `epochs` run. */
+    every: positiveIntegerField.default(1),
+    /**
+     * A `steps` run: validate and write a checkpoint every this many steps and after the last
+     * (default: the number of batches of the sampler's first epoch, at most `steps`).
+     */
+    everySteps: positiveIntegerField.optional(),
+    /** Held-out items used per validation (seeded sample, all labels kept). */
+    maxItems: positiveIntegerField.default(5000),
+    ks: z.array(positiveIntegerField).default([1, 2, 4, 8]),
+    /** k-means seeding of the NMI (as `dml eval --kmeans-init`); absent: k-means++ in rounds. */
+    kmeansInit: z.enum(KMEANS_INITS).optional(),
+    /**
+     * Cluster counts of the NMI curve recorded per validation, as `dml eval --cluster-counts` takes them:
+     * integers or multiples of the held-out label count (`["1x", "2x", "5x", "10x", "30x"]`, the
+     * NMI+ sweep). 1x is always included (it gives `nmi`); NMI+ (`nmiPlus`) is the point at 10x and
+     * is null unless 10x is listed. Default `["1x"]`: NMI alone.
+     */
+    clusterCounts: clusterCountSpecsSchema('validation.clusterCounts').default(['1x']),
+  })
+  .strict()
+  .default({ every: 1, maxItems: 5000, ks: [1, 2, 4, 8], clusterCounts: ['1x'] });

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import { optimizerSchema, parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
+import { optimizerSchema } from '../../lib/train/optimizer.js';
 import { checkSchedule, cosineAnnealing, oneCycle, scheduledLearningRate, warmupFactor } from '../../lib/train/lr-schedule.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 

@@ -13,6 +13,7 @@ import { train } from '../../lib/train/trainer.js';
 import { preloadImages } from '../../lib/train/training-data.js';
 import { expectValidTrainReport } from '../helpers/report-schema.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
+import type { LossSpec } from '../../lib/train/losses/registry.js';
 
 /** Five Fashion-MNIST classes of the embedded default set train; the other five are held out. */
 function tinyConfig(out: string, overrides: Partial<TrainConfigInput> = {}): TrainConfigInput {
@@ -224,7 +225,7 @@ describe('train', function () {
     };
 
     it('an unknown loss', async () => {
-      await fails((c) => ({ ...c, loss: { name: 'arcface' } }), 'E_ARG', /^Expected one of ep, ephn, .* for loss\.name but received "arcface"$/);
+      await fails((c) => ({ ...c, loss: { name: 'arcface' } as unknown as LossSpec }), 'E_ARG', /^Expected one of ep, ephn, .* for loss\.name but received "arcface"$/);
     });
     it('embedding dim 0', async () => {
       await fails((c) => ({ ...c, model: { kind: 'mlp', inputDim: 784, hidden: [], embeddingDim: 0 } }), 'E_ARG', /^train\.json: model\.embeddingDim: /);

@@ -21,9 +21,9 @@ import { inferShapes } from './shapes.js';
 /** The new head of {@link prepareEmbeddingNetwork}. */
 export interface EmbeddingHeadSpec {
   /** Global pooling of a feature map [N, C, H, W] (ignored for features [N, C]); default `avg`. */
-  readonly pooling?: 'avg' | 'max' | 'avgmax';
+  readonly pooling?: 'avg' | 'max' | 'avgmax' | undefined;
   /** A BatchNorm neck before the Linear layer; default false. */
-  readonly batchNorm?: boolean;
+  readonly batchNorm?: boolean | undefined;
   /** Width of the embedding. */
   readonly embeddingDim: number;
 }

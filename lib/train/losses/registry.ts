@@ -63,6 +63,16 @@ export const lossSpecSchema = z.discriminatedUnion('name', [LOSSES[0].spec, ...L
 /** A loss spec as written in a config: `name` and any of its options. */
 export type LossSpec = z.input<typeof lossSpecSchema>;
 
+/**
+ * The training config's `loss`: a name and the loss's options as written, typed as a {@link LossSpec}.
+ * The config records them as written and {@link createLoss} checks them when the run starts (its
+ * errors name `loss.<option>`); the loss fills its defaults in its `config`.
+ */
+export const configLossSchema = z.custom<LossSpec>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value) && 'name' in value && typeof value.name === 'string',
+  { message: 'expected an object with a loss name, e.g. {"name": "ephn"}' },
+);
+
 /** The registered loss names. */
 export type LossName = LossSpec['name'];
 

@@ -28,6 +28,11 @@ import type { TrainAugmentation } from '../../image/preprocessing.js';
 import { validateAugmentation } from '../../image/validate.js';
 import { canonicalJson, sha256 } from '../../util/hash.js';
 import { Rng } from '../../util/rng.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../../util/zod-fields.js';
+import { augmentationSchema } from '../batch-augmentation.js';
+import { DEFAULT_EMBED_BATCH_SIZE } from '../../util/defaults.js';
+import { DEFAULT_DEVICE, DEVICE_CHOICES } from '../../onnx/devices.js';
 
 /** Options of {@link computeBackboneFeatures}. */
 export interface BackboneFeatureOptions {
@@ -153,3 +158,24 @@ export async function computeBackboneFeatures(
   }
   return { views, fromCache, failures: plain.failures };
 }
+
+/**
+ * Recipe (c): train a head on features of a frozen ONNX backbone, computed once with onnxruntime
+ * through the evaluation spine's embedder and cache (lib/train/models/backbone-features.ts).
+ */
+export const featuresSpecSchema = z
+  .object({
+    /** The ONNX backbone; its preprocessing comes from its metadata, overridden by data.image fields. */
+    backbone: z.string().min(1),
+    /** Augmented views per training image besides the plain view; each step draws one view per row. */
+    augmentedViews: z.number().int().min(0).default(0),
+    /** Augmentation of the augmented views (defaults: torchvision's RandomResizedCrop + flip). */
+    augmentation: augmentationSchema.default({ scale: [0.08, 1], ratio: [3 / 4, 4 / 3], flipProbability: 0.5 }),
+    /** Feature cache folder (shared between runs; default `.dml-cache/features`). */
+    cacheDir: z.string().min(1).default('.dml-cache/features'),
+    /** Execution provider of the backbone. */
+    device: z.enum(DEVICE_CHOICES).default(DEFAULT_DEVICE),
+    /** Images per onnxruntime call. */
+    batchSize: positiveIntegerField.default(DEFAULT_EMBED_BATCH_SIZE),
+  })
+  .strict();

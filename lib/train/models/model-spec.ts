@@ -14,6 +14,8 @@
  */
 import { invalidParameterError } from '../../errors.js';
 import { checkPositiveInteger } from '../../util/check.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../../util/zod-fields.js';
 
 /** Activations of hidden layers; each has a one-node ONNX counterpart. */
 export type Activation = 'relu' | 'elu' | 'tanh' | 'sigmoid';
@@ -26,9 +28,9 @@ export interface HeadSpec {
   hidden: number[];
   embeddingDim: number;
   /** Activation after each hidden layer. Default `relu`. */
-  activation?: Activation;
+  activation?: Activation | undefined;
   /** Batch normalisation after each hidden Dense layer (before the activation). Default false. */
-  batchNorm?: boolean;
+  batchNorm?: boolean | undefined;
 }
 
 /** (a) Linear or MLP head on feature vectors of length `inputDim`. */
@@ -44,14 +46,14 @@ export interface CnnModelSpec {
   inputShape: [number, number, number];
   embeddingDim: number;
   /** Filters per convolution block. Default [32, 64]. */
-  filters?: number[];
+  filters?: number[] | undefined;
   /** Square kernel size of every convolution. Default 3. */
-  kernelSize?: number;
+  kernelSize?: number | undefined;
   /** Hidden Dense widths between Flatten and the embedding. Default [128]. */
-  hidden?: number[];
-  activation?: Activation;
+  hidden?: number[] | undefined;
+  activation?: Activation | undefined;
   /** Batch normalisation after each convolution and hidden Dense layer. Default false. */
-  batchNorm?: boolean;
+  batchNorm?: boolean | undefined;
 }
 
 /** How a convnet stage halves height and width. */
@@ -73,19 +75,19 @@ export interface ConvnetModelSpec {
   inputShape: [number, number, number];
   embeddingDim: number;
   /** Channels of each stage (one stage per entry). Default [32, 64, 128, 256]. */
-  widths?: number[];
+  widths?: number[] | undefined;
   /** 3x3 convolutions per stage. Default 1. */
-  depth?: number;
+  depth?: number | undefined;
   /** How stages after the first halve the map: a 2x2 max-pool (`maxpool`, default) or a stride-2 convolution (`stride`). */
-  downsample?: ConvnetDownsample;
+  downsample?: ConvnetDownsample | undefined;
   /** Global pooling after the last stage: average, max, or both concatenated (`avgmax`, default). */
-  pooling?: ConvnetPooling;
+  pooling?: ConvnetPooling | undefined;
   /** Hidden Dense widths between the pooled features and the embedding. Default []. */
-  hidden?: number[];
+  hidden?: number[] | undefined;
   /** Activation after every batch normalisation (stages and hidden head layers). Default `relu`. */
-  activation?: Activation;
+  activation?: Activation | undefined;
   /** Batch normalisation of the pooled features before the head (centres them). Default false. */
-  poolBatchNorm?: boolean;
+  poolBatchNorm?: boolean | undefined;
 }
 
 /** (d) A tfjs layers model loaded from `modelJson` as backbone, with a new head. */
@@ -95,15 +97,15 @@ export interface TfjsBackboneModelSpec {
   modelJson: string;
   embeddingDim: number;
   /** Layer whose output is the backbone's feature (e.g. `avg_pool` of a Keras ResNet50 with its top). Default: the model's output. */
-  outputLayer?: string;
+  outputLayer?: string | undefined;
   /** Global pooling applied when the feature is a 4-D (NHWC) or 3-D map. Default `avg`. */
-  pooling?: 'avg' | 'max';
+  pooling?: 'avg' | 'max' | undefined;
   /** Hidden Dense widths of the head. Default [] (one Dense to the embedding). */
-  hidden?: number[];
-  activation?: Activation;
-  batchNorm?: boolean;
+  hidden?: number[] | undefined;
+  activation?: Activation | undefined;
+  batchNorm?: boolean | undefined;
   /** Train the backbone's weights too (fine-tuning). Default true; false freezes them. */
-  trainBackbone?: boolean;
+  trainBackbone?: boolean | undefined;
 }
 
 /**
@@ -115,9 +117,9 @@ export interface OnnxModelSpec {
   /** The ONNX file; image input NCHW [batch, C, H, W]. */
   path: string;
   /** The value the network ends at; default the model's output. */
-  output?: string;
+  output?: string | undefined;
   /** A new head after `output`: global pooling, optional BatchNorm neck, Linear, then L2 normalisation. */
-  head?: { pooling?: 'avg' | 'max' | 'avgmax'; batchNorm?: boolean; embeddingDim: number };
+  head?: { pooling?: 'avg' | 'max' | 'avgmax' | undefined; batchNorm?: boolean | undefined; embeddingDim: number } | undefined;
 }
 
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
@@ -142,3 +144,71 @@ export function booleanOf(name: string, value: unknown, fallback: boolean): bool
   if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);
   return value;
 }
+
+/** The schema of the model specs above, as a training config gives them (`model`). */
+export const modelSpecSchema = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('mlp'),
+      /** Input length; for images it must equal height x width x channels (the image is flattened). */
+      inputDim: positiveIntegerField,
+      hidden: z.array(positiveIntegerField).default([]),
+      embeddingDim: positiveIntegerField,
+      activation: z.enum(ACTIVATIONS).default('relu'),
+      batchNorm: z.boolean().default(false),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('cnn'),
+      inputShape: z.tuple([positiveIntegerField, positiveIntegerField, positiveIntegerField]),
+      embeddingDim: positiveIntegerField,
+      filters: z.array(positiveIntegerField).default([32, 64]),
+      kernelSize: positiveIntegerField.default(3),
+      hidden: z.array(positiveIntegerField).default([128]),
+      activation: z.enum(ACTIVATIONS).default('relu'),
+      batchNorm: z.boolean().default(false),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('convnet'),
+      inputShape: z.tuple([positiveIntegerField, positiveIntegerField, positiveIntegerField]),
+      embeddingDim: positiveIntegerField,
+      widths: z.array(positiveIntegerField).min(1).default([32, 64, 128, 256]),
+      depth: positiveIntegerField.default(1),
+      downsample: z.enum(['stride', 'maxpool']).default('maxpool'),
+      pooling: z.enum(['avg', 'max', 'avgmax']).default('avgmax'),
+      hidden: z.array(positiveIntegerField).default([]),
+      activation: z.enum(ACTIVATIONS).default('relu'),
+      poolBatchNorm: z.boolean().default(false),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('tfjs-backbone'),
+      modelJson: z.string().min(1),
+      embeddingDim: positiveIntegerField,
+      outputLayer: z.string().optional(),
+      pooling: z.enum(['avg', 'max']).default('avg'),
+      hidden: z.array(positiveIntegerField).default([]),
+      activation: z.enum(ACTIVATIONS).default('relu'),
+      batchNorm: z.boolean().default(false),
+      trainBackbone: z.boolean().default(true),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('onnx'),
+      /** An ONNX file (a PyTorch export, a downloaded network) with an NCHW image input [batch, C, H, W]: C, H, W are data.image's. */
+      path: z.string().min(1),
+      /** The value the network ends at (a node output); default the model's output. */
+      output: z.string().min(1).optional(),
+      /** A new head after `output` (lib/engine/graph/embedding-network.ts); needed when `output` is a feature map. */
+      head: z
+        .object({ pooling: z.enum(['avg', 'max', 'avgmax']).default('avg'), batchNorm: z.boolean().default(false), embeddingDim: positiveIntegerField })
+        .strict()
+        .optional(),
+    })
+    .strict(),
+]);

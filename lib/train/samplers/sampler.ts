@@ -30,6 +30,8 @@ import { pairingPlan } from './pairing.js';
 import type { RoundPlan } from './plan.js';
 import { truncatedPlan } from './truncated.js';
 import { checkBoolean, checkInteger } from '../../util/check.js';
+import { z } from 'zod';
+import { positiveIntegerField } from '../../util/zod-fields.js';
 
 /** The sampler variants. */
 export type SamplerKind = 'filled' | 'sample' | 'exact' | 'pairing';
@@ -41,18 +43,18 @@ interface SamplerSpecBase {
   /** Images per batch, a multiple of `groupSize` with at least two groups (c = batchSize / groupSize classes). */
   batchSize: number;
   /** Rounds per epoch (every class visited once per round). Default 1. */
-  repeat?: number;
+  repeat?: number | undefined;
   /** Drop the last batch of an epoch when it is shorter than `batchSize`. Default false. */
-  dropLast?: boolean;
+  dropLast?: boolean | undefined;
   /** Classes with fewer images are left out. Default 2 (`filled`, `exact`) or 1 (`sample`). */
-  minClassSize?: number;
+  minClassSize?: number | undefined;
 }
 
 /** EPHN's filled round-robin sampler. */
 export interface FilledSamplerSpec extends SamplerSpecBase {
   kind: 'filled';
   /** How the class length L is derived from the largest class (see filled.ts). Default `nearest`. */
-  lengthRule?: FilledLengthRule;
+  lengthRule?: FilledLengthRule | undefined;
 }
 
 /** EPHN's one-group-per-class sampler with truncation. */
@@ -67,7 +69,7 @@ export interface ExactSamplerSpec extends SamplerSpecBase {
    * Pad classes smaller than n by drawing with replacement (default true). When false, every class
    * must have at least n images (raise `minClassSize` to n to leave smaller classes out instead).
    */
-  replacement?: boolean;
+  replacement?: boolean | undefined;
 }
 
 /** LoOp's pairing sampler: `groupSize` even, every batch `batchSize / groupSize` distinct classes. */
@@ -248,3 +250,24 @@ export function createSampler(spec: SamplerSpec, labels: Int32Array, seed: numbe
     },
   };
 }
+
+/** The fields every sampler spec has, with their defaults. */
+const samplerBaseShape = {
+  groupSize: z.number().int().min(2),
+  batchSize: positiveIntegerField,
+  repeat: positiveIntegerField.default(1),
+  dropLast: z.boolean().default(false),
+  minClassSize: positiveIntegerField.optional(),
+};
+
+/**
+ * The schema of a sampler spec as a training config gives it (`sampler`): c = batchSize / groupSize
+ * classes x n = groupSize images (docs/methods.md section 7; `pairing`: LoOp's, section 3); `kind`
+ * defaults to `exact`, and each kind takes its own options only.
+ */
+export const samplerSpecSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('filled'), ...samplerBaseShape, lengthRule: z.enum(['nearest', 'up']).optional() }),
+  z.strictObject({ kind: z.literal('sample'), ...samplerBaseShape }),
+  z.strictObject({ kind: z.literal('exact').default('exact'), ...samplerBaseShape, replacement: z.boolean().optional() }),
+  z.strictObject({ kind: z.literal('pairing'), ...samplerBaseShape }),
+]);
