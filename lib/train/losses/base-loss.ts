@@ -1,11 +1,14 @@
 /**
  * @file The part every loss shares, in the spirit of pytorch-metric-learning's
  * `BaseMetricLossFunction`: its registry name, its options (parsed by the subclass from its own
- * strict schema, see options.ts) and the config recorded in runs and reports, and no trainable
- * variables unless the loss owns some. Each loss file keeps only its formula, its paper and its
- * options; the batch checks, similarity matrix and label masks it uses come from ../similarity.ts.
+ * strict schema, see options.ts) and the config recorded in runs and reports, no trainable variables
+ * unless the loss owns some, and {@link BaseMetricLoss.compute} as a template method: it checks the
+ * batch and hands a {@link LossBatch} (label masks, similarities, distances, each made once when
+ * asked for) to the loss's formula, {@link BaseMetricLoss.lossOf}. Each loss file keeps only its
+ * formula, its paper and its options.
  */
 import type * as tf from '@tensorflow/tfjs';
+import { LossBatch } from './loss-batch.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
 
 /** A loss with parsed options of type `Options`. */
@@ -25,5 +28,11 @@ export abstract class BaseMetricLoss<Options extends object> implements MetricLo
     this.config = { name, ...recorded };
   }
 
-  abstract compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput;
+  /** The loss of one batch (see {@link MetricLoss.compute}): the batch checked, then {@link lossOf}. */
+  compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+    return this.lossOf(new LossBatch(embeddings, labels));
+  }
+
+  /** The loss's formula on a checked batch. */
+  protected abstract lossOf(batch: LossBatch): LossOutput;
 }

@@ -18,9 +18,10 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { selectNegatives } from '../mining/anchor-selection.js';
-import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskTensor } from '../similarity.js';
+import { maskTensor } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { negativeExponent, positiveExponent } from './nca.js';
@@ -40,12 +41,9 @@ export class BatchAllLoss extends BaseMetricLoss<z.output<typeof batchAllOptions
     super('batch-all', parseLossOptions(batchAllOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks, similarities, values } = batch;
     const { temperature, order, reduction, validity } = this.options;
-    const similarities = cosineSimilarityMatrix(embeddings);
-    const values = similarities.dataSync();
     const hardest = selectNegatives(values, masks, { strategy: 'hard' });
     const kept = new Float32Array(size * size);
     let pairCount = 0;

@@ -11,8 +11,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
@@ -35,14 +35,13 @@ export class ContrastiveLoss extends BaseMetricLoss<z.output<typeof contrastiveO
     super('contrastive', parseLossOptions(contrastiveOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks } = batch;
     const { posMargin, negMargin } = this.options;
-    const masks = labelPairMasks(labels);
     let totalCount = 0;
     for (let k = 0; k < size * size; k++) totalCount += masks.positive[k]! + masks.negative[k]!;
     if (totalCount === 0) return zeroLoss(0);
-    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
+    const distances = batch.distances('euclidean');
     const parts: tf.Scalar[] = [];
     let validCount = 0;
     for (const [mask, sign] of [[masks.positive, 1], [masks.negative, -1]] as const) {

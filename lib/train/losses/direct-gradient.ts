@@ -45,7 +45,7 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { DEFAULT_DUPLICATE_THRESHOLD, selectNegatives, selectPositives } from '../mining/anchor-selection.js';
 import { mineMultiSimilarityPairs } from '../mining/multi-similarity-miner.js';
-import { checkBatch, cosineSimilarityMatrix, labelPairMasks, type PairMasks } from '../similarity.js';
+import { type PairMasks } from '../similarity.js';
 import {
   closedFormValue,
   cosineTripletValue,
@@ -61,6 +61,7 @@ import {
   type TripletWeight,
 } from './direct-gradient-weights.js';
 import { BaseMetricLoss } from './base-loss.js';
+import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -138,11 +139,12 @@ export class DirectGradientLoss extends BaseMetricLoss<ResolvedOptions> {
 
   /** The EPHN triplets of a batch (see the file comment); same calling rules as `compute`. */
   triplets(embeddings: tf.Tensor2D, labels: Int32Array): MinedTriplets {
-    return this.mineBatch(embeddings, labels).triplets;
+    return this.mine(new LossBatch(embeddings, labels));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const { size, masks, similarities, triplets } = this.mineBatch(embeddings, labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks, embeddings, values: similarities } = batch;
+    const triplets = this.mine(batch);
     const { anchors, positives, negatives } = triplets;
     const count = anchors.length;
     if (count === 0) return zeroLoss(size);
@@ -189,11 +191,8 @@ export class DirectGradientLoss extends BaseMetricLoss<ResolvedOptions> {
     return { loss: inject(embeddings) as tf.Scalar, validCount: count, totalCount: size };
   }
 
-  private mineBatch(embeddings: tf.Tensor2D, labels: Int32Array): { size: number; masks: PairMasks; similarities: Float32Array; triplets: MinedTriplets } {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
-    const similarities = tf.tidy(() => cosineSimilarityMatrix(embeddings).dataSync()) as Float32Array;
-    return { size, masks, similarities, triplets: mine(similarities, masks, this.options.duplicateThreshold) };
+  private mine(batch: LossBatch): MinedTriplets {
+    return mine(batch.values, batch.masks, this.options.duplicateThreshold);
   }
 }
 

@@ -33,8 +33,9 @@ import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';
 import { DEFAULT_DUPLICATE_THRESHOLD, selectNegatives, selectPositives } from '../mining/anchor-selection.js';
 import type { NegativeStrategy, PositiveStrategy } from '../mining/anchor-selection.js';
-import { checkBatch, cosineSimilarityMatrix, labelPairMasks, maskRows, pickColumns, selectRows } from '../similarity.js';
+import { maskRows, pickColumns, selectRows } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
+import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses, ncaTripletLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
@@ -121,10 +122,10 @@ export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTr
     super(variant, { semiHardRule: 'strict', ...parsed }, parsed);
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const anchors = this.anchorLosses(embeddings, labels);
-    if (anchors.losses === null) return zeroLoss(labels.length);
-    return { loss: reduceLosses(anchors.losses, this.options.reduction), validCount: anchors.anchors.length, totalCount: labels.length };
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const anchors = this.anchorLossesOf(batch);
+    if (anchors.losses === null) return zeroLoss(batch.size);
+    return { loss: reduceLosses(anchors.losses, this.options.reduction), validCount: anchors.anchors.length, totalCount: batch.size };
   }
 
   /**
@@ -133,12 +134,13 @@ export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTr
    * diagram. Same calling rules as `compute`.
    */
   anchorLosses(embeddings: tf.Tensor2D, labels: Int32Array): AnchorLosses {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
+    return this.anchorLossesOf(new LossBatch(embeddings, labels));
+  }
+
+  private anchorLossesOf(batch: LossBatch): AnchorLosses {
+    const { size, masks, similarities, values } = batch;
     const { temperature, order, validity, duplicateThreshold, semiHardRule } = this.options;
     const variant = VARIANTS[this.name];
-    const similarities = cosineSimilarityMatrix(embeddings);
-    const values = similarities.dataSync();
     const positives = selectPositives(values, masks, { strategy: variant.positive, duplicateThreshold });
     const negatives = selectNegatives(values, masks, {
       strategy: variant.negative === 'all' ? 'hard' : variant.negative,

@@ -42,20 +42,12 @@ import { z } from 'zod';
 import { Rng } from '../../util/rng.js';
 import { DEFAULT_DUPLICATE_THRESHOLD, selectPositives } from '../mining/anchor-selection.js';
 import { sampleDistanceWeightedNegatives, sampleSemiHardNegatives } from '../mining/negative-sampling.js';
-import {
-  checkBatch,
-  cosineSimilarityMatrix,
-  distancesFromSimilarities,
-  labelPairMasks,
-  maskRows,
-  pickColumns,
-  selectRows,
-  type PairMasks,
-} from '../similarity.js';
+import { maskRows, pickColumns, selectRows } from '../similarity.js';
 import { ClassBeta } from './class-beta.js';
 import { marginOptionsSchema } from './margin.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
+import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -103,23 +95,9 @@ export interface EpsTriplets {
   readonly negatives: Int32Array;
 }
 
-/** The detached batch quantities every EPS loss starts from. */
-interface MinedBatch {
-  readonly size: number;
-  readonly masks: PairMasks;
-  readonly similarities: tf.Tensor2D;
-  readonly values: Float32Array;
-  /** The EPS positive per anchor, -1 for none. */
-  readonly positives: Int32Array;
-}
-
-function mineEasyPositives(embeddings: tf.Tensor2D, labels: Int32Array, threshold: number | null): MinedBatch {
-  const size = checkBatch(embeddings, labels);
-  const masks = labelPairMasks(labels);
-  const similarities = cosineSimilarityMatrix(embeddings);
-  const values = similarities.dataSync() as Float32Array;
-  const positives = selectPositives(values, masks, { strategy: 'easy', duplicateThreshold: threshold }).index;
-  return { size, masks, similarities, values, positives };
+/** The EPS positive of every anchor (its most similar same-class item), -1 for none: what every EPS loss starts from. */
+function easyPositives(batch: LossBatch, threshold: number | null): Int32Array {
+  return selectPositives(batch.values, batch.masks, { strategy: 'easy', duplicateThreshold: threshold }).index;
 }
 
 /** The kept triplets: anchors with both a positive and a negative. */
@@ -145,23 +123,22 @@ export class EpsTripletLoss extends BaseMetricLoss<z.output<typeof epsTripletOpt
 
   /** The triplets of a batch (draws from the loss's generator); same calling rules as `compute`. */
   triplets(embeddings: tf.Tensor2D, labels: Int32Array): EpsTriplets {
-    return this.mine(embeddings, labels).triplets;
+    return this.mine(new LossBatch(embeddings, labels));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const { triplets, similarities, size } = this.mine(embeddings, labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const triplets = this.mine(batch);
     const count = triplets.anchors.length;
-    if (count === 0) return zeroLoss(size);
-    const [dap, dan] = tripletDistances(distancesFromSimilarities(similarities, this.options.distance), triplets);
-    return { loss: tf.mean(tf.relu(tf.add(tf.sub(dap, dan), this.options.margin))) as tf.Scalar, validCount: count, totalCount: size };
+    if (count === 0) return zeroLoss(batch.size);
+    const [dap, dan] = tripletDistances(batch.distances(this.options.distance), triplets);
+    return { loss: tf.mean(tf.relu(tf.add(tf.sub(dap, dan), this.options.margin))) as tf.Scalar, validCount: count, totalCount: batch.size };
   }
 
-  private mine(embeddings: tf.Tensor2D, labels: Int32Array): { triplets: EpsTriplets; similarities: tf.Tensor2D; size: number } {
+  private mine(batch: LossBatch): EpsTriplets {
     const { margin, semiHardFallback, duplicateThreshold: threshold } = this.options;
-    const batch = mineEasyPositives(embeddings, labels, threshold);
-    const distances = distancesFromSimilarities(batch.similarities, 'euclidean').dataSync();
-    const negatives = sampleSemiHardNegatives(distances, batch.masks, batch.positives, margin, semiHardFallback, this.generator);
-    return { triplets: keptTriplets(batch.positives, negatives), similarities: batch.similarities, size: batch.size };
+    const positives = easyPositives(batch, threshold);
+    const negatives = sampleSemiHardNegatives(batch.distances('euclidean').dataSync(), batch.masks, positives, margin, semiHardFallback, this.generator);
+    return keptTriplets(positives, negatives);
   }
 }
 
@@ -180,12 +157,14 @@ export class EpsMarginLoss extends BaseMetricLoss<z.output<typeof epsMarginOptio
 
   /** The triplets of a batch (draws from the loss's generator); same calling rules as `compute`. */
   triplets(embeddings: tf.Tensor2D, labels: Int32Array): EpsTriplets {
-    return this.mine(embeddings, labels).triplets;
+    return this.mine(new LossBatch(embeddings, labels));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { labels } = batch;
     this.beta.checkLabels(labels);
-    const { triplets, distances } = this.mine(embeddings, labels);
+    const triplets = this.mine(batch);
+    const distances = batch.distances('euclidean');
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
     const { margin, learnBeta, nu } = this.options;
@@ -202,13 +181,12 @@ export class EpsMarginLoss extends BaseMetricLoss<z.output<typeof epsMarginOptio
     return { loss: loss as tf.Scalar, validCount: nonZero, totalCount: 2 * count };
   }
 
-  private mine(embeddings: tf.Tensor2D, labels: Int32Array): { triplets: EpsTriplets; distances: tf.Tensor2D } {
+  private mine(batch: LossBatch): EpsTriplets {
     const { cutoff, upperCutoff, duplicateThreshold: threshold } = this.options;
-    const batch = mineEasyPositives(embeddings, labels, threshold);
-    const distances = distancesFromSimilarities(batch.similarities, 'euclidean');
-    const dim = embeddings.shape[1];
-    const negatives = sampleDistanceWeightedNegatives(distances.dataSync(), batch.masks, batch.positives, { dim, cutoff, upperCutoff }, this.generator);
-    return { triplets: keptTriplets(batch.positives, negatives), distances };
+    const positives = easyPositives(batch, threshold);
+    const dim = batch.embeddings.shape[1];
+    const negatives = sampleDistanceWeightedNegatives(batch.distances('euclidean').dataSync(), batch.masks, positives, { dim, cutoff, upperCutoff }, this.generator);
+    return keptTriplets(positives, negatives);
   }
 }
 
@@ -218,9 +196,10 @@ export class EpsMultiSimilarityLoss extends BaseMetricLoss<z.output<typeof epsMs
     super('eps-ms', parseLossOptions(epsMsOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
+  protected override lossOf(batch: LossBatch): LossOutput {
     const { alpha, beta, base, epsilon, negativeThreshold, duplicateThreshold: threshold } = this.options;
-    const { size, masks, similarities, values, positives } = mineEasyPositives(embeddings, labels, threshold);
+    const { size, masks, similarities, values } = batch;
+    const positives = easyPositives(batch, threshold);
     const negativeMask = new Uint8Array(size * size);
     const kept: number[] = [];
     for (let a = 0; a < size; a++) {

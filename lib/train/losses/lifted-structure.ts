@@ -14,9 +14,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, maskTensor } from '../similarity.js';
+import { maskTensor } from '../similarity.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -39,9 +40,8 @@ export class LiftedStructureLoss extends BaseMetricLoss<z.output<typeof liftedSt
     super('lifted-structure', parseLossOptions(liftedStructureOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks } = batch;
     const { negMargin, posMargin } = this.options;
     let pairCount = 0;
     let hasNegative = false;
@@ -51,7 +51,7 @@ export class LiftedStructureLoss extends BaseMetricLoss<z.output<typeof liftedSt
     }
     // Within one class N(a) = N(p), so either every positive pair has negatives or none has.
     if (pairCount === 0 || !hasNegative) return zeroLoss(pairCount);
-    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
+    const distances = batch.distances('euclidean');
     // L_i = log Σ_{n ∈ N(i)} e^{m⁻ − d_in}; the pair's term log(e^{L_a} + e^{L_p}), stably.
     const perAnchor = maskedLogSumExp(tf.sub(negMargin, distances), maskTensor(masks.negative, size), false);
     // The shift max(L_a, L_p) is a constant: the value does not depend on it, so neither does the gradient.

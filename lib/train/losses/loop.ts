@@ -55,10 +55,11 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, oneHotRows, pickColumns, selectRows } from '../similarity.js';
+import { distancesFromSimilarities, labelPairMasks, oneHotRows, pickColumns, selectRows } from '../similarity.js';
 import { closestPointsOnArcs, closestPointsOnSegments, type PointRole, type QuadrupleGram } from './loop-geometry.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
+import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -367,22 +368,24 @@ export class LoopLoss extends BaseMetricLoss<ResolvedOptions> {
     super(name, parseLossOptions(SCHEMAS[name], options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const batch = this.pairLosses(embeddings, labels);
-    const count = batch.contributing.length;
-    if (batch.losses === null) return zeroLoss(batch.pairs.first.length);
-    const total = tf.sum(batch.losses);
-    return { loss: (this.options.reduction === 'mean' ? tf.div(total, count) : total) as tf.Scalar, validCount: count, totalCount: batch.pairs.first.length };
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const paired = this.pairLossesOf(batch);
+    const count = paired.contributing.length;
+    if (paired.losses === null) return zeroLoss(paired.pairs.first.length);
+    const total = tf.sum(paired.losses);
+    return { loss: (this.options.reduction === 'mean' ? tf.div(total, count) : total) as tf.Scalar, validCount: count, totalCount: paired.pairs.first.length };
   }
 
   /** The pairs, their solved couples and the unreduced per-pair losses (what `compute` reduces). */
   pairLosses(embeddings: tf.Tensor2D, labels: Int32Array): LoopBatch {
-    const size = checkBatch(embeddings, labels);
+    return this.pairLossesOf(new LossBatch(embeddings, labels));
+  }
+
+  private pairLossesOf(batch: LossBatch): LoopBatch {
+    const { size, labels, similarities, values } = batch;
     const pairs = pairPositives(labels);
     const pairCount = pairs.first.length;
     const couples = couplePairs(pairs, labels, this.options.negatives ?? 'all');
-    const similarities = cosineSimilarityMatrix(embeddings);
-    const values = similarities.dataSync();
     const solved = solveCouples(values, size, pairs, couples, this.options.geometry);
     const none = { pairs, solved, contributing: new Int32Array(0), losses: null };
     if (couples.a.length === 0) return none;

@@ -21,9 +21,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { allTriplets, groupTripletsByAnchor } from '../mining/triplet-margin-miner.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import { ClassBeta } from './class-beta.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -59,14 +59,14 @@ export class MarginLoss extends BaseMetricLoss<z.output<typeof marginOptionsSche
     this.trainableVariables = this.beta.variables;
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, labels } = batch;
     const { margin, learnBeta, numClasses, nu } = this.options;
     this.beta.checkLabels(labels);
-    const triplets = allTriplets(labelPairMasks(labels));
+    const triplets = allTriplets(batch.masks);
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
-    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), 'euclidean');
+    const distances = batch.distances('euclidean');
     // [B, slots, B] as in triplet-slots.ts; a slot's positive term repeats once per triplet of the slot.
     const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
     // [B, 1]: the anchor's beta (one shared value broadcasts).

@@ -22,9 +22,9 @@ import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { DEFAULT_MULTI_SIMILARITY_EPSILON, mineMultiSimilarityPairs } from '../mining/multi-similarity-miner.js';
 import { allPairs, type PairList } from '../mining/pairs.js';
-import { checkBatch, cosineSimilarityMatrix, labelPairMasks } from '../similarity.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { zeroLoss } from './reducers.js';
@@ -55,11 +55,10 @@ export class MultiSimilarityLoss extends BaseMetricLoss<z.output<typeof multiSim
     super('multi-similarity', parseLossOptions(multiSimilarityOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks } = batch;
     const { alpha, beta, base, miner, epsilon, reduction } = this.options;
-    const similarities = cosineSimilarityMatrix(embeddings);
+    const similarities = batch.similarities;
     const pairs = miner === 'none' ? allPairs(masks) : mineMultiSimilarityPairs(similarities.dataSync(), masks, epsilon);
     const hasPositive = rowsWithPairs(pairs.positive, size);
     const hasNegative = rowsWithPairs(pairs.negative, size);

@@ -18,9 +18,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
-import { checkBatch, cosineSimilarityMatrix, oneHotRows, pickColumns, selectRows } from '../similarity.js';
+import { oneHotRows, pickColumns, selectRows } from '../similarity.js';
 import { isValidTuple, ncaOptionsShape } from './easy-positive.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses } from './nca.js';
 import { parseLossOptions } from './options.js';
@@ -39,8 +40,8 @@ export class NPairLoss extends BaseMetricLoss<z.output<typeof nPairOptionsSchema
     super('npair', parseLossOptions(nPairOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, labels } = batch;
     const { temperature, order, reduction, validity } = this.options;
     // First and second index of each label, in order of first appearance.
     const first = new Map<number, number>();
@@ -59,7 +60,7 @@ export class NPairLoss extends BaseMetricLoss<z.output<typeof nPairOptionsSchema
     }
     const pairCount = pairAnchors.length;
     if (pairCount < 2) return zeroLoss(first.size);
-    const similarities = cosineSimilarityMatrix(embeddings);
+    const similarities = batch.similarities;
     // [K, K]: row k holds S(a_k, p_j) for every pair j; the diagonal is the positive.
     const pairMatrix = tf.matMul(selectRows(similarities, Int32Array.from(pairAnchors)), oneHotRows(Int32Array.from(pairPositives), size), false, true) as tf.Tensor2D;
     const values = pairMatrix.dataSync();

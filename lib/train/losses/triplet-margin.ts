@@ -17,8 +17,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { allTriplets, groupTripletsByAnchor, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
-import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
+import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseLossOptions } from './options.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
@@ -46,11 +46,10 @@ export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMar
     super('triplet-margin', parseLossOptions(tripletMarginOptionsSchema, options, 'loss'));
   }
 
-  override compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput {
-    const size = checkBatch(embeddings, labels);
-    const masks = labelPairMasks(labels);
+  protected override lossOf(batch: LossBatch): LossOutput {
+    const { size, masks } = batch;
     const { margin, distance, miner, minerMargin } = this.options;
-    const distances = distancesFromSimilarities(cosineSimilarityMatrix(embeddings), distance);
+    const distances = batch.distances(distance);
     const triplets =
       miner === 'none' ? allTriplets(masks) : mineTripletsByMargin(distances.dataSync(), masks, miner, minerMargin ?? margin);
     const count = triplets.anchors.length;

@@ -1,0 +1,57 @@
+/**
+ * @file What every loss computes from a batch, made once and only when a loss asks for it: the batch
+ * checked against the {@link MetricLoss} contract, its label masks, the cosine similarity matrix (on
+ * the gradient tape), that matrix's values read back once for mining, and the distances on the unit
+ * sphere. {@link BaseMetricLoss.compute} builds one per batch and hands it to the loss's formula.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, type DistanceKind, type PairMasks } from '../similarity.js';
+
+/** One batch of L2-normalised embeddings and their labels, with its derived matrices made on first use. */
+export class LossBatch {
+  /** The embeddings [B, D], L2-normalised and on the gradient tape. */
+  readonly embeddings: tf.Tensor2D;
+  /** One label per row. */
+  readonly labels: Int32Array;
+  /** B. */
+  readonly size: number;
+  #masks: PairMasks | undefined;
+  #similarities: tf.Tensor2D | undefined;
+  #values: Float32Array | undefined;
+  readonly #distances = new Map<DistanceKind, tf.Tensor2D>();
+
+  /** Checks the batch (embeddings of rank 2, one Int32 label per row); E_ARG naming what is wrong. */
+  constructor(embeddings: tf.Tensor2D, labels: Int32Array) {
+    this.size = checkBatch(embeddings, labels);
+    this.embeddings = embeddings;
+    this.labels = labels;
+  }
+
+  /** The row-major B×B positive and negative label masks. */
+  get masks(): PairMasks {
+    this.#masks ??= labelPairMasks(this.labels);
+    return this.#masks;
+  }
+
+  /** The cosine similarity matrix S = F Fᵀ [B, B], on the gradient tape. */
+  get similarities(): tf.Tensor2D {
+    this.#similarities ??= cosineSimilarityMatrix(this.embeddings);
+    return this.#similarities;
+  }
+
+  /** The values of {@link similarities}, read back once (detached: for mining). */
+  get values(): Float32Array {
+    this.#values ??= this.similarities.dataSync() as Float32Array;
+    return this.#values;
+  }
+
+  /** Distances of kind `kind` from the similarities [B, B], on the gradient tape. */
+  distances(kind: DistanceKind): tf.Tensor2D {
+    let distances = this.#distances.get(kind);
+    if (distances === undefined) {
+      distances = distancesFromSimilarities(this.similarities, kind);
+      this.#distances.set(kind, distances);
+    }
+    return distances;
+  }
+}
