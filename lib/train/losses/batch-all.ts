@@ -25,7 +25,7 @@ import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import { negativeExponent, positiveExponent } from './nca.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -38,7 +38,7 @@ export type BatchAllOptions = z.input<typeof batchAllOptionsSchema>;
 /** Batch All NCA loss over every positive pair (see the file comment). */
 export class BatchAllLoss extends BaseMetricLoss<z.output<typeof batchAllOptionsSchema>> {
   constructor(options: BatchAllOptions = {}) {
-    super('batch-all', parseLossOptions(batchAllOptionsSchema, options, 'loss'));
+    super('batch-all', parseSpec(batchAllOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -32,7 +32,7 @@ export type ContrastiveOptions = z.input<typeof contrastiveOptionsSchema>;
 /** PML's contrastive loss (see the file comment). */
 export class ContrastiveLoss extends BaseMetricLoss<z.output<typeof contrastiveOptionsSchema>> {
   constructor(options: ContrastiveOptions = {}) {
-    super('contrastive', parseLossOptions(contrastiveOptionsSchema, options, 'loss'));
+    super('contrastive', parseSpec(contrastiveOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

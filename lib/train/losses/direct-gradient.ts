@@ -63,7 +63,7 @@ import {
 import { BaseMetricLoss } from './base-loss.js';
 import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -134,7 +134,7 @@ export class DirectGradientLoss extends BaseMetricLoss<ResolvedOptions> {
   declare readonly name: DirectGradientName;
 
   constructor(name: DirectGradientName, options: DirectGradientOptions = {}) {
-    super(name, parseLossOptions(directGradientOptionsSchema(name), options, 'loss'));
+    super(name, parseSpec(directGradientOptionsSchema(name), options, 'loss'));
   }
 
   /** The EPHN triplets of a batch (see the file comment); same calling rules as `compute`. */

@@ -38,7 +38,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses, ncaTripletLosses } from './nca.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -117,7 +117,7 @@ export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTr
       throw invalidParameterError('variant', `one of ${NCA_TRIPLET_VARIANTS.join(', ')}`, variant);
     }
     const schema = variant === 'epshn' ? semiHardNcaTripletOptionsSchema : ncaTripletOptionsSchema;
-    const parsed = parseLossOptions(schema, options, 'loss');
+    const parsed = parseSpec(schema, options, 'loss');
     // The strict semi-hard rule is the default of EPHN-type variants without the option; not recorded as one.
     super(variant, { semiHardRule: 'strict', ...parsed }, parsed);
   }

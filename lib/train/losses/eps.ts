@@ -49,7 +49,7 @@ import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -117,7 +117,7 @@ export class EpsTripletLoss extends BaseMetricLoss<z.output<typeof epsTripletOpt
   readonly generator: Rng;
 
   constructor(options: EpsTripletOptions = {}) {
-    super('eps-triplet', parseLossOptions(epsTripletOptionsSchema, options, 'loss'));
+    super('eps-triplet', parseSpec(epsTripletOptionsSchema, options, 'loss'));
     this.generator = new Rng(this.options.seed);
   }
 
@@ -149,7 +149,7 @@ export class EpsMarginLoss extends BaseMetricLoss<z.output<typeof epsMarginOptio
   readonly generator: Rng;
 
   constructor(options: EpsMarginOptions = {}) {
-    super('eps-margin', parseLossOptions(epsMarginOptionsSchema, options, 'loss'));
+    super('eps-margin', parseSpec(epsMarginOptionsSchema, options, 'loss'));
     this.beta = new ClassBeta(this.options.beta, this.options.learnBeta, this.options.numClasses);
     this.trainableVariables = this.beta.variables;
     this.generator = new Rng(this.options.seed);
@@ -193,7 +193,7 @@ export class EpsMarginLoss extends BaseMetricLoss<z.output<typeof epsMarginOptio
 /** EPS + multi-similarity with MS negative mining (see the file comment). */
 export class EpsMultiSimilarityLoss extends BaseMetricLoss<z.output<typeof epsMsOptionsSchema>> {
   constructor(options: EpsMsOptions = {}) {
-    super('eps-ms', parseLossOptions(epsMsOptionsSchema, options, 'loss'));
+    super('eps-ms', parseSpec(epsMsOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

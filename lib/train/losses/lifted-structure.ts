@@ -19,7 +19,7 @@ import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -37,7 +37,7 @@ export type LiftedStructureOptions = z.input<typeof liftedStructureOptionsSchema
 /** PML's lifted structure loss (see the file comment). */
 export class LiftedStructureLoss extends BaseMetricLoss<z.output<typeof liftedStructureOptionsSchema>> {
   constructor(options: LiftedStructureOptions = {}) {
-    super('lifted-structure', parseLossOptions(liftedStructureOptionsSchema, options, 'loss'));
+    super('lifted-structure', parseSpec(liftedStructureOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

@@ -61,7 +61,7 @@ import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -365,7 +365,7 @@ export class LoopLoss extends BaseMetricLoss<ResolvedOptions> {
   declare readonly name: LoopName;
 
   constructor(name: LoopName, options: LoopOptions = {}) {
-    super(name, parseLossOptions(SCHEMAS[name], options, 'loss'));
+    super(name, parseSpec(SCHEMAS[name], options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

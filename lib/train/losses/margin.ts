@@ -25,7 +25,7 @@ import { ClassBeta } from './class-beta.js';
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
 import { defineLoss } from './loss-entry.js';
@@ -53,7 +53,7 @@ export class MarginLoss extends BaseMetricLoss<z.output<typeof marginOptionsSche
   private readonly beta: ClassBeta;
 
   constructor(options: MarginOptions = {}) {
-    super('margin', parseLossOptions(marginOptionsSchema, options, 'loss'));
+    super('margin', parseSpec(marginOptionsSchema, options, 'loss'));
     const { learnBeta, beta, numClasses } = this.options;
     this.beta = new ClassBeta(beta, learnBeta, numClasses);
     this.trainableVariables = this.beta.variables;

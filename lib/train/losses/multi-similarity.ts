@@ -26,7 +26,7 @@ import { maskedLogSumExp } from './masked-ops.js';
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -52,7 +52,7 @@ export type MultiSimilarityOptions = z.input<typeof multiSimilarityOptionsSchema
 /** PML's multi-similarity loss (see the file comment). */
 export class MultiSimilarityLoss extends BaseMetricLoss<z.output<typeof multiSimilarityOptionsSchema>> {
   constructor(options: MultiSimilarityOptions = {}) {
-    super('multi-similarity', parseLossOptions(multiSimilarityOptionsSchema, options, 'loss'));
+    super('multi-similarity', parseSpec(multiSimilarityOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

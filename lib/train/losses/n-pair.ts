@@ -24,7 +24,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { ncaSetLosses } from './nca.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -37,7 +37,7 @@ export type NPairOptions = z.input<typeof nPairOptionsSchema>;
 /** Sohn's multi-class N-pair loss with NCA temperature (see the file comment). */
 export class NPairLoss extends BaseMetricLoss<z.output<typeof nPairOptionsSchema>> {
   constructor(options: NPairOptions = {}) {
-    super('npair', parseLossOptions(nPairOptionsSchema, options, 'loss'));
+    super('npair', parseSpec(nPairOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

@@ -20,7 +20,7 @@ import { allTriplets, groupTripletsByAnchor, mineTripletsByMargin } from '../min
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
-import { parseLossOptions } from './options.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
 import { defineLoss } from './loss-entry.js';
@@ -43,7 +43,7 @@ export type TripletMarginOptions = z.input<typeof tripletMarginOptionsSchema>;
 /** Triplet margin loss with the AvgNonZero reduction (see the file comment). */
 export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMarginOptionsSchema>> {
   constructor(options: TripletMarginOptions = {}) {
-    super('triplet-margin', parseLossOptions(tripletMarginOptionsSchema, options, 'loss'));
+    super('triplet-margin', parseSpec(tripletMarginOptionsSchema, options, 'loss'));
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {

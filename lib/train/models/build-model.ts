@@ -4,32 +4,33 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../../errors.js';
+import { parseSpec } from '../../util/parse-spec.js';
 import { Rng } from '../../util/rng.js';
 import { buildCnnModel } from './cnn.js';
 import { buildConvnetModel } from './convnet.js';
 import { buildMlpModel } from './mlp.js';
-import type { ModelSpec } from './model-spec.js';
+import { modelSpecSchema, type ModelSpec } from './model-spec.js';
 import { buildTfjsBackboneModel } from './tfjs-backbone.js';
 
-const KINDS = ['mlp', 'cnn', 'convnet', 'tfjs-backbone'] as const;
-
-/** Builds the model `spec` describes. Errors: E_ARG for a bad spec field; E_NOT_FOUND / E_MODEL from loading a backbone. */
+/**
+ * Builds the model `spec` describes, after checking it with {@link modelSpecSchema} (defaults filled
+ * in). Errors: E_ARG for a bad spec field, naming it; E_NOT_FOUND / E_MODEL from loading a backbone.
+ */
 export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.LayersModel> {
   if (typeof spec !== 'object' || spec === null) throw invalidParameterError('model', 'an object', spec);
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw invalidParameterError('seed', 'an integer in [0, 2^32)', seed);
+  const resolved = parseSpec(modelSpecSchema, spec, 'model');
   const rng = new Rng(seed);
-  switch (spec.kind) {
+  switch (resolved.kind) {
     case 'mlp':
-      return buildMlpModel(spec, rng);
+      return buildMlpModel(resolved, rng);
     case 'cnn':
-      return buildCnnModel(spec, rng);
+      return buildCnnModel(resolved, rng);
     case 'convnet':
-      return buildConvnetModel(spec, rng);
+      return buildConvnetModel(resolved, rng);
     case 'tfjs-backbone':
-      return buildTfjsBackboneModel(spec, rng);
+      return buildTfjsBackboneModel(resolved, rng);
     case 'onnx':
       throw new DmlError('E_ARG', 'model.kind "onnx" has no TensorFlow.js model: the graph trainer (backend "onnx") trains it as ONNX');
-    default:
-      throw invalidParameterError('model.kind', `one of ${KINDS.map((k) => `'${k}'`).join(', ')}`, (spec as { kind: unknown }).kind);
   }
 }

@@ -11,27 +11,16 @@ import * as tf from '@tensorflow/tfjs';
 import { invalidParameterError } from '../../errors.js';
 import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
-import { activationOf, booleanOf, positiveIntegers, type CnnModelSpec } from './model-spec.js';
+import type { ResolvedSpecOf } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
 import { inputConv2d } from './input-conv2d.js';
 import { batchNormalization } from './training-batch-norm.js';
-import { checkPositiveInteger } from '../../util/check.js';
 
-/** Builds the model of `spec`; initialiser seeds come from `rng`. */
-export function buildCnnModel(spec: CnnModelSpec, rng: Rng): tf.LayersModel {
-  const shape = spec.inputShape;
-  if (!Array.isArray(shape) || shape.length !== 3) throw invalidParameterError('model.inputShape', 'an array [height, width, channels]', shape);
-  const [height, width, channels] = positiveIntegers('model.inputShape', shape) as [number, number, number];
-  const filters = positiveIntegers('model.filters', spec.filters ?? [32, 64]);
-  const kernelSize = checkPositiveInteger('model.kernelSize', spec.kernelSize ?? 3);
-  const activation = activationOf('model.activation', spec.activation);
-  const batchNorm = booleanOf('model.batchNorm', spec.batchNorm, false);
-  const head = {
-    hidden: positiveIntegers('model.hidden', spec.hidden ?? [128]),
-    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
-    activation,
-    batchNorm,
-  };
+/** Builds the model of the (checked) `spec`; initialiser seeds come from `rng`. */
+export function buildCnnModel(spec: ResolvedSpecOf<'cnn'>, rng: Rng): tf.LayersModel {
+  const { inputShape: shape, filters, kernelSize, activation, batchNorm, hidden, embeddingDim } = spec;
+  const [height, width, channels] = shape;
+  const head = { hidden, embeddingDim, activation, batchNorm };
   const minSide = 2 ** filters.length;
   if (height < minSide || width < minSide) {
     throw invalidParameterError('model.inputShape', `height and width of at least ${minSide} for ${filters.length} 2x2 poolings`, `[${shape.join(', ')}]`);

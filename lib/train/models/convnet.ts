@@ -32,10 +32,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { invalidParameterError } from '../../errors.js';
-import { checkPositiveInteger } from '../../util/check.js';
 import type { Rng } from '../../util/rng.js';
 import { appendHead } from './head.js';
-import { activationOf, booleanOf, positiveIntegers, type ConvnetDownsample, type ConvnetModelSpec, type ConvnetPooling } from './model-spec.js';
+import type { ResolvedSpecOf } from './model-spec.js';
 import { kernelInitializer } from './seeded-init.js';
 import { inputConv2d } from './input-conv2d.js';
 import { batchNormalization } from './training-batch-norm.js';
@@ -49,29 +48,11 @@ import { batchNormalization } from './training-batch-norm.js';
 const BN_MOMENTUM = 0.9;
 const BN_EPSILON = 1e-5;
 
-/** Default channels per stage. */
-const DEFAULT_WIDTHS: readonly number[] = [32, 64, 128, 256];
-
-/** Builds the model of `spec`; initialiser seeds come from `rng`, in layer order. Errors: E_ARG naming the bad field. */
-export function buildConvnetModel(spec: ConvnetModelSpec, rng: Rng): tf.LayersModel {
-  const shape = spec.inputShape;
-  if (!Array.isArray(shape) || shape.length !== 3) throw invalidParameterError('model.inputShape', 'an array [height, width, channels]', shape);
-  const [height, width, channels] = positiveIntegers('model.inputShape', shape) as [number, number, number];
-  const widths = positiveIntegers('model.widths', spec.widths ?? DEFAULT_WIDTHS);
-  if (widths.length === 0) throw invalidParameterError('model.widths', 'a non-empty array of positive integers (channels per stage)', spec.widths);
-  const depth = checkPositiveInteger('model.depth', spec.depth ?? 1);
-  const activation = activationOf('model.activation', spec.activation);
-  const poolBatchNorm = booleanOf('model.poolBatchNorm', spec.poolBatchNorm, false);
-  const downsample: ConvnetDownsample = spec.downsample ?? 'maxpool';
-  if (downsample !== 'stride' && downsample !== 'maxpool') throw invalidParameterError('model.downsample', "'stride' or 'maxpool'", downsample);
-  const pooling: ConvnetPooling = spec.pooling ?? 'avgmax';
-  if (pooling !== 'avg' && pooling !== 'max' && pooling !== 'avgmax') throw invalidParameterError('model.pooling', "'avg', 'max' or 'avgmax'", pooling);
-  const head = {
-    hidden: positiveIntegers('model.hidden', spec.hidden ?? []),
-    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
-    activation,
-    batchNorm: false,
-  };
+/** Builds the model of the (checked) `spec`; initialiser seeds come from `rng`, in layer order. Errors: E_ARG when the input is too small for its stages. */
+export function buildConvnetModel(spec: ResolvedSpecOf<'convnet'>, rng: Rng): tf.LayersModel {
+  const { inputShape: shape, widths, depth, activation, poolBatchNorm, downsample, pooling, hidden, embeddingDim } = spec;
+  const [height, width, channels] = shape;
+  const head = { hidden, embeddingDim, activation, batchNorm: false };
   const minSide = 2 ** widths.length;
   if (height < minSide || width < minSide) {
     throw invalidParameterError('model.inputShape', `height and width of at least ${minSide} for ${widths.length} stages that each halve them`, `[${shape.join(', ')}]`);

@@ -1,5 +1,6 @@
 /**
- * @file Model specifications, as a config file gives them, and their validation. Every model maps
+ * @file Model specifications, as a config file gives them, and their schema ({@link modelSpecSchema}),
+ * which checks them and fills their defaults. Every model maps
  * its input to an L2-normalised embedding of `embeddingDim` values:
  *
  * - `mlp`: a linear (`hidden: []`) or MLP head on precomputed features (e.g. backbone features from
@@ -12,8 +13,6 @@
  * - `onnx`: an ONNX network (a PyTorch export, a downloaded model), optionally cut and given a new head,
  *   trained as ONNX by the graph trainer (`backend: "onnx"`; lib/engine/graph/embedding-network.ts).
  */
-import { invalidParameterError } from '../../errors.js';
-import { checkPositiveInteger } from '../../util/check.js';
 import { z } from 'zod';
 import { positiveIntegerField } from '../../util/zod-fields.js';
 
@@ -125,26 +124,6 @@ export interface OnnxModelSpec {
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
 export type ModelSpec = MlpModelSpec | CnnModelSpec | ConvnetModelSpec | TfjsBackboneModelSpec | OnnxModelSpec;
 
-/** Checks `value` is an array of positive integers (possibly empty) and returns a copy. */
-export function positiveIntegers(name: string, value: unknown): number[] {
-  if (!Array.isArray(value)) throw invalidParameterError(name, 'an array of positive integers', value);
-  return value.map((v, i) => checkPositiveInteger(`${name}[${i}]`, v));
-}
-
-/** Checks an optional activation and returns it with the default. */
-export function activationOf(name: string, value: unknown): Activation {
-  if (value === undefined) return 'relu';
-  if (!ACTIVATIONS.includes(value as Activation)) throw invalidParameterError(name, `one of ${ACTIVATIONS.map((a) => `'${a}'`).join(', ')}`, value);
-  return value as Activation;
-}
-
-/** Checks an optional boolean and returns it with the default. */
-export function booleanOf(name: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);
-  return value;
-}
-
 /** The schema of the model specs above, as a training config gives them (`model`). */
 export const modelSpecSchema = z.discriminatedUnion('kind', [
   z
@@ -212,3 +191,9 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
     })
     .strict(),
 ]);
+
+/** A model spec with its defaults filled in, as {@link modelSpecSchema} parses it. */
+export type ResolvedModelSpec = z.output<typeof modelSpecSchema>;
+
+/** The resolved spec of one model kind. */
+export type ResolvedSpecOf<Kind extends ResolvedModelSpec['kind']> = Extract<ResolvedModelSpec, { kind: Kind }>;

@@ -17,25 +17,13 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../../errors.js';
 import type { Rng } from '../../util/rng.js';
 import { appendHead, headLayerNames } from './head.js';
-import { activationOf, booleanOf, positiveIntegers, type TfjsBackboneModelSpec } from './model-spec.js';
+import type { ResolvedSpecOf } from './model-spec.js';
 import { loadLayersModelFromFile } from './tfjs-files.js';
-import { checkPositiveInteger } from '../../util/check.js';
 
-/** Loads the backbone of `spec` and builds backbone + head; head initialiser seeds come from `rng`. */
-export async function buildTfjsBackboneModel(spec: TfjsBackboneModelSpec, rng: Rng): Promise<tf.LayersModel> {
-  if (typeof spec.modelJson !== 'string' || spec.modelJson.length === 0) throw invalidParameterError('model.modelJson', 'the path of a model.json', spec.modelJson);
-  const pooling = spec.pooling ?? 'avg';
-  if (pooling !== 'avg' && pooling !== 'max') throw invalidParameterError('model.pooling', "'avg' or 'max'", pooling);
-  if (spec.outputLayer !== undefined && (typeof spec.outputLayer !== 'string' || spec.outputLayer.length === 0)) {
-    throw invalidParameterError('model.outputLayer', 'a layer name', spec.outputLayer);
-  }
-  const head = {
-    hidden: positiveIntegers('model.hidden', spec.hidden ?? []),
-    embeddingDim: checkPositiveInteger('model.embeddingDim', spec.embeddingDim),
-    activation: activationOf('model.activation', spec.activation),
-    batchNorm: booleanOf('model.batchNorm', spec.batchNorm, false),
-  };
-  const trainBackbone = booleanOf('model.trainBackbone', spec.trainBackbone, true);
+/** Loads the backbone of the (checked) `spec` and builds backbone + head; head initialiser seeds come from `rng`. */
+export async function buildTfjsBackboneModel(spec: ResolvedSpecOf<'tfjs-backbone'>, rng: Rng): Promise<tf.LayersModel> {
+  const { pooling, hidden, embeddingDim, activation, batchNorm, trainBackbone } = spec;
+  const head = { hidden, embeddingDim, activation, batchNorm };
 
   const backbone = await loadLayersModelFromFile(spec.modelJson);
   if (backbone.inputs.length !== 1) {
