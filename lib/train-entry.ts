@@ -36,6 +36,7 @@ export const {
   lossSpecSchema,
   mineMultiSimilarityPairs,
   mineTripletsByMargin,
+  modelSpecSchema,
   parseTrainConfig,
   prepareEmbeddingNetwork,
   saveCheckpoint,

@@ -20,6 +20,7 @@ export {
 } from './engine/tfjs/backend-registry.js';
 export { buildModel } from './train/models/build-model.js';
 export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec, OnnxModelSpec } from './train/models/model-spec.js';
+export { modelSpecSchema } from './train/models/model-spec.js';
 export type { TrainingData } from './train/training-data.js';
 export { L2Normalize, type L2NormalizeArgs } from './train/models/l2-normalize.js';
 export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
