@@ -18,10 +18,22 @@ import { Rng } from '../../util/rng.js';
 import { readOnnxGraph } from './onnx-ir.js';
 import { inferShapes } from './shapes.js';
 
+/** GeM's default exponent (Radenović et al.'s fixed p). */
+export const GEM_DEFAULT_P = 3;
+
+/** GeM's floor before the power: cirtorch's `eps`. */
+const GEM_EPSILON = 1e-6;
+
 /** The new head of {@link prepareEmbeddingNetwork}. */
 export interface EmbeddingHeadSpec {
-  /** Global pooling of a feature map [N, C, H, W] (ignored for features [N, C]); default `avg`. */
-  readonly pooling?: 'avg' | 'max' | 'avgmax' | undefined;
+  /**
+   * Global pooling of a feature map [N, C, H, W] (ignored for features [N, C]); default `avg`. `gem`:
+   * generalised mean pooling (Radenović et al., 2018), `(mean(max(x, 1e-6)^p))^(1/p)` per channel,
+   * with the fixed exponent {@link gemP}.
+   */
+  readonly pooling?: 'avg' | 'max' | 'avgmax' | 'gem' | undefined;
+  /** GeM's exponent p (`pooling: 'gem'`); default 3 (1 is average pooling, large p approaches max pooling). */
+  readonly gemP?: number | undefined;
   /** A BatchNorm neck before the Linear layer; default false. */
   readonly batchNorm?: boolean | undefined;
   /** Width of the embedding. */
@@ -122,8 +134,15 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
     if (featureDims.length === 4) {
       const pooling = options.head.pooling ?? 'avg';
       const pooled = [];
-      if (pooling !== 'max') pooled.push(g.op('GlobalAveragePool', [features], 'head/gap'));
-      if (pooling !== 'avg') pooled.push(g.op('GlobalMaxPool', [features], 'head/gmp'));
+      if (pooling === 'gem') {
+        const p = options.head.gemP ?? GEM_DEFAULT_P;
+        if (!Number.isFinite(p) || p <= 0) throw invalidParameterError('head.gemP', 'a positive number', p);
+        const clamped = g.op('Clip', [features, g.floats('head/gem.eps', [], [GEM_EPSILON])], 'head/gem_clamp');
+        const averaged = g.op('GlobalAveragePool', [g.op('Pow', [clamped, g.floats('head/gem.p', [], [p])], 'head/gem_pow')], 'head/gem_mean');
+        pooled.push(g.op('Pow', [averaged, g.floats('head/gem.inverse_p', [], [1 / p])], 'head/gem'));
+      }
+      if (pooling === 'avg' || pooling === 'avgmax') pooled.push(g.op('GlobalAveragePool', [features], 'head/gap'));
+      if (pooling === 'max' || pooling === 'avgmax') pooled.push(g.op('GlobalMaxPool', [features], 'head/gmp'));
       features = pooled.length > 1 ? g.op('Concat', pooled, 'head/pool', { axis: { i: 1 } }) : (pooled[0] as string);
       features = g.op('Flatten', [features], 'head/flat', { axis: { i: 1 } });
       width = (featureDims[1] as number) * pooled.length;

@@ -15,6 +15,7 @@
  */
 import { z } from 'zod';
 import { positiveIntegerField } from '../../util/zod-fields.js';
+import type { EmbeddingHeadSpec } from '../../engine/graph/embedding-network.js';
 
 /** Activations of hidden layers; each has a one-node ONNX counterpart. */
 export type Activation = 'relu' | 'elu' | 'tanh' | 'sigmoid';
@@ -118,7 +119,7 @@ export interface OnnxModelSpec {
   /** The value the network ends at; default the model's output. */
   output?: string | undefined;
   /** A new head after `output`: global pooling, optional BatchNorm neck, Linear, then L2 normalisation. */
-  head?: { pooling?: 'avg' | 'max' | 'avgmax' | undefined; batchNorm?: boolean | undefined; embeddingDim: number } | undefined;
+  head?: EmbeddingHeadSpec | undefined;
 }
 
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
@@ -185,7 +186,13 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       output: z.string().min(1).optional(),
       /** A new head after `output` (lib/engine/graph/embedding-network.ts); needed when `output` is a feature map. */
       head: z
-        .object({ pooling: z.enum(['avg', 'max', 'avgmax']).default('avg'), batchNorm: z.boolean().default(false), embeddingDim: positiveIntegerField })
+        .object({
+          pooling: z.enum(['avg', 'max', 'avgmax', 'gem']).default('avg'),
+          /** GeM's exponent p with `pooling: "gem"` (default 3). */
+          gemP: z.number().positive().optional(),
+          batchNorm: z.boolean().default(false),
+          embeddingDim: positiveIntegerField,
+        })
         .strict()
         .optional(),
     })

@@ -1,14 +1,15 @@
 /**
  * prepareEmbeddingNetwork: a PyTorch-exported network (spec/fixtures/graph-trainer/resnet-triplet) cut
  * at its last feature map and given a new head computes what the head's formula gives on that feature
- * map; NHWC input; seeded PyTorch-default initialisation; the graph trainer trains it; the errors.
+ * map; NHWC input; seeded PyTorch-default initialisation; the graph trainer trains it; GeM pooling by
+ * its formula, with its gradient against central finite differences; the errors.
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { prepareEmbeddingNetwork } from '../../../lib/engine/graph/embedding-network.js';
 import { readOnnxGraph } from '../../../lib/engine/graph/onnx-ir.js';
 import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
-import { decodeModel, encodeModel, int64Value } from '../../../lib/onnx/builder.js';
+import { decodeModel, encodeModel, floatTensor, int64Value, node, tensorValueInfo } from '../../../lib/onnx/builder.js';
 import ort from '../../../lib/onnx/ort.js';
 import { Rng } from '../../../lib/util/rng.js';
 import { expectDmlError } from '../../helpers/expect-dml-error.js';
@@ -100,6 +101,70 @@ describe('prepareEmbeddingNetwork', () => {
       expect(Array.from(trainer.value(name) as Float32Array), name).to.not.deep.equal(Array.from(before.get(name) as Float32Array));
     }
     await trainer.release();
+  });
+
+  describe('GeM pooling (pooling: gem)', () => {
+    // A one-convolution network [N, 2, 4, 4] -> [N, 3, 4, 4], so that a weight sits before the pooling.
+    const convWeight = Float32Array.from({ length: 3 * 2 * 3 * 3 }, (_, i) => Math.sin(i * 1.7) * 0.4);
+    const convNet = (weight: Float32Array): Uint8Array =>
+      encodeModel({
+        graphName: 'conv',
+        inputs: [tensorValueInfo('input', 'float32', ['batch', 2, 4, 4])],
+        outputs: [tensorValueInfo('features', 'float32', ['batch', 3, 4, 4])],
+        nodes: [node('Conv', ['input', 'conv.weight'], ['features'], { pads: { ints: [1, 1, 1, 1] } })],
+        initializers: [floatTensor('conv.weight', [3, 2, 3, 3], weight)],
+      });
+    const gemHead = { pooling: 'gem', gemP: 3, embeddingDim: 4 } as const;
+    const gemRng = new Rng(11);
+    const x = Float32Array.from({ length: 3 * 2 * 16 }, () => gemRng.nextGaussian());
+
+    it('computes (mean(max(x, 1e-6)^p))^(1/p) per channel before the Linear layer', async () => {
+      const model = prepareEmbeddingNetwork(convNet(convWeight), { itemDims: [2, 4, 4], head: gemHead, seed: 2 });
+      const graph = readOnnxGraph(model, 'gem');
+      const weight = graph.initializers.get('head/fc.weight')?.data as Float32Array;
+      const bias = graph.initializers.get('head/fc.bias')?.data as Float32Array;
+      const map = await run(convNet(convWeight), x, [3, 2, 4, 4]);
+      const actual = await run(model, x, [3, 2, 4, 4]);
+      for (let n = 0; n < 3; n++) {
+        const pooled = Array.from({ length: 3 }, (_, c) => {
+          const values = Array.from(map.subarray((n * 3 + c) * 16, (n * 3 + c + 1) * 16), (v) => Math.max(v, 1e-6) ** 3);
+          return (values.reduce((a, b) => a + b, 0) / 16) ** (1 / 3);
+        });
+        const row = Array.from({ length: 4 }, (_, d) => pooled.reduce((sum, v, k) => sum + v * (weight[d * 3 + k] as number), bias[d] as number));
+        const norm = Math.sqrt(row.reduce((a, v) => a + v * v, 0) + 1e-12);
+        row.forEach((v, d) => expect(actual[n * 4 + d]).to.be.closeTo(v / norm, 1e-5));
+      }
+    });
+
+    it("the graph trainer's gradient through GeM matches central finite differences of the convolution's weight", async () => {
+      const model = prepareEmbeddingNetwork(convNet(convWeight), { itemDims: [2, 4, 4], head: gemHead, seed: 2 });
+      // L = Σ embeddings ⊙ G; one plain SGD step with lr 1 moves each weight by -dL/dw.
+      const G = Float32Array.from({ length: 3 * 4 }, (_, i) => Math.cos(i * 0.9));
+      const trainer = await GraphTrainer.create({ model, itemDims: [2, 4, 4], optimizer: { kind: 'sgd' }, threads: 1 });
+      expect(trainer.trainedNames).to.include('conv.weight');
+      await trainer.step(x, G, 1);
+      const moved = trainer.value('conv.weight') as Float32Array;
+      await trainer.release();
+      const lossAt = async (weight: Float32Array): Promise<number> => {
+        const prepared = prepareEmbeddingNetwork(convNet(weight), { itemDims: [2, 4, 4], head: gemHead, seed: 2 });
+        const out = await run(prepared, x, [3, 2, 4, 4]);
+        return out.reduce((sum, v, i) => sum + v * (G[i] as number), 0);
+      };
+      const h = 1e-2;
+      for (const i of [0, 5, 13, 27, 40, 53]) {
+        const plus = Float32Array.from(convWeight);
+        const minus = Float32Array.from(convWeight);
+        plus[i]! += h;
+        minus[i]! -= h;
+        const numeric = ((await lossAt(plus)) - (await lossAt(minus))) / (2 * h);
+        const analytic = (convWeight[i] as number) - (moved[i] as number);
+        expect(analytic, `conv.weight[${i}]`).to.be.closeTo(numeric, 2e-3 + 2e-2 * Math.abs(numeric));
+      }
+    });
+
+    it('refuses an exponent that is not a positive number', async () => {
+      await expectDmlError(() => prepareEmbeddingNetwork(convNet(convWeight), { itemDims: [2, 4, 4], head: { ...gemHead, gemP: 0 } }), 'E_ARG', 'Expected a positive number for head.gemP but received 0');
+    });
   });
 
   it('names a missing cut point and a shape the head cannot take', async () => {
