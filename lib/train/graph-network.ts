@@ -20,7 +20,7 @@ import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
 import { permuteArray } from '../engine/tfjs/onnx-graph.js';
 import { graphLossOf } from './graph-loss.js';
-import { GraphTrainer } from '../engine/graph-trainer/graph-trainer.js';
+import { GraphTrainer, type GraphTrainerOptions } from '../engine/graph-trainer/graph-trainer.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
@@ -139,11 +139,12 @@ export class GraphNetwork {
   /**
    * A run's `model.kind: "onnx"` network (already prepared: NHWC input `itemDims`, embeddings out) on
    * its graph trainer; with `batchSize`, the sessions for batches of that size are opened now; `loss`
-   * as in {@link create}.
+   * as in {@link create}; `freezeUpTo` leaves the weights up to that value untrained
+   * ({@link GraphTrainerOptions.freezeUpTo}).
    */
-  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string, loss?: MetricLoss): Promise<GraphNetwork> {
+  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string, loss?: MetricLoss, freezeUpTo?: string): Promise<GraphNetwork> {
     const graphLoss = loss ? graphLossOf(loss) : undefined;
-    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device, ...(graphLoss ? { loss: graphLoss } : {}) });
+    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device, ...(graphLoss ? { loss: graphLoss } : {}), ...(freezeUpTo !== undefined ? { freezeUpTo } : {}) });
     await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, new Map());
   }

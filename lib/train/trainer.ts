@@ -396,7 +396,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       seed: config.seed,
       name: onnxSpec.path,
     });
-    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, loss);
+    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, loss, onnxSpec.freezeUpTo);
   } else if (config.backend === 'onnx') {
     graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss);
   }

@@ -25,7 +25,7 @@ import ort from '../../onnx/ort.js';
 import { createSession } from '../../onnx/session.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
-import { compileStep, defaultTrainedInitializers, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
+import { compileStep, defaultTrainedInitializers, initializersUpTo, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
 
 /**
  * A loss written as ONNX nodes after the network's output, so that a training step is one graph run
@@ -74,6 +74,13 @@ export interface GraphTrainerOptions {
   readonly optimizer: GraphOptimizerSettings;
   /** The initializers to train; default: the weights of parametric operators (see defaultTrainedInitializers). */
   readonly trained?: readonly string[];
+  /**
+   * Freeze the network up to this value (a node output, e.g. a backbone stage's): the weights it is
+   * computed from are not trained (the backward pass stops there when nothing before it trains).
+   * BatchNormalization layers before it still normalise with batch statistics and update their
+   * running statistics.
+   */
+  readonly freezeUpTo?: string;
   /** Which trained parameters take weight decay; default: those of rank 2 or more (kernels, not biases or normalisation parameters). */
   readonly decayed?: (name: string, dims: readonly number[]) => boolean;
   /** Execution provider; default `cpu`. */
@@ -163,8 +170,9 @@ export class GraphTrainer {
       const fixed = input.dims[i + 1];
       if (typeof fixed === 'number' && fixed !== d) throw invalidParameterError(`itemDims[${i}]`, `${fixed} (the model's fixed size)`, d);
     });
-    const trained = options.trained ?? defaultTrainedInitializers(graph);
-    if (trained.length === 0) throw new DmlError('E_MODEL', `${name} has no weights to train`);
+    const frozen = options.freezeUpTo !== undefined ? initializersUpTo(graph, options.freezeUpTo) : new Set<string>();
+    const trained = (options.trained ?? defaultTrainedInitializers(graph)).filter((w) => !frozen.has(w));
+    if (trained.length === 0) throw new DmlError('E_MODEL', `${name} has no weights to train${options.freezeUpTo !== undefined ? ` after ${options.freezeUpTo}` : ''}`);
     const decayedOf = options.decayed ?? ((_n: string, dims: readonly number[]) => dims.length > 1);
     const decayed = new Set(trained.filter((n) => decayedOf(n, graph.initializers.get(n)?.dims ?? [])));
     const optimizer = createGraphOptimizer(options.optimizer);

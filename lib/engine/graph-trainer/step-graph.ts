@@ -20,7 +20,7 @@ import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueIn
 import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
 import { StepEmitter } from '../autodiff/emitter.js';
 import type { StateUpdate } from '../autodiff/rule.js';
-import type { IrGraph, IrTensor } from '../graph/onnx-ir.js';
+import type { IrGraph, IrNode, IrTensor } from '../graph/onnx-ir.js';
 import { inferShapes, type ShapedGraph } from '../graph/shapes.js';
 import type { GraphOptimizer } from './optimizer-graph.js';
 
@@ -95,6 +95,28 @@ export function slotName(param: string, slot: string): string {
 /** The name of a value's next state in the step graph. */
 export function nextName(name: string): string {
   return `${name}:next`;
+}
+
+/**
+ * The initializers that `value` is computed from: those of every node on a path from the graph's
+ * inputs to `value` (a node output). Freezing a network up to `value` leaves these untrained. Errors:
+ * E_ARG when no node outputs `value`.
+ */
+export function initializersUpTo(graph: IrGraph, value: string): Set<string> {
+  const producers = new Map<string, IrNode>();
+  for (const n of graph.nodes) for (const o of n.outputs) producers.set(o, n);
+  if (!producers.has(value)) throw invalidParameterError('freezeUpTo', 'the output of a node of the network', value);
+  const found = new Set<string>();
+  const seen = new Set<string>();
+  const pending = [value];
+  while (pending.length > 0) {
+    const name = pending.pop() as string;
+    if (seen.has(name)) continue;
+    seen.add(name);
+    if (graph.initializers.has(name)) found.add(name);
+    for (const input of producers.get(name)?.inputs ?? []) if (input) pending.push(input);
+  }
+  return found;
 }
 
 /**

@@ -120,6 +120,8 @@ export interface OnnxModelSpec {
   output?: string | undefined;
   /** A new head after `output`: global pooling, optional BatchNorm neck, Linear, then L2 normalisation. */
   head?: EmbeddingHeadSpec | undefined;
+  /** Freeze the network up to this value (a node output): the weights before it are not trained. */
+  freezeUpTo?: string | undefined;
 }
 
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
@@ -195,6 +197,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
         })
         .strict()
         .optional(),
+      /** Freeze the network up to this value (a node output): the weights it is computed from are not trained. */
+      freezeUpTo: z.string().min(1).optional(),
     })
     .strict(),
 ]);

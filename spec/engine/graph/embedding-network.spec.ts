@@ -103,6 +103,27 @@ describe('prepareEmbeddingNetwork', () => {
     await trainer.release();
   });
 
+  it('freezeUpTo: the weights up to a named value stay, the rest trains; an unknown value is named', async () => {
+    const model = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
+    const all = await GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, threads: 1 });
+    const frozenPart = (await GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, threads: 1, freezeUpTo: FEATURES }));
+    const stem = all.trainedNames.filter((n) => n.startsWith('stem.') || n.startsWith('block'));
+    expect(stem.length).to.be.above(0);
+    expect(frozenPart.trainedNames.filter((n) => stem.includes(n))).to.deep.equal([]);
+    expect(frozenPart.trainedNames).to.include.members(['head/fc.weight', 'head/neck.weight']);
+    const before = new Map([...frozenPart.weights()].map(([k, v]) => [k, v.slice()]));
+    const embeddings = await frozenPart.forward(images);
+    await frozenPart.step(images, Float32Array.from(embeddings, (_, i) => (i % 3) - 1), 0.1);
+    expect(frozenPart.value('head/fc.weight')).to.not.deep.equal(before.get('head/fc.weight'));
+    for (const name of stem) expect(frozenPart.value(name), name).to.equal(undefined);
+    const exported = readOnnxGraph(frozenPart.exportModel(), 'exported');
+    const original = readOnnxGraph(model, 'original');
+    for (const name of stem) expect(Array.from(exported.initializers.get(name)?.data ?? []), name).to.deep.equal(Array.from(original.initializers.get(name)?.data ?? []));
+    await all.release();
+    await frozenPart.release();
+    await expectDmlError(() => GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, freezeUpTo: 'no/such/value' }), 'E_ARG', 'Expected the output of a node of the network for freezeUpTo but received "no/such/value"');
+  });
+
   describe('GeM pooling (pooling: gem)', () => {
     // A one-convolution network [N, 2, 4, 4] -> [N, 3, 4, 4], so that a weight sits before the pooling.
     const convWeight = Float32Array.from({ length: 3 * 2 * 3 * 3 }, (_, i) => Math.sin(i * 1.7) * 0.4);
