@@ -21,6 +21,7 @@ import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
 import { permuteArray } from '../engine/tfjs/onnx-graph.js';
 import { graphLossOf } from './graph-loss.js';
 import { GraphTrainer, type GraphTrainerOptions } from '../engine/graph-trainer/graph-trainer.js';
+import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
@@ -137,14 +138,34 @@ export class GraphNetwork {
   }
 
   /**
-   * A run's `model.kind: "onnx"` network (already prepared: NHWC input `itemDims`, embeddings out) on
-   * its graph trainer; with `batchSize`, the sessions for batches of that size are opened now; `loss`
-   * as in {@link create}; `freezeUpTo` leaves the weights up to that value untrained
-   * ({@link GraphTrainerOptions.freezeUpTo}).
+   * A run's `model.kind: "onnx"` network (already prepared by prepareEmbeddingNetwork: NHWC input
+   * `itemDims`, embeddings out, the new head's weights named `head/...`) on its graph trainer; with
+   * `batchSize`, the sessions for batches of that size are opened now. `options.loss` as in
+   * {@link create}; `options.freezeUpTo` leaves the weights up to that value untrained
+   * ({@link GraphTrainerOptions.freezeUpTo}); `options.backboneLearningRateScale` trains every weight
+   * but the head's at that factor of the rate ({@link GraphTrainerOptions.learningRateScale}).
    */
-  static async fromOnnx(bytes: Uint8Array, itemDims: readonly number[], optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize: number, name: string, loss?: MetricLoss, freezeUpTo?: string): Promise<GraphNetwork> {
-    const graphLoss = loss ? graphLossOf(loss) : undefined;
-    const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: graphOptimizerSettings(optimizer), device, ...(graphLoss ? { loss: graphLoss } : {}), ...(freezeUpTo !== undefined ? { freezeUpTo } : {}) });
+  static async fromOnnx(
+    bytes: Uint8Array,
+    itemDims: readonly number[],
+    optimizer: TrainConfig['optimizer'],
+    device: DeviceChoice,
+    batchSize: number,
+    name: string,
+    options: { loss?: MetricLoss | undefined; freezeUpTo?: string | undefined; backboneLearningRateScale?: number | undefined } = {},
+  ): Promise<GraphNetwork> {
+    const graphLoss = options.loss ? graphLossOf(options.loss) : undefined;
+    const scale = options.backboneLearningRateScale;
+    const trainer = await GraphTrainer.create({
+      model: bytes,
+      name,
+      itemDims,
+      optimizer: graphOptimizerSettings(optimizer),
+      device,
+      ...(graphLoss ? { loss: graphLoss } : {}),
+      ...(options.freezeUpTo !== undefined ? { freezeUpTo: options.freezeUpTo } : {}),
+      ...(scale !== undefined ? { learningRateScale: (param: string) => (param.startsWith(HEAD_WEIGHT_PREFIX) ? 1 : scale) } : {}),
+    });
     await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, new Map());
   }

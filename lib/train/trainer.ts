@@ -396,7 +396,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       seed: config.seed,
       name: onnxSpec.path,
     });
-    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, loss, onnxSpec.freezeUpTo);
+    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, {
+      loss,
+      freezeUpTo: onnxSpec.freezeUpTo,
+      backboneLearningRateScale: onnxSpec.backboneLearningRateScale,
+    });
   } else if (config.backend === 'onnx') {
     graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss);
   }

@@ -81,6 +81,11 @@ export interface GraphTrainerOptions {
    * running statistics.
    */
   readonly freezeUpTo?: string;
+  /**
+   * The factor of the step's learning rate that trained parameter `param` steps at (PyTorch's
+   * parameter groups; e.g. 0.1 for a pretrained backbone's weights); default 1 for every parameter.
+   */
+  readonly learningRateScale?: (param: string) => number;
   /** Which trained parameters take weight decay; default: those of rank 2 or more (kernels, not biases or normalisation parameters). */
   readonly decayed?: (name: string, dims: readonly number[]) => boolean;
   /** Execution provider; default `cpu`. */
@@ -145,6 +150,7 @@ export class GraphTrainer {
     private readonly outputName: string,
     private readonly trained: readonly string[],
     private readonly decayed: ReadonlySet<string>,
+    private readonly learningRateScales: ReadonlyMap<string, number>,
     private readonly optimizer: GraphOptimizer,
     private readonly state: Map<string, Float32Array>,
   ) {}
@@ -173,12 +179,18 @@ export class GraphTrainer {
     const frozen = options.freezeUpTo !== undefined ? initializersUpTo(graph, options.freezeUpTo) : new Set<string>();
     const trained = (options.trained ?? defaultTrainedInitializers(graph)).filter((w) => !frozen.has(w));
     if (trained.length === 0) throw new DmlError('E_MODEL', `${name} has no weights to train${options.freezeUpTo !== undefined ? ` after ${options.freezeUpTo}` : ''}`);
+    const learningRateScales = new Map<string, number>();
+    for (const param of options.learningRateScale ? trained : []) {
+      const scale = options.learningRateScale?.(param) ?? 1;
+      if (!Number.isFinite(scale) || scale <= 0) throw invalidParameterError(`learningRateScale(${param})`, 'a positive number', scale);
+      if (scale !== 1) learningRateScales.set(param, scale);
+    }
     const decayedOf = options.decayed ?? ((_n: string, dims: readonly number[]) => dims.length > 1);
     const decayed = new Set(trained.filter((n) => decayedOf(n, graph.initializers.get(n)?.dims ?? [])));
     const optimizer = createGraphOptimizer(options.optimizer);
     const state = new Map<string, Float32Array>();
     for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
-    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, optimizer, state);
+    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, learningRateScales, optimizer, state);
     const probeBatch = typeof input.dims[0] === 'number' ? input.dims[0] : 2;
     const probe = trainer.compile(probeBatch);
     for (const v of probe.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
@@ -207,6 +219,7 @@ export class GraphTrainer {
       optimizer: this.optimizer,
       gradientOutputs: this.options.recordGradients ?? false,
       fused: { outputs: [built.validCount] },
+      learningRateScales: this.learningRateScales,
     });
     return { compiled, built };
   }
@@ -282,7 +295,16 @@ export class GraphTrainer {
 
   private compile(batch: number): ReturnType<typeof compileStep> {
     const inputDims = new Map([[this.inputName, [batch, ...this.options.itemDims]]]);
-    return compileStep({ graph: this.graph, inputDims, trained: this.trained, output: this.outputName, decayed: this.decayed, optimizer: this.optimizer, gradientOutputs: this.options.recordGradients ?? false });
+    return compileStep({
+      graph: this.graph,
+      inputDims,
+      trained: this.trained,
+      output: this.outputName,
+      decayed: this.decayed,
+      optimizer: this.optimizer,
+      gradientOutputs: this.options.recordGradients ?? false,
+      learningRateScales: this.learningRateScales,
+    });
   }
 
   /** The graphs for `batch` items, compiled and opened on first use. */

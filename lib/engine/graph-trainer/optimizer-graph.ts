@@ -58,8 +58,19 @@ export interface GraphOptimizer {
   readonly hyperParameters: readonly string[];
   /** The values of {@link hyperParameters} for 1-based step `t` at learning rate `lr`. */
   hyperValues(t: number, lr: number): Record<string, number>;
+  /**
+   * The per-step scalars of a parameter group whose learning rate is `scale` times the step's (a
+   * PyTorch param group with its own lr): the scalars proportional to the rate scaled, decay factors
+   * `1 - scale·lr·λ`; emitted once per group.
+   */
+  scaledHyper(emit: StepEmitter, hyper: Readonly<Record<string, string>>, scale: number): Record<string, string>;
   /** Emits the update of `param` with gradient `gradient`; `hyper` maps hyperparameters to graph inputs. */
   emitUpdate(emit: StepEmitter, param: string, gradient: string, slots: Readonly<Record<string, string>>, hyper: Readonly<Record<string, string>>, decayed: boolean): ParameterUpdate;
+}
+
+/** `1 - scale·lr·λ` from the step's decay factor `1 - lr·λ`: `scale·factor + (1 - scale)`. */
+function scaledDecayFactor(emit: StepEmitter, factor: string, scale: number): string {
+  return emit.op('Add', [emit.op('Mul', [factor, emit.scalar(scale)], `${factor}/x${scale}`), emit.scalar(1 - scale)], `${factor}/scaled${scale}`);
 }
 
 function check(name: string, value: number, ok: boolean, expected: string): number {
@@ -98,6 +109,11 @@ function adam(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
       bias_correction2_sqrt: Math.sqrt(1 - beta2 ** t),
       decay_factor: 1 - lr * settings.weightDecay,
     }),
+    scaledHyper: (emit, hyper, scale) => ({
+      ...hyper,
+      step_size: emit.op('Mul', [hyper.step_size as string, emit.scalar(scale)], `${hyper.step_size}/x${scale}`),
+      decay_factor: scaledDecayFactor(emit, hyper.decay_factor as string, scale),
+    }),
     emitUpdate: (emit, param, gradient, slots, hyper, decayed) => {
       const base = `${param}/adam`;
       const decay = decayed && settings.weightDecay > 0;
@@ -125,6 +141,11 @@ function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
       lr,
       decay_factor: 1 - lr * weightDecay,
       ...(momentum > 0 ? { buffer_keep: t === 1 ? 0 : momentum, buffer_add: t === 1 ? 1 : 1 - dampening } : {}),
+    }),
+    scaledHyper: (emit, hyper, scale) => ({
+      ...hyper,
+      lr: emit.op('Mul', [hyper.lr as string, emit.scalar(scale)], `${hyper.lr}/x${scale}`),
+      decay_factor: scaledDecayFactor(emit, hyper.decay_factor as string, scale),
     }),
     emitUpdate: (emit, param, gradient, slots, hyper, decayed) => {
       const base = `${param}/sgd`;

@@ -83,6 +83,8 @@ export interface StepGraphSpec {
   readonly optimizer: GraphOptimizer;
   /** Also output each parameter's gradient (for gradient norms and checks). */
   readonly gradientOutputs?: boolean;
+  /** Trained parameters whose learning rate is this factor times the step's (default 1 for the others). */
+  readonly learningRateScales?: ReadonlyMap<string, number>;
   /** Also compile the fused step, which outputs `output` (the loss) and these forward values too. */
   readonly fused?: { readonly outputs: readonly string[] };
 }
@@ -220,13 +222,23 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   const gradients = emitBackward(emit, s, forward, requiresGrad, spec.output, seed, spec.trained);
 
   const dims = (name: string): readonly number[] => emit.dims(name);
+  // One set of scaled scalars per learning-rate group.
+  const scaledHyper = new Map<number, Record<string, string>>([[1, hyper]]);
+  const hyperOf = (scale: number): Record<string, string> => {
+    let scaled = scaledHyper.get(scale);
+    if (scaled === undefined) {
+      scaled = spec.optimizer.scaledHyper(emit, hyper, scale);
+      scaledHyper.set(scale, scaled);
+    }
+    return scaled;
+  };
   const updates: StateUpdate[] = [];
   const slotIo: { input: string; next: string; dims: readonly number[] }[] = [];
   for (const p of spec.trained) {
     const gradient = gradients.get(p);
     if (gradient === undefined) continue; // unused by the output: PyTorch leaves such a parameter (and its slots) alone
     const slots = slotInputs.get(p) ?? {};
-    const update = spec.optimizer.emitUpdate(emit, p, gradient, slots, hyper, spec.decayed.has(p));
+    const update = spec.optimizer.emitUpdate(emit, p, gradient, slots, hyperOf(spec.learningRateScales?.get(p) ?? 1), spec.decayed.has(p));
     updates.push({ state: p, next: update.param });
     for (const [slot, input] of Object.entries(slots)) {
       updates.push({ state: input, next: update.slots[slot] as string });

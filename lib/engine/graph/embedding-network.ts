@@ -18,6 +18,9 @@ import { Rng } from '../../util/rng.js';
 import { readOnnxGraph } from './onnx-ir.js';
 import { inferShapes } from './shapes.js';
 
+/** The prefix of the new head's weight names (`head/fc.weight`, `head/neck.bias`, ...): everything else is the network's. */
+export const HEAD_WEIGHT_PREFIX = 'head/';
+
 /** GeM's default exponent (Radenović et al.'s fixed p). */
 export const GEM_DEFAULT_P = 3;
 

@@ -122,6 +122,8 @@ export interface OnnxModelSpec {
   head?: EmbeddingHeadSpec | undefined;
   /** Freeze the network up to this value (a node output): the weights before it are not trained. */
   freezeUpTo?: string | undefined;
+  /** The factor of the learning rate the network's own weights train at (the new head's at the rate); default 1. */
+  backboneLearningRateScale?: number | undefined;
 }
 
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
@@ -199,6 +201,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
         .optional(),
       /** Freeze the network up to this value (a node output): the weights it is computed from are not trained. */
       freezeUpTo: z.string().min(1).optional(),
+      /** The factor of the learning rate the network's own weights train at (the new head's at the rate), e.g. 0.1. */
+      backboneLearningRateScale: z.number().positive().optional(),
     })
     .strict(),
 ]);

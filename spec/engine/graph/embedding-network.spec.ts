@@ -124,6 +124,31 @@ describe('prepareEmbeddingNetwork', () => {
     await expectDmlError(() => GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, freezeUpTo: 'no/such/value' }), 'E_ARG', 'Expected the output of a node of the network for freezeUpTo but received "no/such/value"');
   });
 
+  it('learningRateScale: a parameter group steps at its factor of the rate (SGD and AdamW), the rest at the rate', async () => {
+    const model = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
+    const original = readOnnxGraph(model, 'original');
+    for (const optimizer of [{ kind: 'sgd' }, { kind: 'adamw', weightDecay: 0.05 }] as const) {
+      const plain = await GraphTrainer.create({ model, itemDims: ITEM, optimizer, threads: 1 });
+      const backbone = plain.trainedNames.filter((n) => !n.startsWith('head/'));
+      const scaled = await GraphTrainer.create({ model, itemDims: ITEM, optimizer, threads: 1, learningRateScale: (n) => (backbone.includes(n) ? 0.1 : 1) });
+      const gradient = Float32Array.from({ length: batch * 8 }, (_, i) => Math.sin(i));
+      for (const trainer of [plain, scaled]) await trainer.step(images, gradient, 0.05);
+      const delta = (trainer: GraphTrainer, name: string): number[] => {
+        const before = original.initializers.get(name)?.data as Float32Array;
+        return Array.from(trainer.value(name) as Float32Array, (v, i) => v - (before[i] as number));
+      };
+      for (const name of ['stem.0.weight', 'head/fc.weight', 'head/neck.weight']) {
+        const factor = name.startsWith('head/') ? 1 : 0.1;
+        const [a, b] = [delta(plain, name), delta(scaled, name)];
+        expect(Math.max(...a.map(Math.abs)), `${optimizer.kind} ${name} moved`).to.be.above(0);
+        a.forEach((v, i) => expect(b[i], `${optimizer.kind} ${name}[${i}]`).to.be.closeTo(factor * v, 1e-6 + 1e-4 * Math.abs(v)));
+      }
+      await plain.release();
+      await scaled.release();
+    }
+    await expectDmlError(() => GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, learningRateScale: (n) => (n === 'head/fc.weight' ? 0 : 1) }), 'E_ARG', 'Expected a positive number for learningRateScale(head/fc.weight) but received 0');
+  });
+
   describe('GeM pooling (pooling: gem)', () => {
     // A one-convolution network [N, 2, 4, 4] -> [N, 3, 4, 4], so that a weight sits before the pooling.
     const convWeight = Float32Array.from({ length: 3 * 2 * 3 * 3 }, (_, i) => Math.sin(i * 1.7) * 0.4);
