@@ -166,6 +166,19 @@ describe('GraphTrainer', function () {
     expect(gradient).to.deep.equal([0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0]);
   });
 
+  // Values at and around the kinks, and PyTorch 1.13's gradients of hardswish and hardsigmoid there
+  // (torch.nn.functional.hardswish / hardsigmoid backward with these seeds).
+  const kinks = [-4, -3, -2.5, -1, 0, 0.5, 1, 2.75, 3, 3.5, 5, -3.25, 2, -2, 6, -6];
+  const kinkSeeds = [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8];
+  it("differentiates HardSwish and HardSigmoid as PyTorch does, at the kinks too", async () => {
+    const hardSwish = await routedGradient(node('HardSwish', ['h'], ['y']), [1, 4, 4], kinks, kinkSeeds);
+    const torchHardSwish = [0, -1, -0.9999999403953552, 0.6666666269302368, 2.5, 4, 5.833333492279053, 11.333333969116211, 1, 2, 3, 0, 5.833333969116211, -1.0000001192092896, 7, 0];
+    hardSwish.forEach((v, i) => expect(v, `HardSwish at ${kinks[i]}`).to.be.closeTo(torchHardSwish[i] as number, 1e-6));
+    const hardSigmoid = await routedGradient(node('HardSigmoid', ['h'], ['y'], { alpha: { f: 1 / 6 }, beta: { f: 0.5 } }), [1, 4, 4], kinks, kinkSeeds);
+    const torchHardSigmoid = [0, 0, 0.5, 0.6666666865348816, 0.8333333730697632, 1, 1.1666667461395264, 1.3333333730697632, 0, 0, 0, 0, 0.8333333730697632, 1, 0, 0];
+    hardSigmoid.forEach((v, i) => expect(v, `HardSigmoid at ${kinks[i]}`).to.be.closeTo(torchHardSigmoid[i] as number, 1e-6));
+  });
+
   it('exports the forward model with the trained weights', async () => {
     const trainer = await GraphTrainer.create({ model: linearModel(), itemDims: [3], optimizer: { kind: 'sgd' }, threads: 1 });
     await trainer.step(x, seed, 0.1);

@@ -2,7 +2,9 @@
  * @file Gradient rules of activations, with PyTorch's conventions at the kinks: Relu (`y > 0` passes),
  * Clip (ReLU6: strictly inside the bounds passes, as hardtanh), LeakyRelu (`x > 0` passes, else
  * `alpha`), Sigmoid (`g (1 - y) y`; SiLU is exported as `x * Sigmoid(x)` and differentiates through
- * Mul), Tanh (`g (1 - y²)`), Softplus (`g sigmoid(x)`).
+ * Mul), Tanh (`g (1 - y²)`), Softplus (`g sigmoid(x)`), HardSigmoid (`g α` strictly inside
+ * `0 < αx + β < 1`, PyTorch's hardsigmoid at α = 1/6, β = 1/2), HardSwish (MobileNetV3's; PyTorch's
+ * hardswish_backward: 0 below -3, `g (x/3 + 1/2)` on [-3, 3), `g` from 3 on).
  */
 import type { GradientRule } from '../rule.js';
 import type { StepEmitter } from '../emitter.js';
@@ -38,4 +40,21 @@ export const ACTIVATION_RULES: Readonly<Record<string, GradientRule>> = {
   Sigmoid: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Mul', [emit.op('Sub', [emit.scalar(1), y], `${base}/one_minus_y`), y], `${base}/slope`)], base)),
   Tanh: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Sub', [emit.scalar(1), emit.op('Mul', [y, y], `${base}/y2`)], `${base}/slope`)], base)),
   Softplus: activation((emit, g, x, _y, base) => emit.op('Mul', [g, emit.op('Sigmoid', [x], `${base}/sigmoid`)], base)),
+  HardSigmoid: {
+    differentiableInputs: () => [0],
+    backward: (emit, node, dys, needed) => {
+      if (!needed[0]) return [undefined];
+      const base = `${node.name}/grad`;
+      const alpha = floatAttribute(node, 'alpha', 0.2);
+      const beta = floatAttribute(node, 'beta', 0.5);
+      const linear = emit.op('Add', [emit.op('Mul', [inputOf(node, 0), emit.scalar(alpha)], `${base}/ax`), emit.scalar(beta)], `${base}/ax_b`);
+      const inside = emit.op('And', [emit.op('Greater', [linear, emit.scalar(0)], `${base}/above_0`), emit.op('Less', [linear, emit.scalar(1)], `${base}/below_1`)], `${base}/inside`);
+      return [emit.op('Where', [inside, emit.op('Mul', [outputGradient(node, dys), emit.scalar(alpha)], `${base}/g_alpha`), emit.scalar(0)], base)];
+    },
+  },
+  HardSwish: activation((emit, g, x, _y, base) => {
+    const ramp = emit.op('Mul', [g, emit.op('Add', [emit.op('Mul', [x, emit.scalar(1 / 3)], `${base}/x_third`), emit.scalar(0.5)], `${base}/slope`)], `${base}/ramp`);
+    const upper = emit.op('Where', [emit.op('Less', [x, emit.scalar(3)], `${base}/below_3`), ramp, g], `${base}/upper`);
+    return emit.op('Where', [emit.op('Less', [x, emit.scalar(-3)], `${base}/below_minus_3`), emit.scalar(0), upper], base);
+  }),
 };
