@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch's gradients of three small networks, for spec/engine/graph-trainer/gradients.spec.ts.
+"""PyTorch's gradients of four small networks, for spec/engine/graph-trainer/graph-trainer.spec.ts.
 
-    /usr/bin/python3 scripts/reference/torch_graph_gradients.py [out-folder]
+    /usr/bin/python3 scripts/reference/torch_graph_gradients.py [out-folder [name ...]]
 
 Writes, per network, `<out>/<name>.onnx` (the untrained network exported by torch.onnx.export, opset 17,
 eval mode, no constant folding, so BatchNormalization stays its own node) and `<out>/<name>.json`: the
@@ -18,7 +18,13 @@ over cancelling terms (a BatchNorm scale before another BatchNorm) is only that 
   pooling, Linear, F.normalize;
 - `zoo`: dilated convolution with bias, depthwise convolution, ReLU6, LeakyReLU, SiLU (x * sigmoid(x)),
   AvgPool2d(3, 2, 1, count_include_pad=False), overlapping MaxPool2d(3, 2, 1), a transpose, a matrix
-  product with a weight (MatMul), Sigmoid, BatchNorm1d, F.normalize.
+  product with a weight (MatMul), Sigmoid, BatchNorm1d, F.normalize;
+- `mobile`: the blocks of MobileNetV3 and EfficientNet at small widths, as torchvision builds them: a
+  stem with Hardswish, an inverted residual (expand 1x1, depthwise 3x3, squeeze-excite with ReLU and
+  Hardsigmoid, project 1x1, identity shortcut), an MBConv with SiLU and a sigmoid squeeze-excite
+  (torchvision's SiLU exports as x * Sigmoid(x)), global average pooling, Linear, F.normalize.
+
+With names after the folder, only those networks are written.
 
 Debian: python3-torch, python3-onnx. A reference only.
 """
@@ -100,11 +106,56 @@ class Zoo(nn.Module):
         return F.normalize(self.fc(self.neck(x)), dim=1)
 
 
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels, squeezed, activation, gate):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeezed, 1)
+        self.fc2 = nn.Conv2d(squeezed, channels, 1)
+        self.activation = activation
+        self.gate = gate
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * self.gate(self.fc2(self.activation(self.fc1(s))))
+
+
+def conv_bn_act(ci, co, kernel, stride, groups, activation):
+    return [nn.Conv2d(ci, co, kernel, stride=stride, padding=kernel // 2, groups=groups, bias=False), nn.BatchNorm2d(co), activation]
+
+
+class Mobile(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(*conv_bn_act(3, 8, 3, 2, 1, nn.Hardswish()))
+        # MobileNetV3's inverted residual: expand, depthwise, squeeze-excite (ReLU, Hardsigmoid), project.
+        self.inverted = nn.Sequential(
+            *conv_bn_act(8, 16, 1, 1, 1, nn.Hardswish()),
+            *conv_bn_act(16, 16, 3, 1, 16, nn.Hardswish()),
+            SqueezeExcite(16, 8, nn.ReLU(), nn.Hardsigmoid()),
+            nn.Conv2d(16, 8, 1, bias=False), nn.BatchNorm2d(8))
+        # EfficientNet's MBConv: expand, depthwise (stride 2), squeeze-excite (SiLU, Sigmoid), project.
+        self.mbconv = nn.Sequential(
+            *conv_bn_act(8, 24, 1, 1, 1, nn.SiLU()),
+            *conv_bn_act(24, 24, 3, 2, 24, nn.SiLU()),
+            SqueezeExcite(24, 6, nn.SiLU(), nn.Sigmoid()),
+            nn.Conv2d(24, 12, 1, bias=False), nn.BatchNorm2d(12))
+        self.fc = nn.Linear(12, 8)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = x + self.inverted(x)
+        x = self.mbconv(x)
+        return F.normalize(self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1)), dim=1)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "spec/fixtures/graph-gradients"
+    only = set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
     torch.set_num_threads(1)
-    for name, make in [("convnet", ConvNet), ("resnet", ResNet), ("zoo", Zoo)]:
+    for name, make in [("convnet", ConvNet), ("resnet", ResNet), ("zoo", Zoo), ("mobile", Mobile)]:
+        if only and name not in only:
+            continue
         torch.manual_seed(1)
         model = make()
         x = torch.randn(6, 3, 16, 16)

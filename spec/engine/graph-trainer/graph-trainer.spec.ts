@@ -37,7 +37,7 @@ function relativeError(actual: ArrayLike<number>, expected: readonly number[]): 
 describe('GraphTrainer', function () {
   this.timeout(60_000);
 
-  for (const name of ['convnet', 'resnet', 'zoo']) {
+  for (const name of ['convnet', 'resnet', 'zoo', 'mobile']) {
     it(`reproduces PyTorch's gradients and running statistics of the ${name} network`, async () => {
       const fixture = JSON.parse(readFileSync(new URL(`${name}.json`, FIXTURES), 'utf8')) as GradientFixture;
       const trainer = await GraphTrainer.create({
