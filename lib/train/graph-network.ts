@@ -143,7 +143,8 @@ export class GraphNetwork {
    * `batchSize`, the sessions for batches of that size are opened now. `options.loss` as in
    * {@link create}; `options.freezeUpTo` leaves the weights up to that value untrained
    * ({@link GraphTrainerOptions.freezeUpTo}); `options.backboneLearningRateScale` trains every weight
-   * but the head's at that factor of the rate ({@link GraphTrainerOptions.learningRateScale}).
+   * but the head's at that factor of the rate ({@link GraphTrainerOptions.learningRateScale});
+   * `options.frozenBatchNorm` normalises with the running statistics ({@link GraphTrainerOptions.frozenBatchNorm}).
    */
   static async fromOnnx(
     bytes: Uint8Array,
@@ -152,7 +153,7 @@ export class GraphNetwork {
     device: DeviceChoice,
     batchSize: number,
     name: string,
-    options: { loss?: MetricLoss | undefined; freezeUpTo?: string | undefined; backboneLearningRateScale?: number | undefined } = {},
+    options: { loss?: MetricLoss | undefined; freezeUpTo?: string | undefined; backboneLearningRateScale?: number | undefined; frozenBatchNorm?: boolean | undefined } = {},
   ): Promise<GraphNetwork> {
     const graphLoss = options.loss ? graphLossOf(options.loss) : undefined;
     const scale = options.backboneLearningRateScale;
@@ -164,6 +165,7 @@ export class GraphNetwork {
       device,
       ...(graphLoss ? { loss: graphLoss } : {}),
       ...(options.freezeUpTo !== undefined ? { freezeUpTo: options.freezeUpTo } : {}),
+      ...(options.frozenBatchNorm !== undefined ? { frozenBatchNorm: options.frozenBatchNorm } : {}),
       ...(scale !== undefined ? { learningRateScale: (param: string) => (param.startsWith(HEAD_WEIGHT_PREFIX) ? 1 : scale) } : {}),
     });
     await trainer.prepare(batchSize);

@@ -400,6 +400,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       loss,
       freezeUpTo: onnxSpec.freezeUpTo,
       backboneLearningRateScale: onnxSpec.backboneLearningRateScale,
+      frozenBatchNorm: onnxSpec.frozenBatchNorm,
     });
   } else if (config.backend === 'onnx') {
     graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss);

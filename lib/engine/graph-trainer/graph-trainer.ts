@@ -26,6 +26,7 @@ import { createSession } from '../../onnx/session.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, initializersUpTo, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
+import { FROZEN_BATCH_NORM_ATTRIBUTE } from '../autodiff/rules/normalization.js';
 
 /**
  * A loss written as ONNX nodes after the network's output, so that a training step is one graph run
@@ -81,6 +82,12 @@ export interface GraphTrainerOptions {
    * running statistics.
    */
   readonly freezeUpTo?: string;
+  /**
+   * Every BatchNormalization normalises with its running statistics, which stay as they are (PyTorch's
+   * BatchNorm in `eval()` inside a training model; Roth et al.'s frozen BN); its scale and bias still
+   * train. Default false: batch statistics, running statistics updated.
+   */
+  readonly frozenBatchNorm?: boolean;
   /**
    * The factor of the step's learning rate that trained parameter `param` steps at (PyTorch's
    * parameter groups; e.g. 0.1 for a pretrained backbone's weights); default 1 for every parameter.
@@ -162,7 +169,8 @@ export class GraphTrainer {
    */
   static async create(options: GraphTrainerOptions): Promise<GraphTrainer> {
     const name = options.name ?? 'model';
-    const graph = readOnnxGraph(options.model, name);
+    const read = readOnnxGraph(options.model, name);
+    const graph: IrGraph = options.frozenBatchNorm ? withFrozenBatchNorm(read) : read;
     const [input, ...otherInputs] = graph.inputs;
     if (!input || otherInputs.length > 0) throw new DmlError('E_MODEL', `${name} has ${graph.inputs.length} data inputs; the graph trainer trains networks with one image input`);
     if (input.type !== 'float32') throw new DmlError('E_MODEL', `${name}: input ${input.name} is ${input.type}; expected float32 images`);
@@ -500,4 +508,14 @@ export class GraphTrainer {
     this.fusedGraphs.clear();
     for (const r of fused) if (r.status === 'fulfilled') await r.value.session.release();
   }
+}
+
+/** `graph` with every BatchNormalization marked frozen (see normalization.ts). */
+function withFrozenBatchNorm(graph: IrGraph): IrGraph {
+  return {
+    ...graph,
+    nodes: graph.nodes.map((node) =>
+      node.opType === 'BatchNormalization' ? { ...node, attributes: new Map([...node.attributes, [FROZEN_BATCH_NORM_ATTRIBUTE, { i: 1 }]]) } : node,
+    ),
+  };
 }

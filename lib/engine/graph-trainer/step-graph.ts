@@ -20,7 +20,8 @@ import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueIn
 import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
 import { StepEmitter } from '../autodiff/emitter.js';
 import type { StateUpdate } from '../autodiff/rule.js';
-import type { IrGraph, IrNode, IrTensor } from '../graph/onnx-ir.js';
+import { intAttribute, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
+import { FROZEN_BATCH_NORM_ATTRIBUTE } from '../autodiff/rules/normalization.js';
 import { inferShapes, type ShapedGraph } from '../graph/shapes.js';
 import type { GraphOptimizer } from './optimizer-graph.js';
 
@@ -147,9 +148,11 @@ export function defaultTrainedInitializers(graph: IrGraph): string[] {
   return [...trained];
 }
 
-/** The running statistics (BatchNormalization inputs 3 and 4) of `graph`. */
+/** The running statistics (BatchNormalization inputs 3 and 4) a training step updates: those of every BatchNormalization not frozen. */
 export function runningStatistics(graph: IrGraph): string[] {
-  return graph.nodes.filter((n) => n.opType === 'BatchNormalization').flatMap((n) => [n.inputs[3], n.inputs[4]].filter((x): x is string => !!x && graph.initializers.has(x)));
+  return graph.nodes
+    .filter((n) => n.opType === 'BatchNormalization' && intAttribute(n, FROZEN_BATCH_NORM_ATTRIBUTE, 0) !== 1)
+    .flatMap((n) => [n.inputs[3], n.inputs[4]].filter((x): x is string => !!x && graph.initializers.has(x)));
 }
 
 function valueInfo(name: string, type: 'float32' | 'int64', dims: readonly number[]): ValueInfoProto {

@@ -124,6 +124,8 @@ export interface OnnxModelSpec {
   freezeUpTo?: string | undefined;
   /** The factor of the learning rate the network's own weights train at (the new head's at the rate); default 1. */
   backboneLearningRateScale?: number | undefined;
+  /** Every BatchNormalization normalises with its running statistics, which stay (frozen BN); default false. */
+  frozenBatchNorm?: boolean | undefined;
 }
 
 /** Any trainable embedder: an MLP head, a small CNN, a compact strided CNN, a TensorFlow.js backbone with a head, or an ONNX network. */
@@ -203,6 +205,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       freezeUpTo: z.string().min(1).optional(),
       /** The factor of the learning rate the network's own weights train at (the new head's at the rate), e.g. 0.1. */
       backboneLearningRateScale: z.number().positive().optional(),
+      /** Every BatchNormalization normalises with its running statistics, which stay as they are (frozen BN). */
+      frozenBatchNorm: z.boolean().optional(),
     })
     .strict(),
 ]);

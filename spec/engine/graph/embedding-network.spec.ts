@@ -149,6 +149,61 @@ describe('prepareEmbeddingNetwork', () => {
     await expectDmlError(() => GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, learningRateScale: (n) => (n === 'head/fc.weight' ? 0 : 1) }), 'E_ARG', 'Expected a positive number for learningRateScale(head/fc.weight) but received 0');
   });
 
+  it('frozenBatchNorm: the training forward is the inference one, running statistics stay, the gradient is that of the affine map', async () => {
+    /** `model` with the initializers of `values` replaced. */
+    const withInitializers = (bytes: Uint8Array, values: ReadonlyMap<string, Float32Array>): Uint8Array => {
+      const m = decodeModel(bytes, 'model');
+      const g = m.graph ?? {};
+      return encodeModel({
+        graphName: g.name ?? 'm',
+        inputs: g.input ?? [],
+        outputs: g.output ?? [],
+        nodes: g.node ?? [],
+        initializers: (g.initializer ?? []).map((t) => {
+          const replaced = values.get(t.name ?? '');
+          return replaced ? floatTensor(t.name ?? '', (t.dims ?? []).map((d) => int64Value(d) ?? 0), replaced) : t;
+        }),
+        opsetImports: (m.opsetImport ?? []).map((o) => ({ domain: o.domain ?? '', version: int64Value(o.version) ?? 0 })),
+        irVersion: int64Value(m.irVersion) ?? 8,
+      });
+    };
+    // Running statistics far from a fresh network's (mean 0, variance 1), so that using them shows.
+    const prepared = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head: { pooling: 'avg', embeddingDim: 8 }, seed: 5 });
+    const statistics = new Map<string, Float32Array>();
+    for (const [name, tensor] of readOnnxGraph(prepared, 'prepared').initializers) {
+      if (name.endsWith('running_mean')) statistics.set(name, Float32Array.from(tensor.data, (_, i) => 0.2 * Math.sin(i + 1)));
+      if (name.endsWith('running_var')) statistics.set(name, Float32Array.from(tensor.data, (_, i) => 0.3 + 0.5 * Math.abs(Math.cos(i))));
+    }
+    expect(statistics.size).to.be.above(2);
+    const model = withInitializers(prepared, statistics);
+    const trainer = await GraphTrainer.create({ model, itemDims: ITEM, optimizer: { kind: 'sgd' }, threads: 1, frozenBatchNorm: true });
+    // With running statistics, training mode computes what inference computes.
+    const inference = await run(model, images, [batch, ...ITEM]);
+    const training = await trainer.forward(images);
+    training.forEach((v, i) => expect(v).to.be.closeTo(inference[i] as number, 1e-5));
+    // One plain SGD step with lr 1 moves a weight by -dL/dw, L = Σ embeddings ⊙ G; against central
+    // finite differences of the inference model (the same function when BatchNorm is frozen).
+    const G = Float32Array.from({ length: batch * 8 }, (_, i) => Math.cos(i * 0.7));
+    const weightName = 'stem.0.weight';
+    const weight = readOnnxGraph(model, 'model').initializers.get(weightName)?.data as Float32Array;
+    await trainer.step(images, G, 1);
+    const moved = trainer.value(weightName) as Float32Array;
+    const exported = readOnnxGraph(trainer.exportModel(), 'exported');
+    for (const [name, values] of statistics) expect(Array.from(exported.initializers.get(name)?.data ?? []), name).to.deep.equal(Array.from(values));
+    await trainer.release();
+    const lossAt = async (values: Float32Array): Promise<number> =>
+      (await run(withInitializers(model, new Map([[weightName, values]])), images, [batch, ...ITEM])).reduce((sum, v, i) => sum + v * (G[i] as number), 0);
+    const h = 1e-3;
+    for (const i of [0, 7, 30, 100]) {
+      const plus = Float32Array.from(weight);
+      const minus = Float32Array.from(weight);
+      plus[i]! += h;
+      minus[i]! -= h;
+      const numeric = ((await lossAt(plus)) - (await lossAt(minus))) / (2 * h);
+      expect((weight[i] as number) - (moved[i] as number), `${weightName}[${i}]`).to.be.closeTo(numeric, 2e-3 + 2e-2 * Math.abs(numeric));
+    }
+  });
+
   describe('GeM pooling (pooling: gem)', () => {
     // A one-convolution network [N, 2, 4, 4] -> [N, 3, 4, 4], so that a weight sits before the pooling.
     const convWeight = Float32Array.from({ length: 3 * 2 * 3 * 3 }, (_, i) => Math.sin(i * 1.7) * 0.4);

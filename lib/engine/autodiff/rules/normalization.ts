@@ -13,9 +13,14 @@
  *     dβ = Σ dy,  dγ = Σ dy x̂,  dx = γ invstd (dy - x̂ Σ(dy x̂) / n - Σ dy / n).
  *
  * Inference (evaluation, export) keeps the node as it is, reading the running statistics.
+ *
+ * Frozen (a node carrying {@link FROZEN_BATCH_NORM_ATTRIBUTE}, as GraphTrainer's `frozenBatchNorm`
+ * marks them; PyTorch's BatchNorm in `eval()` inside a training model, Roth et al.'s frozen BN): the
+ * forward normalises with the running statistics, which stay as they are, and the backward is that
+ * of an affine map: `dx = γ invstd dy`, `dγ = Σ dy x̂`, `dβ = Σ dy` with `invstd = 1 / sqrt(running_var + ε)`.
  */
 import { DmlError } from '../../../errors.js';
-import { describeNode, elementCount, floatAttribute, type IrNode } from '../../graph/onnx-ir.js';
+import { describeNode, elementCount, floatAttribute, intAttribute, type IrNode } from '../../graph/onnx-ir.js';
 import type { StepEmitter } from '../emitter.js';
 import type { ForwardRecord, GradientRule } from '../rule.js';
 import { inputOf, outputGradient } from './elementwise.js';
@@ -29,9 +34,34 @@ function geometry(emit: StepEmitter, node: IrNode): { axes: number[]; channelDim
   return { axes: dims.flatMap((_, i) => (i === 1 ? [] : [i])), channelDims: dims.map((d, i) => (i === 1 ? d : 1)), channels, count };
 }
 
+/** The node attribute (not an ONNX one: it never reaches onnxruntime) that marks a BatchNormalization frozen. */
+export const FROZEN_BATCH_NORM_ATTRIBUTE = 'dmlkit.frozen';
+
+function isFrozen(node: IrNode): boolean {
+  return intAttribute(node, FROZEN_BATCH_NORM_ATTRIBUTE, 0) === 1;
+}
+
+/** The frozen forward: the node as inference runs it, plus what the affine backward needs. */
+function frozenForward(emit: StepEmitter, node: IrNode): ForwardRecord {
+  const [x, scale, , runningMean, runningVar] = [0, 1, 2, 3, 4].map((i) => inputOf(node, i)) as [string, string, string, string, string];
+  const dims = emit.dims(x);
+  if (dims.length < 2) throw new DmlError('E_MODEL', `${describeNode(node)}: input of rank ${dims.length}; batch normalisation needs [N, C, ...]`);
+  const channels = dims[1] as number;
+  const channelDims = dims.map((d, i) => (i === 1 ? d : 1));
+  const epsilon = floatAttribute(node, 'epsilon', 1e-5);
+  const base = node.name;
+  const invstd = emit.reshape(emit.op('Reciprocal', [emit.op('Sqrt', [emit.op('Add', [runningVar, emit.scalar(epsilon)], `${base}/running_var_eps`)], `${base}/running_std`)], `${base}/running_invstd`), [channels], channelDims, `${base}/invstd`);
+  const centered = emit.op('Sub', [x, emit.reshape(runningMean, [channels], channelDims, `${base}/running_mean_shaped`)], `${base}/centered`);
+  const scaleShaped = emit.reshape(scale, [channels], channelDims, `${base}/scale_shaped`);
+  // The inference kernel on the running statistics (the marker attribute stays out of the step graph).
+  emit.opInto('BatchNormalization', [x, scale, inputOf(node, 2), runningMean, runningVar], node.outputs[0] as string, { epsilon: { f: epsilon } });
+  return { saved: { centered, invstd, scaleShaped }, stateUpdates: [] };
+}
+
 const batchNormalization: GradientRule = {
   differentiableInputs: () => [0, 1, 2],
   forward: (emit, node): ForwardRecord => {
+    if (isFrozen(node)) return frozenForward(emit, node);
     const [x, scale, bias, runningMean, runningVar] = [0, 1, 2, 3, 4].map((i) => inputOf(node, i)) as [string, string, string, string, string];
     const { axes, channelDims, channels, count } = geometry(emit, node);
     const epsilon = floatAttribute(node, 'epsilon', 1e-5);
@@ -59,9 +89,10 @@ const batchNormalization: GradientRule = {
   },
   backward: (emit, node, dys, needed, record) => {
     const g = outputGradient(node, dys);
-    const { axes, channels, count } = geometry(emit, node);
     const { centered, invstd, scaleShaped } = record.saved as { centered: string; invstd: string; scaleShaped: string };
     const base = `${node.name}/grad`;
+    if (isFrozen(node)) return frozenBackward(emit, node, g, needed, { centered, invstd, scaleShaped });
+    const { axes, channels, count } = geometry(emit, node);
     // With x̂ = (x - mean) invstd: Σ dy x̂ = invstd Σ dy (x - mean), so x̂ itself is never formed.
     const sumG = emit.op('ReduceSum', [g, emit.ints(axes)], `${base}/sum_dy`, { keepdims: { i: 1 } });
     const sumGC = emit.op('ReduceSum', [emit.op('Mul', [g, centered], `${base}/dy_centered`), emit.ints(axes)], `${base}/sum_dy_centered`, { keepdims: { i: 1 } });
@@ -78,6 +109,22 @@ const batchNormalization: GradientRule = {
     return results;
   },
 };
+
+/** The affine backward of a frozen BatchNormalization (see the file comment). */
+function frozenBackward(emit: StepEmitter, node: IrNode, g: string, needed: readonly boolean[], saved: { centered: string; invstd: string; scaleShaped: string }): (string | undefined)[] {
+  const dims = emit.dims(inputOf(node, 0));
+  const channels = dims[1] as number;
+  const axes = dims.flatMap((_, i) => (i === 1 ? [] : [i]));
+  const base = `${node.name}/grad`;
+  const results: (string | undefined)[] = node.inputs.map(() => undefined);
+  if (needed[0]) results[0] = emit.op('Mul', [g, emit.op('Mul', [saved.invstd, saved.scaleShaped], `${base}/gain`)], `${base}_input`);
+  if (needed[1]) {
+    const xhat = emit.op('Mul', [saved.centered, saved.invstd], `${base}/xhat`);
+    results[1] = emit.op('Reshape', [emit.op('ReduceSum', [emit.op('Mul', [g, xhat], `${base}/dy_xhat`), emit.ints(axes)], `${base}/sum_dy_xhat`, { keepdims: { i: 1 } }), emit.ints([channels])], `${base}_scale`);
+  }
+  if (needed[2]) results[2] = emit.op('Reshape', [emit.op('ReduceSum', [g, emit.ints(axes)], `${base}/sum_dy`, { keepdims: { i: 1 } }), emit.ints([channels])], `${base}_bias`);
+  return results;
+}
 
 /** Rules of this file by operator type. */
 export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization };
