@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { BACKEND_PREFERENCES } from '../engine/tfjs/backend-registry.js';
+import { DEVICE_HELP } from '../onnx/devices.js';
 import { explainMissingTensorflow } from '../util/optional-deps.js';
 
 /** Raw option values of `dml train`. */
@@ -31,7 +32,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--seed <n>', 'override seed (default: the config\'s)')
     .option('--out <dir>', 'override the output folder (default: the config\'s)')
     .option('--backend <name>', `override backend: ${BACKEND_PREFERENCES.join(', ')}, or onnx (the graph trainer on onnxruntime) (default: the config's)`)
-    .option('--device <name>', 'the onnx backend\'s device: auto (CUDA, else WebGPU, else CPU), cuda, webgpu or cpu (default: the config\'s, else auto)')
+    .option('--device <name>', `the onnx backend's device: ${DEVICE_HELP} (default: the config's, else auto)`)
     .option('--resume', 'continue from <out>/checkpoints/last')
     .option('--overwrite', 'replace the run the output folder holds (without it, or --resume, such a folder is refused)')
     .action(async (flags: TrainFlags) => {
