@@ -274,6 +274,28 @@ describe('index-store interface: the same cases against both stores', function (
       await writer.close();
     });
 
+    it('concurrent searches, coalesced into shared LanceDB queries, each get exactly what a lone search returns', async () => {
+      const dir = path.join(tmp, 'lance-batched');
+      await buildLanceIndex(fixture, dir, { minRows: 10, partitions: 1 });
+      const store = await LanceIndexStore.open(dir);
+      const { set } = fixture;
+      // Per row: an unfiltered k=5 search (these share queries), and one with its own k, label and excludeId.
+      const searches = set.ids.flatMap((id, row) => [
+        { query: rowOf(set, row), options: { k: 5 } },
+        {
+          query: rowOf(set, row),
+          options: { k: 1 + (row % 4), label: row % 3 === 0 ? (set.labels[(row + 7) % set.count] as string) : undefined, excludeId: row % 2 === 0 ? id : undefined },
+        },
+      ]);
+      const alone = [];
+      for (const { query, options } of searches) alone.push(await store.search(query, options));
+      expect(alone.filter((hits) => hits.length > 1)).to.have.length.above(searches.length / 2);
+      for (let round = 0; round < 2; round++) {
+        expect(await Promise.all(searches.map(({ query, options }) => store.search(query, options)))).to.deep.equal(alone);
+      }
+      await store.close();
+    });
+
     it('optimize creates the ANN index once additions cross minRows', async () => {
       const dir = path.join(tmp, 'lance-grow');
       await buildLanceIndex(fixture, dir, { minRows: 30, partitions: 1 });
