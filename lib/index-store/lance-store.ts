@@ -19,9 +19,12 @@
  * IVF_HNSW_SQ index (cosine) once the table holds {@link LanceAnnParams.minRows} rows, and
  * `dml index optimize` creates it when additions have crossed that size later. With the index, a
  * search asks for `refineFactor` x k candidates and re-ranks them by their full vectors; rows added
- * since the index was built are searched exactly beside it until the next optimize. One query vector
- * goes to LanceDB at a time: a batch of query vectors on an unindexed table is a path that exhausted
- * the memory of a 23 GB machine (docs/stack.md, section 10).
+ * since the index was built are searched exactly beside it until the next optimize. Concurrent
+ * searches are coalesced (search-batcher.ts): at most one LanceDB query per core runs at a time, and
+ * searches that wait for one, with the same k and filter, go to LanceDB as one query of several
+ * vectors (up to `SEARCH_BATCH`), which returns for each vector what a query of its own would.
+ * Only with the ANN index: without it every search is its own query, since a batch of query vectors on
+ * an unindexed table is a path that exhausted the memory of a 23 GB machine (docs/stack.md, section 10).
  *
  * Durability: an add or remove returns once LanceDB has committed a new table version (its manifest
  * written and renamed into place), so a writer killed afterwards loses nothing acknowledged; one
@@ -39,6 +42,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
@@ -66,6 +70,7 @@ import {
   type SearchHit,
 } from './layout.js';
 import { acquireLock, releaseLock } from './lock.js';
+import { SearchBatcher } from './search-batcher.js';
 
 /** Format tag of a LanceDB index folder's `index.json`. */
 export const LANCE_INDEX_FORMAT = 'dmlkit.lance-index/1';
@@ -81,6 +86,9 @@ const BUILD_CHUNK = 20_000;
 
 /** Ids per `id IN (...)` query of {@link LanceIndexStore.existing}. */
 const ID_CHUNK = 1000;
+
+/** Searches per LanceDB query at most when concurrent searches are coalesced (see the file comment). */
+const SEARCH_BATCH = 16;
 
 /** Seconds a read-only store waits before it looks for a newer table version, by default. */
 export const DEFAULT_REFRESH_SECONDS = 5;
@@ -156,6 +164,7 @@ interface LanceVectorQuery {
   select(columns: string[]): LanceVectorQuery;
   limit(limit: number): LanceVectorQuery;
   bypassVectorIndex(): LanceVectorQuery;
+  addQueryVector(vector: Float32Array): LanceVectorQuery;
   refineFactor(factor: number): LanceVectorQuery;
   ef(ef: number): LanceVectorQuery;
   nprobes(nprobes: number): LanceVectorQuery;
@@ -175,7 +184,7 @@ interface LanceTable {
   query(): LanceQuery;
   vectorSearch(vector: Float32Array): LanceVectorQuery;
   version(): Promise<number>;
-  optimize(): Promise<{ compaction: { filesRemoved: number; filesAdded: number }; prune: { oldVersionsRemoved: number } }>;
+  optimize(options?: { cleanupOlderThan?: Date }): Promise<{ compaction: { filesRemoved: number; filesAdded: number }; prune: { oldVersionsRemoved: number } }>;
   close(): void;
 }
 interface LanceConnection {
@@ -229,6 +238,13 @@ function rowItem(row: Record<string, unknown>): IndexedItem {
   return { id: row['id'] as string, label: row['label'] as string, source: JSON.parse(row['source'] as string) as ImageSource };
 }
 
+/** One search as the store's {@link SearchBatcher} holds it: the query vector, k and the SQL filter ('' for none). */
+interface LanceSearch {
+  query: Float32Array;
+  k: number;
+  where: string;
+}
+
 /** An item as a table row. */
 function itemRow(id: string, label: string, source: ImageSource, vector: Float32Array): Record<string, unknown> {
   return { id, label, source: JSON.stringify(source), vector };
@@ -246,6 +262,10 @@ export class LanceIndexStore implements IndexStore {
   readonly #writable: boolean;
   readonly #lockFile: string | undefined;
   readonly #refreshTimer: NodeJS.Timeout | undefined;
+  readonly #searches = new SearchBatcher<LanceSearch, SearchHit[]>((_key, searches) => this.#searchBatch(searches), {
+    maxInFlight: availableParallelism(),
+    maxBatch: SEARCH_BATCH,
+  });
   #count: number;
   #version: number;
   #annIndex: boolean;
@@ -332,6 +352,9 @@ export class LanceIndexStore implements IndexStore {
         await created.add(rows(start));
         init.onProgress?.(Math.min(start + BUILD_CHUNK, set.count), set.count);
       }
+      // Each chunk is a fragment (a data file) of its own; a search reads its candidates' rows from the
+      // fragments they lie in, and costs less with one (README, "Choosing an index store").
+      if (set.count > BUILD_CHUNK) await created.optimize({ cleanupOlderThan: new Date() });
       await created.createIndex('id', { config: lance.Index.btree() });
       if (set.count >= init.ann.minRows) await LanceIndexStore.#buildAnnIndex(lance, created, set.count, init.ann);
       created.close();
@@ -538,22 +561,40 @@ export class LanceIndexStore implements IndexStore {
   /**
    * The `k` items nearest to `query` by cosine similarity, best first: exact without an ANN index,
    * else IVF_HNSW_SQ candidates re-ranked by their full vectors (see the file comment). A label filter
-   * and `excludeId` are applied before the search, so k items come back whenever k qualify.
+   * and `excludeId` are applied before the search, so k items come back whenever k qualify. Concurrent
+   * searches with the same k and filter may share one LanceDB query; each gets what it would alone.
    */
   async search(query: Float32Array, options: IndexSearchOptions): Promise<SearchHit[]> {
     checkVector('query', query, this.dim);
     const { k, label, excludeId } = options;
     checkPositiveInteger('k', k);
-    const filters = [
+    const where = [
       ...(label !== undefined ? [`label = ${sqlString(label)}`] : []),
       ...(excludeId !== undefined ? [`id != ${sqlString(excludeId)}`] : []),
-    ];
+    ].join(' AND ');
+    return this.#searches.submit(this.#annIndex ? JSON.stringify([k, where]) : undefined, { query, k, where });
+  }
+
+  /**
+   * Runs searches of one k and filter as one LanceDB query (one vector each) and splits the rows by
+   * their `query_index`. Should the ANN index have gone since they were grouped, each runs as a query
+   * of its own (see the file comment).
+   */
+  async #searchBatch(searches: LanceSearch[]): Promise<SearchHit[][]> {
+    if (searches.length > 1 && !this.#annIndex) return Promise.all(searches.map(async (one) => (await this.#searchBatch([one]))[0] as SearchHit[]));
+    const { k, where } = searches[0] as LanceSearch;
     const { ann } = this.#metadata;
-    let search = this.#table.vectorSearch(query).distanceType('cosine').select(['id', 'label', '_distance']).limit(k);
-    if (filters.length > 0) search = search.where(filters.join(' AND '));
+    let search = this.#table.vectorSearch((searches[0] as LanceSearch).query);
+    for (const { query } of searches.slice(1)) search = search.addQueryVector(query);
+    search = search.distanceType('cosine').select(['id', 'label', '_distance']).limit(k);
+    if (where !== '') search = search.where(where);
     search = this.#annIndex ? search.nprobes(ann.nprobes).ef(Math.max(ann.ef, k)).refineFactor(ann.refineFactor) : search.bypassVectorIndex();
-    const rows = await search.toArray();
-    return rows.map((row) => ({ id: row['id'] as string, label: row['label'] as string, score: 1 - (row['_distance'] as number) }));
+    const hits = searches.map((): SearchHit[] => []);
+    for (const row of await search.toArray()) {
+      const of = searches.length === 1 ? 0 : (row['query_index'] as number);
+      hits[of]?.push({ id: row['id'] as string, label: row['label'] as string, score: 1 - (row['_distance'] as number) });
+    }
+    return hits;
   }
 
   /**

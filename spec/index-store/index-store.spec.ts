@@ -17,8 +17,10 @@ import type { IndexStore } from '../../lib/index-store/index-store.js';
 import { DEFAULT_LANCE_ANN, LanceIndexStore, type LanceAnnParams } from '../../lib/index-store/lance-store.js';
 import type { NewItem } from '../../lib/index-store/layout.js';
 import { openIndexStore, parseIndexLocation } from '../../lib/index-store/open-store.js';
+import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
 import { createSearchApp } from '../../lib/serve/app.js';
 import { sha256 } from '../../lib/util/hash.js';
+import { Rng } from '../../lib/util/rng.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { bruteForce, buildFixtureIndex, MODEL, rowOf, type FixtureIndex } from '../serve/fixtures.js';
@@ -272,6 +274,57 @@ describe('index-store interface: the same cases against both stores', function (
         expect((await writer.search(rowOf(set, row), { k: 5, excludeId: set.ids[row] as string })).map((h) => h.id)).to.deep.equal(want.map((h) => h.id));
       }
       await writer.close();
+    });
+
+    it('concurrent searches, coalesced into shared LanceDB queries, each get exactly what a lone search returns', async () => {
+      const dir = path.join(tmp, 'lance-batched');
+      await buildLanceIndex(fixture, dir, { minRows: 10, partitions: 1 });
+      const store = await LanceIndexStore.open(dir);
+      const { set } = fixture;
+      // Per row: an unfiltered k=5 search (these share queries), and one with its own k, label and excludeId.
+      const searches = set.ids.flatMap((id, row) => [
+        { query: rowOf(set, row), options: { k: 5 } },
+        {
+          query: rowOf(set, row),
+          options: { k: 1 + (row % 4), label: row % 3 === 0 ? (set.labels[(row + 7) % set.count] as string) : undefined, excludeId: row % 2 === 0 ? id : undefined },
+        },
+      ]);
+      const alone = [];
+      for (const { query, options } of searches) alone.push(await store.search(query, options));
+      expect(alone.filter((hits) => hits.length > 1)).to.have.length.above(searches.length / 2);
+      for (let round = 0; round < 2; round++) {
+        expect(await Promise.all(searches.map(({ query, options }) => store.search(query, options)))).to.deep.equal(alone);
+      }
+      await store.close();
+    });
+
+    it('a build written in several chunks leaves one data file: compacted, the chunks\' files removed', async function () {
+      this.timeout(120_000);
+      const dir = path.join(tmp, 'lance-chunks');
+      const hnsw = await openIndexStore(fixture.dir);
+      const count = 45_000; // three chunks of the build (BUILD_CHUNK rows each)
+      const dim = 8;
+      const rng = new Rng(3);
+      const vectors = Float32Array.from({ length: count * dim }, () => rng.nextGaussian());
+      normalizeRowsInPlace(vectors, count, dim, 'vectors');
+      const ids = Array.from({ length: count }, (_, i) => `c${i}`);
+      await LanceIndexStore.create(dir, {
+        modelPath: MODEL,
+        metadata: { model: hnsw.metadata.model, preprocessing: hnsw.metadata.preprocessing, dataset: hnsw.metadata.dataset },
+        set: { vectors, count, dim, ids, labels: ids.map((_, i) => `l${i % 3}`) },
+        sources: ids.map((id) => ({ kind: 'file', path: `/${id}.png` })),
+        ann: DEFAULT_LANCE_ANN,
+      });
+      await hnsw.close();
+      expect(readdirSync(path.join(dir, 'items.lance', 'data'))).to.have.length(1);
+      const store = await LanceIndexStore.open(dir);
+      expect(store.count).to.equal(count);
+      expect(await store.list({ offset: 44_998, limit: 5 })).to.deep.equal({
+        total: count,
+        items: [44_998, 44_999].map((i) => ({ id: `c${i}`, label: `l${i % 3}`, source: { kind: 'file', path: `/c${i}.png` } })),
+      });
+      expect((await store.search(vectors.slice(dim * 30_001, dim * 30_002), { k: 1 }))[0]?.id).to.equal('c30001');
+      await store.close();
     });
 
     it('optimize creates the ANN index once additions cross minRows', async () => {
