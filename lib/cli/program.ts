@@ -39,6 +39,18 @@ function commandPath(command: Command): string {
   return names.join(' ');
 }
 
+/**
+ * Help and version text on stdout. A reader that stops early (`dml train --help | head`) closes the
+ * pipe: that EPIPE ends nothing but the text, so it is no error (data output, by contrast, reports a
+ * failed write: lib/util/standard-output.ts).
+ */
+function writeHelpText(text: string): void {
+  process.stdout.once('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+  process.stdout.write(text);
+}
+
 /** The program with every command registered; `commandLine` is recorded in reports. */
 export function createProgram(commandLine: string[]): Command {
   const program = new Command();
@@ -51,7 +63,7 @@ export function createProgram(commandLine: string[]): Command {
     .exitOverride()
     .configureHelp(HELP_CONFIGURATION)
     // One prefix for every error line, commander's usage errors included.
-    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'dml: ')) })
+    .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'dml: ')), writeOut: writeHelpText })
     .showHelpAfterError('(run dml help for usage)')
     .hook('preAction', () => {
       if (program.opts<{ quiet?: boolean }>().quiet === true) silenceProgress();

@@ -3,6 +3,7 @@
  * is required; every command ends with an example and the exit codes; usage errors carry the same
  * `dml: ` prefix as every other error.
  */
+import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP, optionDescription } from '../../lib/cli/help.js';
@@ -15,6 +16,14 @@ function commands(command: Command): Command[] {
 }
 
 describe('dml --help', () => {
+  it('help into a reader that has stopped (dml train --help | head, | true) exits 0 without an error', function () {
+    this.timeout(30_000);
+    // `true` exits without reading, long before node writes: the write meets a closed pipe (EPIPE).
+    const run = spawnSync('bash', ['-c', `'${process.execPath}' --import tsx bin/dml.ts train --help | true; exit \${PIPESTATUS[0]}`], { encoding: 'utf8' });
+    expect(run.stderr).to.equal('');
+    expect(run.status).to.equal(0);
+  });
+
   const program = createProgram([]);
 
   it('every option with a value shows "(default: ...)" (unquoted) or "(required...)"', () => {
