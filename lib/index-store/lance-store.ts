@@ -353,7 +353,7 @@ export class LanceIndexStore implements IndexStore {
         init.onProgress?.(Math.min(start + BUILD_CHUNK, set.count), set.count);
       }
       // Each chunk is a fragment (a data file) of its own; a search reads its candidates' rows from the
-      // fragments they lie in, and costs less with one (README, "Choosing an index store").
+      // fragments they lie in, and costs less with one (docs/index-stores.md).
       if (set.count > BUILD_CHUNK) await created.optimize({ cleanupOlderThan: new Date() });
       await created.createIndex('id', { config: lance.Index.btree() });
       if (set.count >= init.ann.minRows) await LanceIndexStore.#buildAnnIndex(lance, created, set.count, init.ann);

@@ -7,8 +7,8 @@
  *
  * Why: a LanceDB query costs a few milliseconds of fixed work (planning, its tokio tasks, the Arrow
  * result crossing into JavaScript) besides the search itself, and searches that run side by side on
- * few cores mostly contend for them. One query for several vectors shares that fixed work (README,
- * "Choosing an index store", for the measurements).
+ * few cores mostly contend for them. One query for several vectors shares that fixed work (the
+ * measurements are in docs/index-stores.md).
  */
 import { checkPositiveInteger } from '../util/check.js';
 
