@@ -17,11 +17,9 @@
  * SIGTERM at the end. Raw embed + search: decode + preprocess (sharp), one onnxruntime run and one
  * HNSW search per image, one image at a time, `--raw` times.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import type { ImageSource } from '../../lib/data/manifest.js';
 import { manifestHash, openDataset } from '../../lib/data/open-dataset.js';
@@ -32,12 +30,9 @@ import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
 import { preprocessImageBytes } from '../../lib/image/image-bytes.js';
 import { SearchIndexStore } from '../../lib/index-store/hnsw-store.js';
 import { Rng } from '../../lib/util/rng.js';
+import { DEFAULT_MODEL, ROOT, startServer } from './serve-process.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts/bench. */
-const typescript = import.meta.url.endsWith('.ts');
-const ROOT = path.resolve(here, typescript ? '../..' : '../../..');
-const MODEL = path.join(ROOT, 'models/default.onnx');
+const MODEL = DEFAULT_MODEL;
 const K = 10;
 
 interface Args {
@@ -106,23 +101,6 @@ async function queries(): Promise<Buffer[]> {
   return Promise.all(files.flat().map((f) => readFile(f)));
 }
 
-/** Starts `dml serve` as a child process the way this script runs, and resolves with its URL. */
-function startServer(dir: string, workers: number): Promise<{ url: string; stop: () => Promise<number | null> }> {
-  const script = path.join(ROOT, typescript ? 'bin/dml.ts' : 'dist/bin/dml.js');
-  const child = spawn(process.execPath, [...process.execArgv, script, 'serve', dir, '--port', '0', '--log-level', 'warn', '--device', 'cpu', '--workers', String(workers)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (\S+)/.exec(out);
-      if (match) resolve({ url: match[1] as string, stop: () => (child.kill('SIGTERM'), exited) });
-    });
-    void exited.then((code) => reject(new Error(`dml serve exited with code ${code} before listening`)));
-  });
-}
 
 /**
  * One autocannon run of POST /search cycling through the query images. Latencies are taken from
@@ -196,7 +174,7 @@ async function main(): Promise<void> {
     }
     await store.close();
 
-    const server = await startServer(dir, args.workers);
+    const server = await startServer(dir, ['--workers', String(args.workers)]);
     const rows: string[] = [];
     for (const c of args.concurrency) {
       await load(server.url, bodies, c, 200, args.seconds);

@@ -19,11 +19,9 @@
  * (hnswlib M=16, efConstruction=200, ef=64; LanceDB: lance-store.ts DEFAULT_LANCE_ANN with
  * minRows 1 so that the ANN index is built at any n). Needs `@lancedb/lancedb` installed.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { OnnxEmbedder } from '../../lib/embed/embedder.js';
 import { normalizeRowsInPlace } from '../../lib/embed/normalize.js';
@@ -34,12 +32,9 @@ import { createIndexStore, openIndexStore } from '../../lib/index-store/open-sto
 import { exactSearch } from '../../lib/search/exact.js';
 import { Rng } from '../../lib/util/rng.js';
 import { parseNonNegativeNumber, parsePositiveInt, parsePositiveIntList } from '../../lib/cli/parse-options.js';
+import { DEFAULT_MODEL, startServer } from './serve-process.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-/** True when running as TypeScript through tsx, false as compiled JavaScript from dist/scripts/bench. */
-const typescript = import.meta.url.endsWith('.ts');
-const ROOT = path.resolve(here, typescript ? '../..' : '../../..');
-const MODEL = path.join(ROOT, 'models/default.onnx');
+const MODEL = DEFAULT_MODEL;
 const K = 10;
 
 interface Args {
@@ -98,23 +93,6 @@ async function diskBytes(dir: string): Promise<number> {
   return total;
 }
 
-/** Starts `dml serve <location>` as a child process the way this script runs; resolves with its URL, pid and a stop function. */
-function startServer(location: string): Promise<{ url: string; pid: number; stop: () => Promise<number | null> }> {
-  const script = path.join(ROOT, typescript ? 'bin/dml.ts' : 'dist/bin/dml.js');
-  const child = spawn(process.execPath, [...process.execArgv, script, 'serve', location, '--port', '0', '--log-level', 'warn', '--device', 'cpu'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening on (\S+)/.exec(out);
-      if (match) resolve({ url: match[1] as string, pid: child.pid as number, stop: () => (child.kill('SIGTERM'), exited) });
-    });
-    void exited.then((code) => reject(new Error(`dml serve exited with code ${code} before listening`)));
-  });
-}
 
 /** Resident memory of process `pid` in MiB (Linux /proc). */
 async function rssMiB(pid: number): Promise<number> {
