@@ -14,64 +14,15 @@
  * does not, 2 when the device cannot be opened. Set ORT_LOG_LEVEL=0 to have onnxruntime log on stderr
  * where it places each node (which operators fall back to the CPU).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import * as tf from '@tensorflow/tfjs';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
 import { createGraphOptimizer } from '../../lib/engine/graph-trainer/optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers } from '../../lib/engine/graph-trainer/step-graph.js';
-import { convertLayersModel } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
-import { encodeModel } from '../../lib/onnx/builder.js';
 import ort from '../../lib/onnx/ort.js';
-import { buildModel } from '../../lib/train/models/build-model.js';
 import { Rng } from '../../lib/util/rng.js';
+import { argument, compare, load, networks, relativeDifference, type Difference } from './device-check-support.js';
 
-function argument(flag: string, fallback: string): string {
-  const i = process.argv.indexOf(flag);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
-}
-
+/** The flags that take a value. */
 const FLAGS = new Set(['--device', '--batch', '--tolerance', '--size']);
-
-/** Positional arguments: `recipe-r` or ONNX files. */
-function networks(): string[] {
-  const named = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !FLAGS.has(all[i - 1] ?? ''));
-  if (named.length > 0) return named;
-  const root = 'spec/fixtures/graph-trainer';
-  return readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => path.join(root, d.name, 'initial.onnx'));
-}
-
-/** The network's bytes and item dimensions. */
-async function load(which: string, size: number): Promise<{ bytes: Uint8Array; itemDims: number[] }> {
-  if (which === 'recipe-r') {
-    const model = await buildModel({ kind: 'convnet', inputShape: [size, size, 3], widths: [32, 64, 128], depth: 2, poolBatchNorm: true, embeddingDim: 128 }, 0);
-    const c = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
-    return { bytes: encodeModel({ graphName: 'recipe_r', inputs: c.inputs, outputs: c.outputs, nodes: c.nodes, initializers: c.initializers }), itemDims: [size, size, 3] };
-  }
-  const bytes = new Uint8Array(readFileSync(which));
-  const input = readOnnxGraph(bytes, which).inputs[0];
-  const dims = (input?.dims ?? []).slice(1).map((d) => (typeof d === 'number' && d > 0 ? d : size));
-  return { bytes, itemDims: dims.length === 3 ? dims : [3, size, size] };
-}
-
-interface Difference {
-  name: string;
-  diff: number;
-  scale: number;
-}
-
-function compare(name: string, a: ort.Tensor, b: ort.Tensor): Difference {
-  const x = a.data as Float32Array;
-  const y = b.data as Float32Array;
-  let diff = 0;
-  let scale = 0;
-  for (let i = 0; i < x.length; i++) {
-    const d = Math.abs((x[i] as number) - (y[i] as number));
-    diff = Number.isNaN(d) ? Infinity : Math.max(diff, d);
-    scale = Math.max(scale, Math.abs(x[i] as number));
-  }
-  return { name, diff, scale };
-}
 
 async function main(): Promise<number> {
   const device = argument('--device', 'webgpu');
@@ -79,9 +30,8 @@ async function main(): Promise<number> {
   const size = Number(argument('--size', '64'));
   const tolerance = Number(argument('--tolerance', '1e-4'));
   const logSeverityLevel = Number(process.env.ORT_LOG_LEVEL ?? 3) as 0 | 1 | 2 | 3 | 4;
-  await tf.setBackend('cpu');
   let failed = false;
-  for (const which of networks()) {
+  for (const which of networks(FLAGS)) {
     const { bytes, itemDims } = await load(which, size);
     const graph = readOnnxGraph(bytes, which);
     const compiled = compileStep({
@@ -126,9 +76,9 @@ async function main(): Promise<number> {
       outputs.push({ ...out, ...(await step.run(stepFeeds)) });
     }
     const [cpu, dev] = outputs as [Record<string, ort.Tensor>, Record<string, ort.Tensor>];
-    for (const name of Object.keys(cpu)) if (cpu[name]?.type === 'float32') differences.push(compare(name, cpu[name] as ort.Tensor, dev[name] as ort.Tensor));
-    const bad = differences.filter((d) => !(d.diff <= tolerance * Math.max(d.scale, 1e-6)));
-    const worst = Math.max(...differences.map((d) => d.diff / Math.max(d.scale, 1e-6)));
+    for (const name of Object.keys(cpu)) if (cpu[name]?.type === 'float32') differences.push(compare(name, cpu[name]?.data as Float32Array, dev[name]?.data as Float32Array));
+    const bad = differences.filter((d) => !(relativeDifference(d) <= tolerance));
+    const worst = Math.max(...differences.map(relativeDifference));
     console.log(`${which} (batch ${batch}, item [${itemDims.join(', ')}]): ${differences.length} tensors, worst relative difference ${worst.toExponential(2)}, ${bad.length} over ${tolerance}`);
     for (const d of bad.slice(0, 20)) console.log(`  ${d.name}: |${device} - cpu| ${d.diff.toExponential(2)}, scale ${d.scale.toExponential(2)}`);
     failed ||= bad.length > 0;
