@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# The graph trainer on a GPU machine, in one run (the default parts at most about 9.5 minutes, about 5 when
+# The graph trainer on a GPU machine, in one run (the default parts at most about 11 minutes, about 5 when
 # all goes well: each part has a time limit, each benchmark row 50-60 s):
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
-#   2. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
+#   2. steps-webgpu: five Adam steps of each network through GraphTrainer on WebGPU and on the CPU, every
+#      weight, running statistic and the embeddings compared after each (scripts/tools/check-graph-trainer-steps.ts);
+#   3. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
-#   3. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
+#   4. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
 #      (scripts/tools/check-webgpu-parity.ts);
-#   4. bench-recipe-r, bench-resnet18: scripts/bench/bench-train.ts on Recipe R's network (batch 128, 64 px) and
+#   5. bench-recipe-r, bench-resnet18: scripts/bench/bench-train.ts on Recipe R's network (batch 128, 64 px) and
 #      ResNet-18 (batch 64, 128 px): the graph trainer on the CPU and WebGPU providers, its loss in the step
 #      graph (one run per step) and by TensorFlow.js between two runs, against PyTorch on the CPU and on
 #      CUDA (float32, TF32 off), all on this one machine in this one run;
-#   5. bench-resnet50 (only when PARTS names it; up to 5 minutes): ResNet-50 (batch 32, 224 px), the same
+#   6. bench-resnet50 (only when PARTS names it; up to 5 minutes): ResNet-50 (batch 32, 224 px), the same
 #      way, each row allowed 120 s (compiling its step graph and opening the sessions take most of it).
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
 # loader and the built app in .device/), then on the GPU machine, from the repository root:
@@ -31,7 +33,7 @@ ln -sfn "$repo/spec/fixtures/graph-trainer" "$app/dist/spec/fixtures/graph-train
 cd "$app" || exit 1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; node --version; "$DML_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'; } 2>&1 | tee "$out/machine.txt"
 status=0
-parts=${PARTS:-device-check parity-webgpu inference-webgpu bench-recipe-r bench-resnet18}
+parts=${PARTS:-device-check steps-webgpu parity-webgpu inference-webgpu bench-recipe-r bench-resnet18}
 part() { # name, time limit (s), command...
   local name=$1 limit=$2; shift 2
   [[ " $parts " == *" $name "* ]] || return 0
@@ -43,6 +45,7 @@ part() { # name, time limit (s), command...
 }
 fixtures=("$repo"/spec/fixtures/graph-trainer/*/initial.onnx)
 part device-check 60 node dist/scripts/tools/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
+part steps-webgpu 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 5 --batch 32 recipe-r "${fixtures[@]}"
 part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
 part inference-webgpu 45 node dist/scripts/tools/check-webgpu-parity.js "${fixtures[@]}"
 bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
