@@ -17,6 +17,7 @@ export interface TrainFlags {
   out?: string;
   backend?: string;
   device?: string;
+  microBatch?: string;
   resume?: boolean;
   overwrite?: boolean;
 }
@@ -33,6 +34,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--out <dir>', 'override the output folder (default: the config\'s)')
     .option('--backend <name>', `override backend: ${BACKEND_PREFERENCES.join(', ')}, or onnx (the graph trainer on onnxruntime) (default: the config's)`)
     .option('--device <name>', `the onnx backend's device: ${DEVICE_HELP} (default: the config's, else auto)`)
+    .option('--micro-batch <n>', "the onnx backend runs each batch in micro-batches of at most n items, the gradients summed and the loss on the whole batch (default: the config's, else none)")
     .option('--resume', 'continue from <out>/checkpoints/last')
     .option('--overwrite', 'replace the run the output folder holds (without it, or --resume, such a folder is refused)')
     .action(async (flags: TrainFlags) => {

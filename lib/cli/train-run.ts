@@ -42,6 +42,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   if (flags.out !== undefined) raw['out'] = flags.out;
   if (flags.backend !== undefined) raw['backend'] = flags.backend;
   if (flags.device !== undefined) raw['device'] = flags.device;
+  if (flags.microBatch !== undefined) raw['microBatch'] = parsePositiveInt(flags.microBatch, '--micro-batch');
   const config = parseTrainConfig(raw, flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
   const result = await train(config, { resume: flags.resume === true, overwrite: flags.overwrite === true, log: (line) => process.stderr.write(`${line}\n`) });

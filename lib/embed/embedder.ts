@@ -25,7 +25,7 @@ import { BFLOAT16_UNSUPPORTED, widenBfloat16Io } from '../onnx/bfloat16-io.js';
 import { canonicalJson } from '../util/hash.js';
 import { checkBatchInputMemory } from './batch-memory.js';
 import type { EmbeddingSet } from './embedding-set.js';
-import { EMBEDDING_OUTPUT_NAMES, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
+import { EMBEDDING_OUTPUT_NAMES, preprocessingDefaultsUsed, resolveModelSignature, type ModelSignature, type TokenPooling } from './model-signature.js';
 import { poolTokens } from './pooling.js';
 import { findPreprocessorConfig, readPreprocessorConfig } from '../image/preprocessor-config.js';
 import { normalizeRowsInPlace } from './normalize.js';
@@ -474,20 +474,11 @@ export class OnnxEmbedder {
 }
 
 /**
- * The warning for a model whose preprocessing came partly from dmlkit's defaults (no flag, config or
- * metadata gave it), naming the defaults used; none when nothing was defaulted. A newcomer's most
- * likely wrong number is a Hub model run with ImageNet statistics it was not trained with.
+ * The warning for a model whose preprocessing came partly from dmlkit's defaults
+ * ({@link preprocessingDefaultsUsed}); none when nothing was defaulted.
  */
 function defaultsWarning(modelPath: string, signature: ModelSignature): string[] {
-  const p = signature.preprocessing;
-  const s = signature.preprocessingSources;
-  const used: string[] = [];
-  if (s.height === 'default' || s.width === 'default') used.push(`input size ${p.height}x${p.width}`);
-  if (s.resizeShorter === 'default') used.push(`shorter side resized to ${p.resizeShorter} before the centre crop`);
-  if (s.mean === 'default' || s.std === 'default') {
-    const imagenet = p.channels === 3 ? 'ImageNet ' : '';
-    used.push(`${imagenet}mean [${p.mean.join(', ')}] and std [${p.std.join(', ')}]`);
-  }
+  const used = preprocessingDefaultsUsed(signature.preprocessing, signature.preprocessingSources);
   if (used.length === 0) return [];
   return [
     `${modelPath} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; using dmlkit's defaults: ${used.join(', ')}; pass --preprocessor-config <file> or --size/--resize/--mean/--std if the model was trained otherwise`,

@@ -54,7 +54,7 @@ export interface ModelSignature {
   outputDim: number | null;
   preprocessing: Preprocessing;
   /** Where each preprocessing field came from (each field present in `preprocessing`). */
-  preprocessingSources: Partial<Record<keyof Preprocessing, PreprocessingSource>>;
+  preprocessingSources: PreprocessingSources;
 }
 
 /**
@@ -147,7 +147,39 @@ export function resolveModelSignature(
     throw new DmlError('E_MODEL', `${modelName}: output "${output.name}" has type ${output.type}; expected float32 or float16`);
   }
 
-  const sources = {} as ModelSignature['preprocessingSources'];
+  const { preprocessing, sources } = resolveImagePreprocessing(modelName, input, metadataPreprocessing, overrides, configPreprocessing);
+  const dimOut = fixed(output.shape[rank === 3 ? 2 : 1]);
+  return {
+    inputName: input.name,
+    inputType: input.type,
+    outputName: output.name,
+    pooling: overrides.pooling ?? null,
+    fixedBatch: fixed(input.shape[0]),
+    outputDim: dimOut,
+    preprocessing,
+    preprocessingSources: sources,
+  };
+}
+
+/** Where each field of a resolved {@link Preprocessing} came from. */
+export type PreprocessingSources = Partial<Record<keyof Preprocessing, PreprocessingSource>>;
+
+/**
+ * The preprocessing of an image model whose input is `input` (rank 4, NCHW or NHWC), each field from
+ * the first source that gives it: `overrides` > `configPreprocessing` (a `preprocessor_config.json`) >
+ * `metadataPreprocessing` (`dml.preprocessing`) > the input's declared shape > dmlkit's defaults
+ * ({@link DEFAULT_SIZE}, {@link DEFAULT_CROP_FRACTION}, ImageNet statistics for 3 channels).
+ * Errors (E_MODEL): a layout that cannot be inferred, a declared channel count other than 1 or 3;
+ * (E_ARG): a size or channel count that contradicts the declared input.
+ */
+export function resolveImagePreprocessing(
+  modelName: string,
+  input: TensorInfo,
+  metadataPreprocessing: Partial<Preprocessing> | undefined,
+  overrides: Partial<Preprocessing>,
+  configPreprocessing?: Partial<Preprocessing>,
+): { preprocessing: Preprocessing; sources: PreprocessingSources } {
+  const sources: PreprocessingSources = {};
   const pick = <K extends keyof Preprocessing>(key: K, fromInput: Preprocessing[K] | null, fallback: () => Preprocessing[K]): Preprocessing[K] => {
     if (overrides[key] !== undefined) {
       sources[key] = 'override';
@@ -217,15 +249,21 @@ export function resolveModelSignature(
     if (value === undefined) delete sources[key];
     else (optional as Record<string, unknown>)[key] = value;
   }
-  const dimOut = fixed(output.shape[rank === 3 ? 2 : 1]);
-  return {
-    inputName: input.name,
-    inputType: input.type,
-    outputName: output.name,
-    pooling: overrides.pooling ?? null,
-    fixedBatch: fixed(input.shape[0]),
-    outputDim: dimOut,
-    preprocessing: { height, width, resizeShorter, channels, layout, mean, std, ...optional },
-    preprocessingSources: sources,
-  };
+  return { preprocessing: { height, width, resizeShorter, channels, layout, mean, std, ...optional }, sources };
+}
+
+/**
+ * The defaults a resolved preprocessing used (no override, config or metadata gave them), in words
+ * for a warning; empty when none was. A newcomer's most likely wrong number is a Hub model run with
+ * ImageNet statistics it was not trained with.
+ */
+export function preprocessingDefaultsUsed(preprocessing: Preprocessing, sources: PreprocessingSources): string[] {
+  const used: string[] = [];
+  if (sources.height === 'default' || sources.width === 'default') used.push(`input size ${preprocessing.height}x${preprocessing.width}`);
+  if (sources.resizeShorter === 'default') used.push(`shorter side resized to ${preprocessing.resizeShorter} before the centre crop`);
+  if (sources.mean === 'default' || sources.std === 'default') {
+    const imagenet = preprocessing.channels === 3 ? 'ImageNet ' : '';
+    used.push(`${imagenet}mean [${preprocessing.mean.join(', ')}] and std [${preprocessing.std.join(', ')}]`);
+  }
+  return used;
 }

@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { OnnxEmbedder } from '../embed/embedder.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { Preprocessing, TensorLayout } from '../image/preprocessing.js';
-import { decodeModel, describeValueInfo, encodeModel, int64Value, ONNX_IR_VERSION, type Dim } from '../onnx/builder.js';
+import { decodeModel, describeValueInfo, encodeModel, int64Value, node, ONNX_IR_VERSION, tensorValueInfo, type Dim, type ValueInfoProto } from '../onnx/builder.js';
 import { DML_METADATA_KEYS } from '../onnx/dml-metadata.js';
 import { collectVersions } from '../util/versions.js';
 import { loadCheckpoint, loadOnnxCheckpoint } from '../train/checkpoint-io.js';
@@ -114,9 +114,10 @@ function embeddingDimOf(dims: readonly Dim[], what: string): number {
 }
 
 function metadataOf(preprocessing: Preprocessing, embeddingDim: number, trainingConfigHash: string | undefined): Record<string, string> {
-  const { height, width, resizeShorter, channels, layout, mean, std } = preprocessing;
+  // The resize, crop and rescale fields too (a fine-tuned Hub backbone's bicubic resize, floor-rounded crop, ...).
+  const { height, width, resizeShorter, channels, layout, mean, std, ...resize } = preprocessing;
   return {
-    [DML_METADATA_KEYS.preprocessing]: JSON.stringify({ height, width, resizeShorter, channels, layout, mean, std }),
+    [DML_METADATA_KEYS.preprocessing]: JSON.stringify({ height, width, resizeShorter, channels, layout, mean, std, ...resize }),
     [DML_METADATA_KEYS.embeddingDim]: String(embeddingDim),
     [DML_METADATA_KEYS.distance]: 'cosine',
     ...(trainingConfigHash !== undefined ? { [DML_METADATA_KEYS.trainingConfigHash]: trainingConfigHash } : {}),
@@ -286,31 +287,43 @@ async function isFile(file: string): Promise<boolean> {
 
 /**
  * Export of a checkpoint holding an ONNX network (`model.kind: "onnx"`, trained by the graph trainer):
- * the trained graph itself with dmlkit's metadata, its NHWC image input as trained. Parity: the written
- * file against the checkpoint's graph on random images (nothing is converted).
+ * the trained graph itself with dmlkit's metadata. Its image input is NCHW by default, as the backbone
+ * it was fine-tuned from takes images (a Transpose to the NHWC input it was trained with goes in front,
+ * which onnxruntime folds into the network's own), or NHWC as trained with `layout: 'NHWC'`. Parity: the
+ * written file against the checkpoint's graph on random images.
  */
 async function exportOnnxCheckpoint(checkpoint: string, config: RunConfig, hash: string, options: CheckpointExportOptions): Promise<CheckpointExport> {
   if (options.backbone !== undefined) throw invalidParameterError('backbone', 'none: an ONNX network run (model.kind "onnx") has no separate backbone', options.backbone);
-  if (options.layout !== undefined && options.layout !== 'NHWC') throw invalidParameterError('layout', 'NHWC (an ONNX network run keeps the NHWC input it was trained with)', options.layout);
+  const layout = options.layout ?? 'NCHW';
+  if (layout !== 'NCHW' && layout !== 'NHWC') throw invalidParameterError('layout', "'NCHW' or 'NHWC'", layout);
   const loaded = await loadOnnxCheckpoint(checkpoint);
   const state = loaded.state as { configHash?: unknown } | undefined;
-  const image = config.data.image;
-  const [height, width, channels] = [image?.height, image?.width, image?.channels];
-  const preprocessing = image ? trainingImagePreprocessing(image, [null, height ?? null, width ?? null, channels ?? null]) : undefined;
-  if (!preprocessing) throw new DmlError('E_MODEL', `Cannot export ${checkpoint}: its run config has no data.image`);
+  // The trainer records the complete data.image (the backbone's preprocessing filled in) in config.json.
+  const trained = trainingImagePreprocessing(config.data.image, []);
+  if (!trained) throw new DmlError('E_MODEL', `Cannot export ${checkpoint}: its run config has no data.image with height, width and channels`);
+  const preprocessing: Preprocessing = { ...trained, layout };
   const model = decodeModel(loaded.onnx, checkpoint);
   const graph = model.graph ?? {};
   const input = graph.input?.[0];
   const output = graph.output?.[0];
+  const inputName = input?.name ?? 'input';
   const outputDims = output ? (describeValueInfo(output).dims ?? []) : [];
   const embeddingDim = embeddingDimOf(outputDims, checkpoint);
   const metadata = metadataOf(preprocessing, embeddingDim, typeof state?.configHash === 'string' ? state.configHash : hash);
-  options.log?.(`exporting ${checkpoint} (an ONNX network trained by the graph trainer)`);
+  options.log?.(`exporting ${checkpoint} (an ONNX network trained by the graph trainer), ${layout} input`);
+  const nhwcDims = input ? (describeValueInfo(input).dims ?? []) : [];
+  // NCHW: the graph input becomes [batch, C, H, W], transposed to the trained network's NHWC input (renamed).
+  const trainedInput = `${inputName}/nhwc`;
+  const nodes =
+    layout === 'NCHW'
+      ? [node('Transpose', [inputName], [trainedInput], { perm: { ints: [0, 2, 3, 1] } }), ...(graph.node ?? []).map((n) => ({ ...n, input: (n.input ?? []).map((v) => (v === inputName ? trainedInput : v)) }))]
+      : (graph.node ?? []);
+  const inputs = layout === 'NCHW' ? [tensorValueInfo(inputName, 'float32', [nhwcDims[0] ?? 'batch', nhwcDims[3] ?? preprocessing.channels, nhwcDims[1] ?? preprocessing.height, nhwcDims[2] ?? preprocessing.width]), ...(graph.input ?? []).slice(1)] : (graph.input ?? []);
   const bytes = encodeModel({
     graphName: graph.name ?? 'dmlkit',
-    inputs: graph.input ?? [],
+    inputs,
     outputs: graph.output ?? [],
-    nodes: graph.node ?? [],
+    nodes,
     initializers: graph.initializer ?? [],
     opsetImports: (model.opsetImport ?? []).map((o) => ({ domain: o.domain ?? '', version: int64Value(o.version) ?? 0 })),
     irVersion: int64Value(model.irVersion) ?? ONNX_IR_VERSION,
@@ -319,13 +332,14 @@ async function exportOnnxCheckpoint(checkpoint: string, config: RunConfig, hash:
     docString: `an ONNX network trained by dmlkit's graph trainer, from ${path.resolve(checkpoint)}`,
   });
   const rows = DEFAULT_PARITY_INPUTS;
+  const { height, width, channels } = preprocessing;
   const images = randomImages(new Rng(0), rows, preprocessing, preprocessing.mean, preprocessing.std);
-  const inputName = input?.name ?? 'input';
-  const feed = { name: inputName, data: images, dims: [rows, preprocessing.height, preprocessing.width, preprocessing.channels] };
-  const parity = compareOutputs(await runOnnxModel(bytes, feed, output?.name ?? 'embedding'), await runOnnxModel(loaded.onnx, feed, output?.name ?? 'embedding'), rows);
+  const nhwc = { name: inputName, data: images, dims: [rows, height, width, channels] };
+  const feed = layout === 'NCHW' ? { name: inputName, data: permuteArray(images, [rows, height, width, channels], [0, 3, 1, 2]), dims: [rows, channels, height, width] } : nhwc;
+  const parity = compareOutputs(await runOnnxModel(bytes, feed, output?.name ?? 'embedding'), await runOnnxModel(loaded.onnx, nhwc, output?.name ?? 'embedding'), rows);
   assertParity(parity, checkpoint);
   await writeFileAtomic(options.out, bytes);
-  const inputDims = input ? (describeValueInfo(input).dims ?? []) : [];
+  const inputDims = describeValueInfo(inputs[0] as ValueInfoProto).dims ?? [];
   return { bytes, inputName, inputDims, outputName: output?.name ?? 'embedding', embeddingDim, preprocessing, metadata, parity, layerCount: 0, out: options.out, checkpoint };
 }
 

@@ -85,6 +85,12 @@ export const trainConfigSchema = z
     backend: z.enum(TRAINING_BACKENDS).default('auto'),
     /** The `onnx` backend's execution provider: `auto` (CUDA, else WebGPU, else CPU; the default), `cuda`, `webgpu` or `cpu`. */
     device: z.enum(DEVICE_CHOICES).optional(),
+    /**
+     * The `onnx` backend runs a batch of more items than this in micro-batches (gradient accumulation,
+     * the loss on the whole batch), so that a graph run holds one micro-batch's activations
+     * (lib/engine/graph-trainer/graph-trainer.ts, `microBatch`). Default: the whole batch in one run.
+     */
+    microBatch: positiveIntegerField.optional(),
     validation: validationSpecSchema,
     scatter: z
       .object({
@@ -106,11 +112,11 @@ export const trainConfigSchema = z
     if (c.model.kind === 'onnx' && c.backend !== 'onnx') {
       context.addIssue({ code: 'custom', path: ['backend'], message: `model.kind "onnx" is trained by the graph trainer: set backend "onnx" (got ${c.backend})` });
     }
-    if (c.model.kind === 'onnx' && c.data.image === undefined) {
-      context.addIssue({ code: 'custom', path: ['data', 'image'], message: 'model.kind "onnx" needs data.image { height, width, channels }: the size of the images the network takes' });
-    }
     if (c.device !== undefined && c.backend !== 'onnx') {
       context.addIssue({ code: 'custom', path: ['device'], message: `chooses where the onnx backend runs; with backend ${c.backend} remove it (got ${c.device})` });
+    }
+    if (c.microBatch !== undefined && c.backend !== 'onnx') {
+      context.addIssue({ code: 'custom', path: ['microBatch'], message: `splits the onnx backend's batches; with backend ${c.backend} remove it (got ${c.microBatch})` });
     }
     if (c.steps === undefined && c.validation.everySteps !== undefined) {
       context.addIssue({ code: 'custom', path: ['validation', 'everySteps'], message: `applies to a steps run only (set steps instead of epochs), got ${c.validation.everySteps} in an epochs run` });

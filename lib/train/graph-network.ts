@@ -89,6 +89,17 @@ export function embeddingLossGradient(loss: MetricLoss, embeddings: Float32Array
   }
 }
 
+/**
+ * The options of a graph trainer for `loss` and `microBatch`: a loss with an ONNX form compiled into
+ * the step (one graph run per step), unless the batches run in micro-batches, whose loss must see the
+ * whole batch (then it runs on TensorFlow.js between the passes).
+ */
+function stepLoss(loss: MetricLoss | undefined, microBatch: number | undefined): Pick<GraphTrainerOptions, 'loss' | 'microBatch'> {
+  if (microBatch !== undefined) return { microBatch };
+  const graphLoss = loss ? graphLossOf(loss) : undefined;
+  return graphLoss ? { loss: graphLoss } : {};
+}
+
 /** A run's network on the graph trainer. */
 export class GraphNetwork {
   private constructor(
@@ -102,13 +113,12 @@ export class GraphNetwork {
    * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
    * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step.
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
     const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
-    const graphLoss = loss ? graphLossOf(loss) : undefined;
-    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device, ...(graphLoss ? { loss: graphLoss } : {}) });
+    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device, ...stepLoss(loss, microBatch) });
     if (batchSize !== undefined) await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, converted.weightSources);
   }
@@ -144,7 +154,8 @@ export class GraphNetwork {
    * {@link create}; `options.freezeUpTo` leaves the weights up to that value untrained
    * ({@link GraphTrainerOptions.freezeUpTo}); `options.backboneLearningRateScale` trains every weight
    * but the head's at that factor of the rate ({@link GraphTrainerOptions.learningRateScale});
-   * `options.frozenBatchNorm` normalises with the running statistics ({@link GraphTrainerOptions.frozenBatchNorm}).
+   * `options.frozenBatchNorm` normalises with the running statistics ({@link GraphTrainerOptions.frozenBatchNorm});
+   * `options.microBatch` runs larger batches in micro-batches ({@link GraphTrainerOptions.microBatch}).
    */
   static async fromOnnx(
     bytes: Uint8Array,
@@ -153,9 +164,8 @@ export class GraphNetwork {
     device: DeviceChoice,
     batchSize: number,
     name: string,
-    options: { loss?: MetricLoss | undefined; freezeUpTo?: string | undefined; backboneLearningRateScale?: number | undefined; frozenBatchNorm?: boolean | undefined } = {},
+    options: { loss?: MetricLoss | undefined; freezeUpTo?: string | undefined; backboneLearningRateScale?: number | undefined; frozenBatchNorm?: boolean | undefined; microBatch?: number | undefined } = {},
   ): Promise<GraphNetwork> {
-    const graphLoss = options.loss ? graphLossOf(options.loss) : undefined;
     const scale = options.backboneLearningRateScale;
     const trainer = await GraphTrainer.create({
       model: bytes,
@@ -163,7 +173,7 @@ export class GraphNetwork {
       itemDims,
       optimizer: graphOptimizerSettings(optimizer),
       device,
-      ...(graphLoss ? { loss: graphLoss } : {}),
+      ...stepLoss(options.loss, options.microBatch),
       ...(options.freezeUpTo !== undefined ? { freezeUpTo: options.freezeUpTo } : {}),
       ...(options.frozenBatchNorm !== undefined ? { frozenBatchNorm: options.frozenBatchNorm } : {}),
       ...(scale !== undefined ? { learningRateScale: (param: string) => (param.startsWith(HEAD_WEIGHT_PREFIX) ? 1 : scale) } : {}),

@@ -56,6 +56,8 @@ import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
+import { backboneImageSpec } from './backbone-preprocessing.js';
+import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
 import { relabelTrainingData, type TrainingData } from './training-data.js';
@@ -136,6 +138,10 @@ export interface TrainResult {
    * or of its backbone (`data.features`, the backbone's own); the exporter records it in the ONNX metadata.
    */
   preprocessing: Preprocessing;
+  /** A `model.kind: "onnx"` run: where each preprocessing field came from (lib/train/backbone-preprocessing.ts). */
+  preprocessingSources?: PreprocessingSources;
+  /** A `model.kind: "onnx"` run: the `preprocessor_config.json` read, if any. */
+  preprocessorConfig?: string;
 }
 
 const CHECKPOINT = 'checkpoints/last';
@@ -247,6 +253,17 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const modelSpec: ModelSpec = config.model;
   // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
   const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
+  const backboneBytes = onnxSpec ? await readModelBytes(onnxSpec.path) : undefined;
+  let backboneSources: Pick<TrainResult, 'preprocessingSources' | 'preprocessorConfig'> = {};
+  if (onnxSpec) {
+    // Its training images are preprocessed as the backbone says (data.image's fields override it); config.json records the result.
+    const resolved = await backboneImageSpec(onnxSpec.path, backboneBytes as Uint8Array, config.data.image, onnxSpec.preprocessorConfig);
+    if (resolved.defaultsUsed.length > 0) {
+      warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
+    }
+    backboneSources = { preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
+    config = { ...config, data: { ...config.data, image: resolved.image } };
+  }
   const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
   const image = config.data.image;
   const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
@@ -388,7 +405,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let graph: GraphNetwork | undefined;
   if (onnxSpec) {
     // The prepared network (cut, head, NHWC input), or the resumed checkpoint's trained one.
-    const bytes = resumedGraph?.onnx ?? prepareEmbeddingNetwork(await readModelBytes(onnxSpec.path), {
+    const bytes = resumedGraph?.onnx ?? prepareEmbeddingNetwork(backboneBytes as Uint8Array, {
       itemDims: [inputShape[2] as number, inputShape[0] as number, inputShape[1] as number],
       ...(onnxSpec.output !== undefined ? { output: onnxSpec.output } : {}),
       ...(onnxSpec.head !== undefined ? { head: onnxSpec.head } : {}),
@@ -401,9 +418,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       freezeUpTo: onnxSpec.freezeUpTo,
       backboneLearningRateScale: onnxSpec.backboneLearningRateScale,
       frozenBatchNorm: onnxSpec.frozenBatchNorm,
+      microBatch: config.microBatch,
     });
   } else if (config.backend === 'onnx') {
-    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss);
+    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss, config.microBatch);
   }
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
 
@@ -583,6 +601,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     config: resolvedConfig,
     warnings,
     preprocessing,
+    ...backboneSources,
   };
   await writeFileAtomic(
     path.join(out, 'report.json'),

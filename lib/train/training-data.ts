@@ -8,7 +8,9 @@ import type { ManifestItem } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError } from '../errors.js';
 import { loadImageBatch } from '../image/batch-loader.js';
-import type { Preprocessing } from '../image/preprocessing.js';
+import { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, type ResampleFilter, type ResizeMode } from '../image/preprocessing.js';
+import { validatePreprocessing } from '../image/validate.js';
+import { definedFields } from '../util/defined-fields.js';
 import { z } from 'zod';
 import { positiveIntegerField } from '../util/zod-fields.js';
 
@@ -41,45 +43,55 @@ export function encodeTrainingLabels(labels: readonly string[]): { codes: Int32A
   return { codes: Int32Array.from(labels, (l) => codeOf.get(l) as number), names };
 }
 
-/** The `data.image` part of a training config: size and normalisation of the training images. */
+/**
+ * The `data.image` part of a training config: size and normalisation of the training images, and
+ * optionally how they are resized and cropped ({@link Preprocessing}'s fields of the same names).
+ * Size and channels may be left out when the model's input fixes them; a `model.kind: "onnx"` run
+ * fills every field left out from the backbone (lib/train/backbone-preprocessing.ts).
+ */
 export interface TrainingImageSpec {
-  height: number;
-  width: number;
-  channels: number;
+  height?: number | undefined;
+  width?: number | undefined;
+  channels?: 1 | 3 | undefined;
   resizeShorter?: number | undefined;
   mean?: number[] | undefined;
   std?: number[] | undefined;
+  resizeMode?: ResizeMode | undefined;
+  resizeLonger?: number | undefined;
+  resizeWidth?: number | undefined;
+  resizeHeight?: number | undefined;
+  resample?: ResampleFilter | undefined;
+  cropRounding?: CropRounding | undefined;
+  rescale?: number | undefined;
 }
+
+/** The optional resize, crop and rescale fields {@link TrainingImageSpec} shares with {@link Preprocessing}. */
+const RESIZE_FIELDS = ['resizeMode', 'resizeLonger', 'resizeWidth', 'resizeHeight', 'resample', 'cropRounding', 'rescale'] as const;
 
 /**
  * How the trainer turns an image into input of a model whose input shape is `shape` (batch first, e.g. a
  * tfjs model's `inputs[0].shape`): size and channels from `image` (the config's `data.image`) or else
- * from that NHWC shape (undefined when neither gives them); resize
- * of the shorter side to `image.resizeShorter` (default max(height, width), i.e. no crop margin), centre
- * crop, mean 0 and std 1 unless given, layout NHWC. The exporter writes the same into the ONNX metadata.
- * Errors: E_ARG when the channels are not 1 or 3.
+ * from that NHWC shape (undefined when neither gives them); resize of the shorter side to
+ * `image.resizeShorter` (default max(height, width), i.e. no crop margin) or as `image.resizeMode`
+ * says, centre crop, mean 0 and std 1 unless given, layout NHWC. The exporter writes the same into the
+ * ONNX metadata. Errors: E_ARG when a size contradicts the model's input, and for an invalid field
+ * (validatePreprocessing, named `data.image`).
  */
 export function trainingImagePreprocessing(image: TrainingImageSpec | undefined, shape: readonly (number | null)[]): Preprocessing | undefined {
-  let size: { height: number; width: number; channels: number };
-  if (image) {
-    size = image;
-    // A model on image maps must take exactly these images: anything else trains on scrambled pixels.
-    if (shape.length === 4) {
-      const fields = ['height', 'width', 'channels'] as const;
-      fields.forEach((field, i) => {
-        const d = shape[i + 1];
-        if (typeof d === 'number' && d !== image[field]) {
-          throw new DmlError('E_ARG', `data.image.${field}: expected ${d}, as the model's input [${shape.map((x) => x ?? 'batch').join(', ')}] (height, width, channels) says, but received ${image[field]}; make data.image and the model's input shape agree`);
-        }
-      });
+  const fields = ['height', 'width', 'channels'] as const;
+  const fromShape = (i: number): number | undefined => (shape.length === 4 && typeof shape[i + 1] === 'number' ? (shape[i + 1] as number) : undefined);
+  // A model on image maps must take exactly these images: anything else trains on scrambled pixels.
+  fields.forEach((field, i) => {
+    const d = fromShape(i);
+    const given = image?.[field];
+    if (d !== undefined && given !== undefined && d !== given) {
+      throw new DmlError('E_ARG', `data.image.${field}: expected ${d}, as the model's input [${shape.map((x) => x ?? 'batch').join(', ')}] (height, width, channels) says, but received ${given}; make data.image and the model's input shape agree`);
     }
-  } else if (shape.length === 4 && shape.slice(1).every((d) => typeof d === 'number')) {
-    const [height, width, channels] = shape.slice(1) as [number, number, number];
-    size = { height, width, channels };
-  } else return undefined;
-  const { height, width, channels } = size;
+  });
+  const [height, width, channels] = fields.map((field, i) => image?.[field] ?? fromShape(i));
+  if (height === undefined || width === undefined || channels === undefined) return undefined;
   if (channels !== 1 && channels !== 3) throw new DmlError('E_ARG', `data.image.channels: expected 1 or 3 but the model takes ${channels}`);
-  return {
+  const preprocessing: Preprocessing = {
     height,
     width,
     channels,
@@ -87,7 +99,10 @@ export function trainingImagePreprocessing(image: TrainingImageSpec | undefined,
     layout: 'NHWC',
     mean: image?.mean ?? new Array<number>(channels).fill(0),
     std: image?.std ?? new Array<number>(channels).fill(1),
+    ...definedFields(Object.fromEntries(RESIZE_FIELDS.map((key) => [key, image?.[key]]))),
   };
+  validatePreprocessing(preprocessing, 'data.image');
+  return preprocessing;
 }
 
 /**
@@ -171,14 +186,21 @@ export function relabelTrainingData(data: TrainingData, groupOf: ReadonlyMap<str
   return { ...data, labels: codes, labelNames };
 }
 
-/** Input images: size and normalisation; defaults from the model's input shape, mean 0, std 1. */
+/** `data.image` ({@link TrainingImageSpec}); {@link trainingImagePreprocessing} checks the values together. */
 export const imageSpecSchema = z
   .object({
-    height: positiveIntegerField,
-    width: positiveIntegerField,
-    channels: z.union([z.literal(1), z.literal(3)]),
+    height: positiveIntegerField.optional(),
+    width: positiveIntegerField.optional(),
+    channels: z.union([z.literal(1), z.literal(3)]).optional(),
     resizeShorter: positiveIntegerField.optional(),
     mean: z.array(z.number()).optional(),
     std: z.array(z.number()).optional(),
+    resizeMode: z.enum(RESIZE_MODES).optional(),
+    resizeLonger: positiveIntegerField.optional(),
+    resizeWidth: positiveIntegerField.optional(),
+    resizeHeight: positiveIntegerField.optional(),
+    resample: z.enum(RESAMPLE_FILTERS).optional(),
+    cropRounding: z.enum(['round', 'floor']).optional(),
+    rescale: z.number().positive().optional(),
   })
   .strict();

@@ -33,6 +33,7 @@ import { encodeNpy } from '../../lib/embed/npy.js';
 import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import type { ConvnetModelSpec } from '../../lib/train/models/model-spec.js';
 import { loadImageData, selectRunItems } from '../../lib/train/run-inputs.js';
+import { trainingImagePreprocessing } from '../../lib/train/training-data.js';
 import { train, type EpochRecord } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation } from './table-support.js';
@@ -59,8 +60,8 @@ const scores = (v: NonNullable<EpochRecord['validation']>): Scores => ({ r1: 100
 /** Writes the config's training images (preprocessed, NHWC) and labels, and the recipe, for the PyTorch side. */
 async function writeTorchInputs(config: TrainConfig, folder: string, threads: number, batchSeed: number): Promise<void> {
   const model = config.model as ConvnetModelSpec;
-  const image = config.data.image;
-  if (model.kind !== 'convnet' || !image) throw new Error('outcome-parity compares a `convnet` model on images (data.image)');
+  const image = trainingImagePreprocessing(config.data.image, []);
+  if (model.kind !== 'convnet' || !image) throw new Error('outcome-parity compares a `convnet` model on images (data.image with height, width and channels)');
   const { trainItems, validationItems } = await selectRunItems(config, (m) => process.stderr.write(`warning: ${m}\n`));
   const { trainData } = await loadImageData(config, [null, image.height, image.width, image.channels], trainItems, validationItems.slice(0, 0), undefined);
   const write = (file: string, parts: Uint8Array[]): void => writeFileSync(path.join(folder, file), Buffer.concat(parts));

@@ -14,7 +14,10 @@
 #      graph (one run per step) and by TensorFlow.js between two runs, against PyTorch on the CPU and on
 #      CUDA (float32, TF32 off), all on this one machine in this one run;
 #   6. bench-resnet50 (only when PARTS names it; up to 5 minutes): ResNet-50 (batch 32, 224 px), the same
-#      way, each row allowed 120 s (compiling its step graph and opening the sessions take most of it).
+#      way, each row allowed 120 s (compiling its step graph and opening the sessions take most of it);
+#   7. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
+#      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
+#      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
 # loader and the built app in .device/), then on the GPU machine, from the repository root:
 #   bash .device/unpack.sh && bash scripts/gpu/graph-trainer-gpu.sh "$OUT"
@@ -52,5 +55,18 @@ bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends on
 part bench-recipe-r 150 "${bench[@]}" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5
 part bench-resnet18 200 "${bench[@]}" --child-seconds 50 --warmup 2 --models resnet18 --image-size 128 --batch 64 --convnet-steps 5
 part bench-resnet50 290 "${bench[@]}" --child-seconds 120 --warmup 1 --models resnet50 --batch 32 --convnet-steps 2
+memory() { # step-memory.ts arguments...: one run with nvidia-smi sampled beside it, the largest sample recorded
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/memory-samples.txt" & local sampler=$!
+  node --single-threaded-gc dist/scripts/bench/step-memory.js "$out/resnet50-224.onnx" --device webgpu "$@"; local rc=$?
+  kill "$sampler"
+  echo "$* : largest GPU memory in use $(sort -n "$out/memory-samples.txt" | tail -n 1) MiB" | tee -a "$out/memory-gpu.txt"
+  return $rc
+}
+memory_resnet50() {
+  "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-224.onnx" 128 > /dev/null || return 1
+  memory --batches 16 && memory --batches 32 && memory --batches 64 --micro-batch 16 --steps 1
+}
+export -f memory memory_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+part memory-resnet50 290 bash -c memory_resnet50
 cat "$out/summary.txt"
 exit $status

@@ -45,6 +45,16 @@ describe('train/config', () => {
     expect(() => parseTrainConfig({ ...minimal, backend: 'onnx', device: 'tpu' } as unknown as TrainConfigInput, 'train.json')).to.throw(/device: Invalid option: expected one of "auto"\|"cuda"\|"webgpu"\|"cpu"/);
   });
 
+  it('takes microBatch and model.preprocessorConfig on the onnx backend; data.image may be partial or absent', async () => {
+    const onnx = { ...minimal, backend: 'onnx', model: { kind: 'onnx', path: 'backbone.onnx', preprocessorConfig: false, head: { embeddingDim: 8 } } } as const;
+    const config = parseTrainConfig({ ...onnx, microBatch: 8, data: { ...minimal.data, image: { mean: [0.5, 0.5, 0.5], resample: 'bicubic' } } }, 'train.json');
+    expect([config.microBatch, config.data.image]).to.deep.equal([8, { mean: [0.5, 0.5, 0.5], resample: 'bicubic' }]);
+    expect(parseTrainConfig(onnx, 'train.json').data.image).to.equal(undefined);
+    await expectDmlError(() => parseTrainConfig({ ...minimal, microBatch: 8 }, 'train.json'), 'E_ARG', "train.json: microBatch: splits the onnx backend's batches; with backend auto remove it (got 8)");
+    await expectDmlError(() => parseTrainConfig({ ...onnx, microBatch: 0 }, 'train.json'), 'E_ARG', 'train.json: microBatch: Too small: expected number to be >0');
+    await expectDmlError(() => parseTrainConfig({ ...minimal, data: { ...minimal.data, image: { height: 8, resample: 'cubic' } } } as unknown as TrainConfigInput, 'train.json'), 'E_ARG', /data\.image\.resample: Invalid option: expected one of "nearest"\|"bilinear"\|"bicubic"\|"lanczos"/);
+  });
+
   it('fills the documented defaults', () => {
     const config = parseTrainConfig(minimal, 'train.json');
     expect(config.seed).to.equal(0);

@@ -3,7 +3,7 @@
  * TensorFlow.js model give what the trained ONNX graph gives; a run on it reports its device, exports,
  * and refuses a resume across engines; the optimiser mapping. (Its kill -9 resume is in run-folder.spec.ts.)
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { exportCheckpoint } from '../../lib/export/export-model.js';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
 import ort from '../../lib/onnx/ort.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { GraphNetwork, graphOptimizerSettings } from '../../lib/train/graph-network.js';
@@ -77,10 +78,13 @@ describe('train: the onnx backend (graph trainer)', function () {
     );
   });
 
-  it('trains a PyTorch-exported network (model.kind onnx, cut with a new head), resumes it bit for bit and exports it', async () => {
+  it('trains a PyTorch-exported network (model.kind onnx, cut with a new head, its preprocessor config), resumes it bit for bit and exports it', async () => {
+    const preprocessorConfig = path.join(dir, 'preprocessor_config.json');
+    writeFileSync(preprocessorConfig, JSON.stringify({ size: { shortest_edge: 18 }, crop_size: { height: 16, width: 16 }, resample: 2, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }));
     const model = {
       kind: 'onnx',
       path: fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)),
+      preprocessorConfig,
       output: '/block2/relu_1/Relu_output_0',
       head: { pooling: 'avgmax', batchNorm: true, embeddingDim: 8 },
     };
@@ -89,6 +93,11 @@ describe('train: the onnx backend (graph trainer)', function () {
     const resumed = path.join(dir, 'onnx-kind');
     const first = await train(config(resumed, 1));
     expect(first.backend).to.equal('onnx');
+    // The training images are preprocessed as the backbone's preprocessor config says; config.json records it all.
+    expect([first.preprocessorConfig, first.preprocessingSources?.resizeShorter, first.preprocessingSources?.height]).to.deep.equal([preprocessorConfig, 'preprocessor config', 'override']);
+    const recorded = { height: 16, width: 16, channels: 3, resizeShorter: 18, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], resizeMode: 'shorter', resample: 'bilinear', cropRounding: 'floor', rescale: 1 / 255 };
+    expect((JSON.parse(readFileSync(path.join(resumed, 'config.json'), 'utf8')) as { data: { image: unknown } }).data.image).to.deep.equal(recorded);
+    expect(first.preprocessing).to.deep.equal({ ...recorded, layout: 'NHWC' });
     expect(first.history[1]?.validation?.queryCount).to.be.above(0);
     expect(existsSync(path.join(resumed, 'checkpoints', 'last', 'model.onnx'))).to.equal(true);
     await train(config(resumed, 2), { resume: true });
@@ -99,9 +108,69 @@ describe('train: the onnx backend (graph trainer)', function () {
     expect(weights(resumed)).to.deep.equal(weights(whole));
     const initial = readOnnxGraph(new Uint8Array(readFileSync(model.path)), 'initial').initializers.get('stem.0.weight')?.data;
     expect(weights(whole).get('stem.0.weight'), 'the backbone trained').to.not.deep.equal(Array.from(initial ?? []));
+    // The backbone's NCHW input by default, the NHWC input it was trained with on request; the same network.
     const exported = await exportCheckpoint(resumed, { out: path.join(dir, 'onnx-kind.onnx') });
-    expect([exported.embeddingDim, exported.inputName, exported.parity.maxAbsDiff]).to.deep.equal([8, 'input', 0]);
-    expect(exported.preprocessing).to.include({ height: 16, width: 16, channels: 3, layout: 'NHWC' });
+    expect([exported.embeddingDim, exported.inputName, exported.inputDims, exported.parity.maxAbsDiff]).to.deep.equal([8, 'input', ['batch', 3, 16, 16], 0]);
+    expect(exported.preprocessing).to.deep.equal({ ...recorded, layout: 'NCHW' });
+    expect(JSON.parse(exported.metadata['dml.preprocessing'] as string)).to.deep.equal({ ...recorded, layout: 'NCHW' });
+    const nhwc = await exportCheckpoint(resumed, { out: path.join(dir, 'onnx-kind-nhwc.onnx'), layout: 'NHWC' });
+    expect([nhwc.inputDims, nhwc.parity.maxAbsDiff, nhwc.preprocessing.layout]).to.deep.equal([['batch', 16, 16, 3], 0, 'NHWC']);
+    const embed = async (file: string, data: Float32Array, dims: number[]): Promise<Float32Array> => {
+      const session = await ort.InferenceSession.create(file);
+      const out = await session.run({ input: new ort.Tensor('float32', data, dims) });
+      await session.release();
+      return out[session.outputNames[0] as string]?.data as Float32Array;
+    };
+    const pixels = Float32Array.from({ length: 2 * 16 * 16 * 3 }, (_, i) => Math.sin(i));
+    const fromNchw = await embed(exported.out, permuteArray(pixels, [2, 16, 16, 3], [0, 3, 1, 2]), [2, 3, 16, 16]);
+    const fromNhwc = await embed(nhwc.out, pixels, [2, 16, 16, 3]);
+    expect(Math.max(...Array.from(fromNchw, (v, i) => Math.abs(v - (fromNhwc[i] as number))))).to.be.below(1e-6);
+  });
+
+  it('runs each batch in micro-batches (microBatch): with frozen BatchNorm, the steps of the whole batches; with batch statistics, not', async () => {
+    const frozen = {
+      kind: 'onnx',
+      path: fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)),
+      preprocessorConfig: false,
+      output: '/block2/relu_1/Relu_output_0',
+      head: { pooling: 'avg', embeddingDim: 8 },
+      frozenBatchNorm: true,
+    };
+    const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 16, width: 16, channels: 3 } };
+    const run = async (name: string, model: Record<string, unknown>, microBatch?: number): Promise<Map<string, Float32Array>> => {
+      const out = path.join(dir, name);
+      const overrides = { backend: 'onnx', device: 'cpu', model, data, optimizer: { kind: 'momentum', learningRate: 0.01 }, ...(microBatch !== undefined ? { microBatch } : {}) };
+      const result = await train(parseTrainConfig(tinyTrainConfig(out, overrides), 'spec'));
+      expect(result.config['microBatch']).to.equal(microBatch);
+      return new Map([...readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers].map(([k, v]) => [k, v.data as Float32Array]));
+    };
+    /** The largest relative difference of a tensor of `b` from the same tensor of `a`, by name. */
+    const differences = (a: Map<string, Float32Array>, b: Map<string, Float32Array>): Map<string, number> =>
+      new Map([...a].map(([name, values]) => [name, Math.max(...Array.from(values, (v, i) => Math.abs(v - ((b.get(name) as Float32Array)[i] as number)))) / Math.max(1e-3, ...Array.from(values, Math.abs))]));
+    const whole = await run('whole-batches', frozen);
+    const split = await run('micro-batches', frozen, 8); // batches of 30: micro-batches of 8, 8, 8 and 6
+    const initial = readOnnxGraph(new Uint8Array(readFileSync(frozen.path)), 'initial').initializers.get('stem.0.weight')?.data as Float32Array;
+    expect(Array.from(whole.get('stem.0.weight') as Float32Array)).to.not.deep.equal(Array.from(initial));
+    for (const [name, difference] of differences(whole, split)) expect(difference, name).to.be.below(1e-4);
+    // Batch statistics of 8 items are not those of 30: the micro-batches really ran.
+    const batchStatistics = { ...frozen, frozenBatchNorm: false };
+    const wholeStatistics = differences(await run('whole-batches-bn', batchStatistics), await run('micro-batches-bn', batchStatistics, 8));
+    expect(Math.max(...wholeStatistics.values())).to.be.above(1e-3);
+  });
+
+  it("augments a fine-tuned network's training images (data.augmentation: RandomResizedCrop and flip), seeded", async () => {
+    const model = { kind: 'onnx', path: fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)), preprocessorConfig: false, output: '/block2/relu_1/Relu_output_0', head: { embeddingDim: 8 } };
+    const image = { height: 16, width: 16, channels: 3 };
+    const run = async (name: string, augmentation?: Record<string, unknown>): Promise<number[]> => {
+      const out = path.join(dir, name);
+      const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image, ...(augmentation ? { augmentation } : {}) };
+      await train(parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cpu', model, data }), 'spec'));
+      return Array.from(readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers.get('stem.0.weight')?.data ?? []);
+    };
+    const augmentation = { scale: [0.3, 1], ratio: [0.75, 1.3333], flipProbability: 0.5 };
+    const augmented = await run('augmented', augmentation);
+    expect(await run('augmented-again', augmentation)).to.deep.equal(augmented);
+    expect(await run('plain')).to.not.deep.equal(augmented);
   });
 
   it('a device that cannot run the step fails before the run folder is touched', async () => {

@@ -23,6 +23,7 @@ import { decodeModel, encodeModel, floatTensor, int64Value, type TensorProto } f
 import type { DeviceChoice, ExecutionProviderName, ProviderAttempt } from '../../onnx/devices.js';
 import ort from '../../onnx/ort.js';
 import { createSession } from '../../onnx/session.js';
+import { concatFloat32 } from '../../util/concat.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, initializersUpTo, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
@@ -103,6 +104,18 @@ export interface GraphTrainerOptions {
   readonly recordGradients?: boolean;
   /** A loss to compile into the step ({@link GraphTrainer.trainStep}); {@link GraphTrainer.forward} and {@link GraphTrainer.step} work either way. */
   readonly loss?: GraphLoss;
+  /**
+   * Run a batch of more than this many items in micro-batches (gradient accumulation), so that a
+   * graph run holds the activations of one micro-batch: {@link GraphTrainer.forward} embeds the batch
+   * micro-batch by micro-batch keeping no activations, the caller's loss sees the whole batch, and
+   * {@link GraphTrainer.step} runs each micro-batch's forward again with its backward, sums the
+   * parameters' gradients and applies the optimiser once. The same step as the whole batch's (within
+   * float rounding) for a network without batch statistics (e.g. with `frozenBatchNorm`); with
+   * batch-statistics BatchNorm each micro-batch is normalised by its own statistics and updates the
+   * running statistics once, in order, as PyTorch's gradient accumulation does. Not with `loss` (a
+   * loss in a graph run sees only that run's items). Default: every batch in one run.
+   */
+  readonly microBatch?: number;
 }
 
 /** The fused step of one batch size. */
@@ -129,6 +142,27 @@ interface BatchGraphs {
   readonly step: ort.InferenceSession;
 }
 
+/** The graphs of one micro-batch size ({@link GraphTrainerOptions.microBatch}). */
+interface MicroBatchGraphs {
+  readonly io: StepGraphIo;
+  /** The training forward without kept activations (the first pass). */
+  readonly embed: ort.InferenceSession;
+  /** The training forward with them (the second pass). */
+  readonly forward: ort.InferenceSession;
+  /** The backward alone: each trained parameter's gradient. */
+  readonly gradient: ort.InferenceSession;
+  /** The gradient graph's output of each trained parameter. */
+  readonly gradients: Readonly<Record<string, string>>;
+}
+
+/** The first pass of a batch run in micro-batches: its embeddings and the running statistics after its last micro-batch. */
+interface MicroBatchForward {
+  readonly images: Float32Array;
+  readonly atStep: number;
+  readonly embeddings: Float32Array;
+  readonly runningStatistics: ReadonlyMap<string, Float32Array>;
+}
+
 /** The forward run of the batch a step is about to train on. */
 interface ForwardRun {
   readonly images: Float32Array;
@@ -148,7 +182,11 @@ export class GraphTrainer {
   private readonly lastGradients = new Map<string, Float32Array>();
   private readonly graphs = new Map<number, Promise<BatchGraphs>>();
   private readonly fusedGraphs = new Map<number, Promise<FusedGraph>>();
+  private readonly microGraphs = new Map<number, Promise<MicroBatchGraphs>>();
+  /** The optimiser's graph of a step in micro-batches (the same for every micro-batch size). */
+  private updateGraph: Promise<ort.InferenceSession> | undefined;
   private lastForward: ForwardRun | undefined;
+  private lastMicroForward: MicroBatchForward | undefined;
 
   private constructor(
     private readonly graph: IrGraph,
@@ -184,6 +222,10 @@ export class GraphTrainer {
       const fixed = input.dims[i + 1];
       if (typeof fixed === 'number' && fixed !== d) throw invalidParameterError(`itemDims[${i}]`, `${fixed} (the model's fixed size)`, d);
     });
+    if (options.microBatch !== undefined) {
+      if (!Number.isSafeInteger(options.microBatch) || options.microBatch < 1) throw invalidParameterError('microBatch', 'a positive integer', options.microBatch);
+      if (options.loss) throw invalidParameterError('microBatch', `none with a loss compiled into the step (${options.loss.name} would see one micro-batch, not the whole batch)`, options.microBatch);
+    }
     const frozen = options.freezeUpTo !== undefined ? initializersUpTo(graph, options.freezeUpTo) : new Set<string>();
     const trained = (options.trained ?? defaultTrainedInitializers(graph)).filter((w) => !frozen.has(w));
     if (trained.length === 0) throw new DmlError('E_MODEL', `${name} has no weights to train${options.freezeUpTo !== undefined ? ` after ${options.freezeUpTo}` : ''}`);
@@ -301,9 +343,10 @@ export class GraphTrainer {
     return io.forwardVariables.find((v) => v.input === name)?.dims ?? io.variables.find((v) => v.input === name)?.dims;
   }
 
-  private compile(batch: number): ReturnType<typeof compileStep> {
+  private compile(batch: number, accumulation = false): ReturnType<typeof compileStep> {
     const inputDims = new Map([[this.inputName, [batch, ...this.options.itemDims]]]);
     return compileStep({
+      accumulation,
       graph: this.graph,
       inputDims,
       trained: this.trained,
@@ -338,6 +381,43 @@ export class GraphTrainer {
     return graphs;
   }
 
+  /** The graphs for micro-batches of `batch` items (and the update graph), compiled and opened on first use. */
+  private microGraphsFor(batch: number): Promise<MicroBatchGraphs> {
+    let graphs = this.microGraphs.get(batch);
+    if (!graphs) {
+      graphs = (async () => {
+        const compiled = this.compile(batch, true);
+        const accumulation = compiled.accumulation as NonNullable<typeof compiled.accumulation>;
+        const name = this.options.name ?? 'model';
+        const sessionOptions = { device: this.provider ?? this.options.device ?? 'cpu', name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
+        const forward = await createSession(compiled.forwardModel, sessionOptions);
+        if (this.provider === undefined) {
+          this.provider = forward.provider;
+          this.attempts = forward.attempts;
+        }
+        const onProvider = { ...sessionOptions, device: forward.provider };
+        if (!this.updateGraph) {
+          const update = createSession(accumulation.updateModel, onProvider).then((opened) => opened.session);
+          this.updateGraph = update;
+          update.catch(() => (this.updateGraph = undefined));
+        }
+        const [embed, gradient] = await Promise.all([createSession(accumulation.embedModel, onProvider), createSession(accumulation.gradientModel, onProvider), this.updateGraph]);
+        return { io: compiled.io, embed: embed.session, forward: forward.session, gradient: gradient.session, gradients: accumulation.gradients };
+      })();
+      this.microGraphs.set(batch, graphs);
+      graphs.catch(() => this.microGraphs.delete(batch));
+    }
+    return graphs;
+  }
+
+  /** The micro-batches of a batch of `batch` items, as [first item, items]; one when it is not split. */
+  private microBatchesOf(batch: number): Array<[number, number]> {
+    const size = this.options.microBatch ?? batch;
+    const parts: Array<[number, number]> = [];
+    for (let start = 0; start < batch; start += size) parts.push([start, Math.min(size, batch - start)]);
+    return parts;
+  }
+
   /**
    * Compiles the graphs for batches of `batch` items and opens their sessions now (the fused step's
    * too, with a loss), so that a device that cannot run them fails here, before any work (they are
@@ -345,6 +425,11 @@ export class GraphTrainer {
    */
   async prepare(batch: number): Promise<void> {
     if (!Number.isSafeInteger(batch) || batch < 1) throw invalidParameterError('batch', 'a positive integer', batch);
+    const parts = this.microBatchesOf(batch);
+    if (parts.length > 1) {
+      for (const size of new Set(parts.map(([, n]) => n))) await this.microGraphsFor(size);
+      return;
+    }
     await this.graphsFor(batch);
     if (this.options.loss) await this.fusedFor(batch);
   }
@@ -367,12 +452,99 @@ export class GraphTrainer {
     return images.length / per;
   }
 
-  /** Feeds of `session` from the state: every input named like a state entry. */
-  private stateFeeds(session: ort.InferenceSession, variables: readonly { readonly input: string; readonly dims: readonly number[] }[]): Record<string, ort.Tensor> {
+  /** Feeds of `session` from the state (or `overrides`, by name): every input named like a state entry. */
+  private stateFeeds(
+    session: ort.InferenceSession,
+    variables: readonly { readonly input: string; readonly dims: readonly number[] }[],
+    overrides?: ReadonlyMap<string, Float32Array>,
+  ): Record<string, ort.Tensor> {
     const inputs = new Set(session.inputNames);
     const feeds: Record<string, ort.Tensor> = {};
-    for (const v of variables) if (inputs.has(v.input)) feeds[v.input] = new ort.Tensor('float32', this.state.get(v.input) as Float32Array, [...v.dims]);
+    for (const v of variables) if (inputs.has(v.input)) feeds[v.input] = new ort.Tensor('float32', overrides?.get(v.input) ?? (this.state.get(v.input) as Float32Array), [...v.dims]);
     return feeds;
+  }
+
+  /** Items `[start, start + count)` of `images`, as a tensor. */
+  private itemsOf(images: Float32Array, start: number, count: number): ort.Tensor {
+    const per = elementCount(this.options.itemDims);
+    return new ort.Tensor('float32', images.slice(start * per, (start + count) * per), [count, ...this.options.itemDims]);
+  }
+
+  /**
+   * The first pass of a batch in micro-batches: each micro-batch's embeddings (no activations kept),
+   * the running statistics carried from one micro-batch to the next and kept for the step.
+   */
+  private async forwardInMicroBatches(images: Float32Array, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
+    const running = new Map<string, Float32Array>();
+    const embeddings: Float32Array[] = [];
+    for (const [start, count] of parts) {
+      const graphs = await this.microGraphsFor(count);
+      const feeds = this.stateFeeds(graphs.embed, graphs.io.forwardVariables, running);
+      feeds[this.inputName] = this.itemsOf(images, start, count);
+      const out = await graphs.embed.run(feeds);
+      embeddings.push(out[graphs.io.output]?.data as Float32Array);
+      for (const u of graphs.io.forwardUpdates) running.set(u.input, out[u.next]?.data as Float32Array);
+    }
+    const all = concatFloat32(embeddings);
+    this.lastMicroForward = { images, atStep: this.steps, embeddings: all, runningStatistics: running };
+    return all;
+  }
+
+  /**
+   * The second pass and the update of a batch in micro-batches: each micro-batch's training forward
+   * again and its backward from its rows of `outputGradient`, the gradients summed, then the
+   * optimiser once; the running statistics of the first pass become the state. Returns the first
+   * pass's embeddings.
+   */
+  private async stepInMicroBatches(images: Float32Array, outputGradient: Float32Array, lr: number, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
+    const kept = this.lastMicroForward;
+    if (!kept || kept.images !== images || kept.atStep !== this.steps) await this.forwardInMicroBatches(images, parts);
+    const { embeddings, runningStatistics: running } = this.lastMicroForward as MicroBatchForward;
+    if (!(outputGradient instanceof Float32Array) || outputGradient.length !== embeddings.length) {
+      throw invalidParameterError('outputGradient', `a Float32Array of ${embeddings.length} values (the embeddings' size)`, outputGradient instanceof Float32Array ? outputGradient.length : outputGradient);
+    }
+    const dim = embeddings.length / this.batchOf(images);
+    const sums = new Map<string, Float32Array>();
+    let last: MicroBatchGraphs | undefined;
+    for (const [start, count] of parts) {
+      const graphs = await this.microGraphsFor(count);
+      const io = graphs.io;
+      const x = this.itemsOf(images, start, count);
+      const forwardFeeds = this.stateFeeds(graphs.forward, io.forwardVariables);
+      forwardFeeds[this.inputName] = x;
+      const saved = await graphs.forward.run(forwardFeeds);
+      const feeds = this.stateFeeds(graphs.gradient, [...io.forwardVariables, ...io.variables]);
+      for (const name of graphs.gradient.inputNames) {
+        if (name === io.seed) feeds[name] = new ort.Tensor('float32', outputGradient.slice(start * dim, (start + count) * dim), [...io.outputDims]);
+        else if (name === this.inputName) feeds[name] = x;
+        else if (!feeds[name]) feeds[name] = saved[name] as ort.Tensor;
+      }
+      const out = await graphs.gradient.run(feeds);
+      for (const [param, output] of Object.entries(graphs.gradients)) {
+        const gradient = out[output]?.data as Float32Array;
+        const sum = sums.get(param);
+        if (sum) for (let i = 0; i < sum.length; i++) sum[i] = (sum[i] as number) + (gradient[i] as number);
+        else sums.set(param, Float32Array.from(gradient));
+      }
+      last = graphs;
+    }
+    const { io, gradients } = last as MicroBatchGraphs;
+    const update = await (this.updateGraph as Promise<ort.InferenceSession>);
+    const feeds = this.stateFeeds(update, io.variables);
+    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
+    for (const [h, input] of Object.entries(io.hyper)) if (update.inputNames.includes(input)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
+    for (const [param, input] of Object.entries(gradients)) feeds[input] = new ort.Tensor('float32', sums.get(param) as Float32Array, [...(this.dimsOf(io, param) ?? [])]);
+    const out = await update.run(feeds);
+    for (const v of io.variables) {
+      const next = v.next ? (out[v.next]?.data as Float32Array | undefined) : undefined;
+      if (next) this.state.set(v.input, next);
+    }
+    for (const [name, value] of running) this.state.set(name, value);
+    this.lastGradients.clear();
+    if (this.options.recordGradients) for (const [param, sum] of sums) this.lastGradients.set(param, sum);
+    this.steps += 1;
+    this.lastMicroForward = undefined;
+    return embeddings;
   }
 
   /** Runs the forward graph on `images` and keeps its outputs for the step that follows. */
@@ -388,9 +560,12 @@ export class GraphTrainer {
 
   /**
    * The embeddings of `images` (row-major, item after item) with batch statistics, weights unchanged.
-   * The activations are kept: a {@link step} on the same `images` array reuses them.
+   * The activations are kept: a {@link step} on the same `images` array reuses them (in micro-batches,
+   * {@link GraphTrainerOptions.microBatch}: none are kept, the running statistics are).
    */
   async forward(images: Float32Array): Promise<Float32Array> {
+    const parts = this.microBatchesOf(this.batchOf(images));
+    if (parts.length > 1) return this.forwardInMicroBatches(images, parts);
     const { graphs, run } = await this.runForward(images);
     return run.outputs[graphs.io.output]?.data as Float32Array;
   }
@@ -398,10 +573,16 @@ export class GraphTrainer {
   /**
    * One optimiser step at learning rate `lr`: `outputGradient` is d loss / d embeddings for the
    * embeddings {@link forward} gave for `images` (the same array, no step in between: its kept
-   * activations are used; otherwise the forward runs again). Returns those embeddings.
+   * activations are used; otherwise the forward runs again). Returns those embeddings. In
+   * micro-batches, each micro-batch's forward runs again with its backward, the gradients are summed
+   * and the optimiser steps once ({@link GraphTrainerOptions.microBatch}).
    */
   async step(images: Float32Array, outputGradient: Float32Array, lr: number): Promise<Float32Array> {
     if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    const parts = this.microBatchesOf(this.batchOf(images));
+    if (parts.length > 1) {
+      return this.stepInMicroBatches(images, outputGradient, lr, parts);
+    }
     const kept = this.lastForward;
     const { graphs, run } = kept && kept.images === images && kept.atStep === this.steps ? { graphs: await this.graphsFor(this.batchOf(images)), run: kept } : await this.runForward(images);
     const io = graphs.io;
@@ -501,6 +682,12 @@ export class GraphTrainer {
 
   /** Closes every session. */
   async release(): Promise<void> {
+    const micro = await Promise.allSettled([...this.microGraphs.values()]);
+    this.microGraphs.clear();
+    for (const r of micro) if (r.status === 'fulfilled') await Promise.all([r.value.embed.release(), r.value.forward.release(), r.value.gradient.release()]);
+    const update = await this.updateGraph?.catch(() => undefined);
+    this.updateGraph = undefined;
+    await update?.release();
     const all = await Promise.allSettled([...this.graphs.values()]);
     this.graphs.clear();
     for (const r of all) if (r.status === 'fulfilled') await Promise.all([r.value.forward.release(), r.value.step.release()]);

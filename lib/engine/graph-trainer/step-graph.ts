@@ -67,6 +67,8 @@ export interface CompiledStep {
    * (running statistics too) and, with `gradientOutputs`, the gradients.
    */
   readonly fusedModel?: Uint8Array;
+  /** With `accumulation`. */
+  readonly accumulation?: AccumulationGraphs;
   readonly io: StepGraphIo;
 }
 
@@ -88,6 +90,26 @@ export interface StepGraphSpec {
   readonly learningRateScales?: ReadonlyMap<string, number>;
   /** Also compile the fused step, which outputs `output` (the loss) and these forward values too. */
   readonly fused?: { readonly outputs: readonly string[] };
+  /** Also compile the three graphs of gradient accumulation ({@link AccumulationGraphs}). */
+  readonly accumulation?: boolean;
+}
+
+/**
+ * The graphs of a step whose batch runs in micro-batches (gradient accumulation), the loss computed
+ * on the whole batch between the passes: the embedding forward of each micro-batch (the output and
+ * the running statistics' next values, no activations kept); then per micro-batch the training forward
+ * again ({@link CompiledStep.forwardModel}) and the gradient graph; then, once, the update graph on
+ * the summed gradients.
+ */
+export interface AccumulationGraphs {
+  /** The training forward with no saved activations: the data and the forward state in; the output and the running statistics' next values out. */
+  readonly embedModel: Uint8Array;
+  /** The backward alone: the saved activations, the data, the seed and the state it reads in; each trained parameter's gradient (`<param>:grad`) out. */
+  readonly gradientModel: Uint8Array;
+  /** The optimiser alone: each trained parameter, its slots, its gradient (`<param>:grad`) and the per-step scalars in; their next values out. Independent of the batch size. */
+  readonly updateModel: Uint8Array;
+  /** The gradient graph's outputs, which are the update graph's inputs, by trained parameter. */
+  readonly gradients: Readonly<Record<string, string>>;
 }
 
 /** The name of a parameter's optimiser slot in the step graph. */
@@ -223,6 +245,7 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   const forward = emitTrainingForward(emit, s);
   const forwardNodes = emit.nodes.splice(0);
   const gradients = emitBackward(emit, s, forward, requiresGrad, spec.output, seed, spec.trained);
+  const backwardNodeCount = emit.nodes.length;
 
   const dims = (name: string): readonly number[] => emit.dims(name);
   // One set of scaled scalars per learning-rate group.
@@ -251,6 +274,8 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   // Each next value is written under its output name (`<state>:next`) by the node computing it: no copy.
   const stepNodes: NodeProto[] = renameValues(emit.nodes, new Map(updates.map((u) => [u.next, nextName(u.state)])));
   renameValues(forwardNodes, new Map(forward.stateUpdates.map((u) => [u.next, nextName(u.state)])));
+  // The backward's and the optimiser's nodes, before the gradient outputs join the step graph's.
+  const [backwardNodes, updateNodes] = [stepNodes.slice(0, backwardNodeCount), stepNodes.slice(backwardNodeCount)];
   const gradientIo: Record<string, string> = {};
   if (spec.gradientOutputs) {
     for (const [p, g] of gradients) {
@@ -321,10 +346,22 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
         [...forwardNodes, ...stepNodes],
       )
     : undefined;
+  const accumulation = spec.accumulation ? accumulationGraphs(emit, backwardNodes, updateNodes, gradients, dims) : undefined;
+  // The embedding forward: the training forward's nodes, only the output and the running statistics' next values leaving.
+  const embedModel = accumulation
+    ? modelOf(
+        emit,
+        'dmlkit_training_embed',
+        [...[...spec.inputDims.keys()].map((n) => valueInfo(n, 'float32', dims(n))), ...forwardVariables.map((v) => valueInfo(v.input, 'float32', v.dims))],
+        [valueInfo(spec.output, 'float32', dims(spec.output)), ...forwardUpdates.map((u) => valueInfo(u.next, 'float32', dims(u.input)))],
+        forwardNodes,
+      )
+    : undefined;
   return {
     forwardModel,
     stepModel,
     ...(fusedModel ? { fusedModel } : {}),
+    ...(accumulation && embedModel ? { accumulation: { embedModel, ...accumulation } } : {}),
     io: {
       data: [...spec.inputDims.keys()],
       output: spec.output,
@@ -339,4 +376,44 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
       gradients: gradientIo,
     },
   };
+}
+
+/**
+ * The gradient and update graphs of {@link AccumulationGraphs} from the step graph's nodes: `backward`
+ * (the backward pass, each trained parameter's gradient in `gradients`) and `update` (the optimiser's
+ * nodes, which read those gradients; copied with each gradient renamed to the update graph's input
+ * `<param>:grad`). Each graph's inputs are the values its nodes read that none of them computes.
+ */
+function accumulationGraphs(
+  emit: StepEmitter,
+  backward: readonly NodeProto[],
+  update: readonly NodeProto[],
+  gradients: ReadonlyMap<string, string>,
+  dims: (name: string) => readonly number[],
+): Omit<AccumulationGraphs, 'embedModel'> {
+  const gradientIo = new Map([...gradients.keys()].map((p) => [p, `${p}:grad`]));
+  const renamed = new Map([...gradients].map(([p, g]) => [g, gradientIo.get(p) as string]));
+  const updateNodes = update.map((n) => ({ ...n, input: (n.input ?? []).map((v) => renamed.get(v) ?? v) }));
+  const gradientNodes = [...backward, ...[...gradients].map(([p, g]) => protoNode('Identity', [g], [gradientIo.get(p) as string]))];
+  const constants = new Set(emit.initializers.map((t) => t.name ?? ''));
+  /** The values `nodes` read that none of them computes and that are not constants: the graph's inputs. */
+  const inputsOf = (nodes: readonly NodeProto[]): string[] => {
+    const computed = new Set(nodes.flatMap((n) => n.output ?? []));
+    return [...new Set(nodes.flatMap((n) => n.input ?? []))].filter((v) => v !== '' && !computed.has(v) && !constants.has(v));
+  };
+  const typed = (name: string): ValueInfoProto => (emit.typeOf(name) === 'int64' ? untypedShape(name, 'int64') : untypedShape(name, 'float32'));
+  const gradientModel = modelOf(emit, 'dmlkit_training_gradient', inputsOf(gradientNodes).map(typed), [...gradientIo].map(([p, g]) => valueInfo(g, 'float32', dims(p))), gradientNodes);
+  const paramOfGradient = new Map([...gradientIo].map(([p, g]) => [g, p]));
+  const updateOutputs = [...new Set(updateNodes.flatMap((n) => n.output ?? []))].filter((v) => v.endsWith(':next'));
+  const updateModel = modelOf(
+    emit,
+    'dmlkit_training_update',
+    inputsOf(updateNodes).map((v) => {
+      const param = paramOfGradient.get(v);
+      return param !== undefined ? valueInfo(v, 'float32', dims(param)) : typed(v);
+    }),
+    updateOutputs.map((v) => untypedShape(v, 'float32')),
+    updateNodes,
+  );
+  return { gradientModel, updateModel, gradients: Object.fromEntries(gradientIo) };
 }

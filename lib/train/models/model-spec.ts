@@ -116,6 +116,12 @@ export interface OnnxModelSpec {
   kind: 'onnx';
   /** The ONNX file; image input NCHW [batch, C, H, W]. */
   path: string;
+  /**
+   * The `preprocessor_config.json` the training images' preprocessing comes from (data.image's fields
+   * override it); default one beside the model or in its parent folder; false: none
+   * (lib/train/backbone-preprocessing.ts).
+   */
+  preprocessorConfig?: string | false | undefined;
   /** The value the network ends at; default the model's output. */
   output?: string | undefined;
   /** A new head after `output`: global pooling, optional BatchNorm neck, Linear, then L2 normalisation. */
@@ -186,8 +192,13 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('onnx'),
-      /** An ONNX file (a PyTorch export, a downloaded network) with an NCHW image input [batch, C, H, W]: C, H, W are data.image's. */
+      /** An ONNX file (a PyTorch export, a downloaded network) with an NCHW image input [batch, C, H, W]. */
       path: z.string().min(1),
+      /**
+       * The Hugging Face `preprocessor_config.json` the training images' preprocessing comes from
+       * (data.image's fields override it); default one beside the model or in its parent folder; false: none.
+       */
+      preprocessorConfig: z.union([z.string().min(1), z.literal(false)]).optional(),
       /** The value the network ends at (a node output); default the model's output. */
       output: z.string().min(1).optional(),
       /** A new head after `output` (lib/engine/graph/embedding-network.ts); needed when `output` is a feature map. */

@@ -188,6 +188,65 @@ describe('GraphTrainer', function () {
     await Promise.all([trainer.release(), again.release()]);
   });
 
+  describe('micro-batches (gradient accumulation)', () => {
+    const fixture = JSON.parse(readFileSync(new URL('resnet.json', FIXTURES), 'utf8')) as GradientFixture;
+    const model = readFileSync(new URL('resnet.onnx', FIXTURES));
+    const input = Float32Array.from(fixture.input);
+    const outputGradient = Float32Array.from(fixture.seed);
+    const itemDims = fixture.inputDims.slice(1);
+    const per = input.length / 6;
+    const dim = outputGradient.length / 6;
+    const optimizer = { kind: 'sgd', momentum: 0.9 } as const;
+
+    it('takes the whole batch\'s step when no layer uses batch statistics (frozen BatchNorm)', async () => {
+      const whole = await GraphTrainer.create({ model, itemDims, optimizer, frozenBatchNorm: true, recordGradients: true, threads: 1 });
+      const split = await GraphTrainer.create({ model, itemDims, optimizer, frozenBatchNorm: true, recordGradients: true, threads: 1, microBatch: 4 });
+      for (let step = 0; step < 2; step++) {
+        const embeddings = await whole.forward(input);
+        expect(relativeError(await split.forward(input), Array.from(embeddings))).to.be.below(1e-6);
+        await whole.step(input, outputGradient, 0.05);
+        await split.step(input, outputGradient, 0.05);
+        for (const param of whole.trainedNames) {
+          expect(relativeError(split.gradient(param) as Float32Array, Array.from(whole.gradient(param) as Float32Array)), `${param} gradient`).to.be.below(1e-5);
+          expect(relativeError(split.value(param) as Float32Array, Array.from(whole.value(param) as Float32Array)), param).to.be.below(1e-5);
+        }
+      }
+      expect(split.stepCount).to.equal(2);
+      await Promise.all([whole.release(), split.release()]);
+    });
+
+    it('normalises each micro-batch by its own statistics and updates the running statistics once per micro-batch, as PyTorch accumulates', async () => {
+      // The reference: each micro-batch trained alone at learning rate 0 (its gradient recorded, its running statistics chained).
+      const alone = await GraphTrainer.create({ model, itemDims, optimizer, recordGradients: true, threads: 1 });
+      const split = await GraphTrainer.create({ model, itemDims, optimizer, recordGradients: true, threads: 1, microBatch: 4 });
+      const sums = new Map<string, number[]>();
+      const embeddings: number[] = [];
+      for (const [start, count] of [[0, 4], [4, 2]] as const) {
+        const rows = input.slice(start * per, (start + count) * per);
+        embeddings.push(...(await alone.forward(rows)));
+        await alone.step(rows, outputGradient.slice(start * dim, (start + count) * dim), 0);
+        for (const param of alone.trainedNames) {
+          const g = alone.gradient(param) as Float32Array;
+          sums.set(param, Array.from(g, (v, i) => v + (sums.get(param)?.[i] ?? 0)));
+        }
+      }
+      expect(relativeError(await split.forward(input), embeddings)).to.be.below(1e-6);
+      const statistic = Object.keys(fixture.runningStatistics)[0] as string;
+      const before = Array.from(split.value(statistic) as Float32Array);
+      await split.step(input, outputGradient, 0.05);
+      for (const [param, sum] of sums) expect(relativeError(split.gradient(param) as Float32Array, sum), `${param} gradient`).to.be.below(1e-5);
+      for (const name of Object.keys(fixture.runningStatistics)) expect(relativeError(split.value(name) as Float32Array, Array.from(alone.value(name) as Float32Array)), name).to.be.below(1e-6);
+      expect(Array.from(split.value(statistic) as Float32Array)).to.not.deep.equal(before);
+      await Promise.all([alone.release(), split.release()]);
+    });
+
+    it('refuses a micro-batch that is not a positive integer, and one with a loss compiled into the step', async () => {
+      await expectDmlError(GraphTrainer.create({ model, itemDims, optimizer, microBatch: 0 }), 'E_ARG', /Expected a positive integer for microBatch/);
+      const loss = { name: 'ephn', build: () => { throw new Error('not compiled'); }, inputValues: () => new Map() };
+      await expectDmlError(GraphTrainer.create({ model, itemDims, optimizer, microBatch: 2, loss }), 'E_ARG', /Expected none with a loss compiled into the step \(ephn would see one micro-batch, not the whole batch\) for microBatch/);
+    });
+  });
+
   it('names the operator without a gradient rule and its node, before any work', async () => {
     await expectDmlError(
       GraphTrainer.create({ model: linearModel('Erf'), itemDims: [3], optimizer: { kind: 'adam' } }),
