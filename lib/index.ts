@@ -32,7 +32,7 @@ export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './on
 
 export type { EmbeddingSet } from './embed/embedding-set.js';
 export { OnnxEmbedder, DECODE_POOL_MIN_ITEMS, type EmbedderOptions, type EmbedItemsOptions, type SkippedImage } from './embed/embedder.js';
-export { EMBEDDING_OUTPUT_NAMES, CHANNEL_DIM_NAMES, TOKEN_POOLINGS, type ModelSignature, type PreprocessingSource, type TensorInfo, type TokenPooling } from './embed/model-signature.js';
+export { EMBEDDING_OUTPUT_NAMES, CHANNEL_DIM_NAMES, TOKEN_POOLINGS, type ModelSignature, type PreprocessingSource, type PreprocessingSources, type TensorInfo, type TokenPooling } from './embed/model-signature.js';
 export { poolTokens } from './embed/pooling.js';
 export { embedItemsCached, type CachedEmbedding } from './embed/cache.js';
 export { saveEmbeddingSet, loadEmbeddingSet, type EmbeddingProvenance } from './embed/embedding-files.js';

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/reference/torch_backbone_gradients.py OUT-FOLDER SIZE ARCH [ARCH ...]
 
-Per ARCH (resnet18, resnet50, mobilenet_v3_small, efficientnet_b0): `<out>/<arch>.onnx`, the network as
+Per ARCH (resnet18, resnet50, mobilenet_v3_small, efficientnet_b0, vit_tiny): `<out>/<arch>.onnx`, the network as
 scripts/reference/export_torchvision.py exports it (random weights seeded 0, classifier replaced by
 Linear(features -> 128), F.normalize; opset 17, BatchNormalization kept), and `<out>/<arch>.json`: the
 input batch x [4, 3, SIZE, SIZE], a seed gradient G of the output and, in float64 from the same weights
@@ -25,6 +25,7 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_torchvision import Embedder  # noqa: E402
+from torch_graph_gradients import backpropagate, float64_copy  # noqa: E402
 
 
 def summary(values, reference=None):
@@ -50,25 +51,20 @@ def main():
     legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     for arch in archs:
         torch.manual_seed(0)
-        model = Embedder(arch, 128).eval()
+        model = Embedder(arch, 128, size).eval()
         model.training = True  # as export_torchvision.py: the eval graph, initializers kept apart
         x = torch.randn(4, 3, size, size)
         torch.onnx.export(model, x, f"{out}/{arch}.onnx", input_names=["input"], output_names=["embedding"],
                           opset_version=17, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE,
                           dynamic_axes={"input": {0: "batch"}, "embedding": {0: "batch"}}, **legacy)
-        exact = Embedder(arch, 128).double()
-        exact.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+        exact = float64_copy(model, Embedder(arch, 128, size))
         for net in (model, exact):
             net.train()
             # Dropout and stochastic depth are random in training mode and absent from the exported (eval) graph.
             for m in net.modules():
                 if isinstance(m, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
                     m.eval()
-        y = model(x)
-        seed = torch.randn_like(y)
-        (y * seed).sum().backward()
-        y64 = exact(x.double())
-        (y64 * seed.double()).sum().backward()
+        seed, y64 = backpropagate(model, exact, x)
         float32 = dict(model.named_parameters())
         record = {
             "torch": torch.__version__,

@@ -148,6 +148,24 @@ class Mobile(nn.Module):
         return F.normalize(self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1)), dim=1)
 
 
+def float64_copy(model, exact):
+    """`exact` (a second instance of `model`'s class) in float64 holding `model`'s values."""
+    exact.double()
+    exact.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+    return exact
+
+
+def backpropagate(model, exact, x):
+    """Back-propagates sum(output * G) through `model` (float32) and `exact` (its float64 copy) on x, G a
+    random seed gradient of the output; returns G and the float64 output."""
+    y = model(x)
+    seed = torch.randn_like(y)
+    (y * seed).sum().backward()
+    y64 = exact(x.double())
+    (y64 * seed.double()).sum().backward()
+    return seed, y64
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "spec/fixtures/graph-gradients"
     only = set(sys.argv[2:])
@@ -162,15 +180,10 @@ def main():
         model.eval()
         torch.onnx.export(model, x, f"{out}/{name}.onnx", input_names=["input"], output_names=["embedding"],
                           opset_version=17, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
-        exact = make().double()  # the same initial weights in float64: the reference values
-        exact.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+        exact = float64_copy(model, make())  # the same initial weights in float64: the reference values
         model.train()
         exact.train()
-        y = model(x)
-        seed = torch.randn_like(y)
-        (y * seed).sum().backward()
-        y64 = exact(x.double())
-        (y64 * seed.double()).sum().backward()
+        seed, y64 = backpropagate(model, exact, x)
         float32 = dict(model.named_parameters())
 
         def relative(a, b):

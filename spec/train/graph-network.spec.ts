@@ -127,6 +127,22 @@ describe('train: the onnx backend (graph trainer)', function () {
     expect(Math.max(...Array.from(fromNchw, (v, i) => Math.abs(v - (fromNhwc[i] as number))))).to.be.below(1e-6);
   });
 
+  it("fine-tunes a Hub-format Vision Transformer (onnx/model.onnx) on images prepared as its preprocessor_config.json says", async () => {
+    const out = path.join(dir, 'hub-vit');
+    const model = { kind: 'onnx', path: fileURLToPath(new URL('../fixtures/hub/vit/onnx/model.onnx', import.meta.url)), output: 'pooler_output', head: { embeddingDim: 8 } };
+    const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal' };
+    const result = await train(parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cpu', model, data }), 'spec'));
+    expect(result.preprocessorConfig).to.equal(fileURLToPath(new URL('../fixtures/hub/vit/preprocessor_config.json', import.meta.url)));
+    expect(new Set(Object.values(result.preprocessingSources ?? {}))).to.deep.equal(new Set(['preprocessor config']));
+    expect(result.preprocessing).to.include({ height: 32, width: 32, resizeMode: 'exact', resample: 'bilinear', layout: 'NHWC' });
+    expect(result.preprocessing.mean).to.deep.equal([0.5, 0.5, 0.5]);
+    expect(result.warnings).to.deep.equal([]);
+    // The class token and the position embeddings (PyTorch parameters, not operator weights) trained too.
+    const initial = readOnnxGraph(new Uint8Array(readFileSync(model.path)), 'initial').initializers;
+    const trained = readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers;
+    for (const name of ['cls', 'pos', 'norm1.weight', 'patch.weight']) expect(Array.from(trained.get(name)?.data ?? []), name).to.not.deep.equal(Array.from(initial.get(name)?.data ?? []));
+  });
+
   it('runs each batch in micro-batches (microBatch): with frozen BatchNorm, the steps of the whole batches; with batch statistics, not', async () => {
     const frozen = {
       kind: 'onnx',

@@ -20,7 +20,7 @@ import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueIn
 import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
 import { StepEmitter } from '../autodiff/emitter.js';
 import type { StateUpdate } from '../autodiff/rule.js';
-import { intAttribute, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
+import { elementCount, intAttribute, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { FROZEN_BATCH_NORM_ATTRIBUTE } from '../autodiff/rules/normalization.js';
 import { inferShapes, type ShapedGraph } from '../graph/shapes.js';
 import type { GraphOptimizer } from './optimizer-graph.js';
@@ -147,25 +147,39 @@ export function initializersUpTo(graph: IrGraph, value: string): Set<string> {
 /**
  * The initializers a network trains by default: the weights of parametric operators (Conv and
  * ConvTranspose weight and bias, Gemm's B and C, MatMul's constant operand, BatchNormalization's scale
- * and bias, LayerNormalization's scale and bias, PRelu's slope) and a constant added to a MatMul or
- * Conv result (the bias of a Linear exported as MatMul + Add). Constants of other operators
- * (normalisation constants, epsilons, shapes) and running statistics are not trained.
+ * and bias, LayerNormalization's scale and bias, PRelu's slope), a weight transposed into a MatMul or
+ * Gemm (a Linear layer as PyTorch exports it in a transformer), a constant added to a MatMul or Conv
+ * result (the bias of a Linear exported as MatMul + Add), and, as PyTorch's parameters of a
+ * transformer, a tensor (more than one value) added to or multiplied with a computed value (position
+ * embeddings, a LayerNorm's scale and bias written out, layer scales) or broadcast by Expand (class
+ * tokens). Other constants (scalars such as epsilons and GELU's, shapes) and running statistics are
+ * not trained.
  */
 export function defaultTrainedInitializers(graph: IrGraph): string[] {
   const producers = new Map<string, string>();
   for (const n of graph.nodes) for (const o of n.outputs) producers.set(o, n.opType);
+  const consumers = new Map<string, string[]>();
+  for (const n of graph.nodes) for (const i of n.inputs) consumers.set(i, [...(consumers.get(i) ?? []), n.opType]);
   const slots: Readonly<Record<string, readonly number[]>> = {
     Conv: [1, 2], ConvTranspose: [1, 2], Gemm: [0, 1, 2], MatMul: [0, 1], BatchNormalization: [1, 2], LayerNormalization: [1, 2], PRelu: [1],
   };
   const trained = new Set<string>();
   const isWeight = (name: string | undefined): name is string => !!name && graph.initializers.get(name)?.type === 'float32';
+  const isTensor = (name: string): boolean => isWeight(name) && elementCount(graph.initializers.get(name)?.dims ?? []) > 1;
+  const computed = (name: string): boolean => (!graph.initializers.has(name) && producers.has(name)) || graph.inputs.some((i) => i.name === name);
   for (const n of graph.nodes) {
     for (const i of slots[n.opType] ?? []) if (isWeight(n.inputs[i])) trained.add(n.inputs[i] as string);
-    if (n.opType === 'Add' && n.inputs.length === 2) {
-      const [a, b] = n.inputs as [string, string];
+    const [a, b] = n.inputs as [string | undefined, string | undefined];
+    if (n.opType === 'Add' && a && b) {
       if (isWeight(b) && ['MatMul', 'Conv'].includes(producers.get(a) ?? '')) trained.add(b);
       if (isWeight(a) && ['MatMul', 'Conv'].includes(producers.get(b) ?? '')) trained.add(a);
     }
+    if ((n.opType === 'Add' || n.opType === 'Mul') && a && b) {
+      if (isTensor(b) && computed(a)) trained.add(b);
+      if (isTensor(a) && computed(b)) trained.add(a);
+    }
+    if (n.opType === 'Expand' && a && isTensor(a)) trained.add(a);
+    if (n.opType === 'Transpose' && a && isWeight(a) && (consumers.get(n.outputs[0] ?? '') ?? []).some((op) => op === 'MatMul' || op === 'Gemm')) trained.add(a);
   }
   return [...trained];
 }

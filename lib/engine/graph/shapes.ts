@@ -197,6 +197,13 @@ const SHAPE_FUNCTIONS: Readonly<Record<string, ShapeFunction>> = {
     const c = [x.dims[1] as number];
     return [x, { type: 'float32', dims: c }, { type: 'float32', dims: c }];
   },
+  LayerNormalization: (node, inputs) => {
+    const x = required(node, inputs, 0);
+    const rawAxis = intAttribute(node, 'axis', -1);
+    const axis = rawAxis < 0 ? rawAxis + x.dims.length : rawAxis;
+    const statistics = { type: 'float32' as const, dims: x.dims.map((d, i) => (i < axis ? d : 1)) };
+    return [x, statistics, statistics];
+  },
   Gemm: (node, inputs) => {
     const a = required(node, inputs, 0).dims;
     const b = required(node, inputs, 1).dims;

@@ -249,9 +249,9 @@ describe('GraphTrainer', function () {
 
   it('names the operator without a gradient rule and its node, before any work', async () => {
     await expectDmlError(
-      GraphTrainer.create({ model: linearModel('Erf'), itemDims: [3], optimizer: { kind: 'adam' } }),
+      GraphTrainer.create({ model: linearModel('Elu'), itemDims: [3], optimizer: { kind: 'adam' } }),
       'E_MODEL',
-      /^node 'y' \(Erf\): the graph trainer has no gradient rule for Erf \(it differentiates Add, /,
+      /^node 'y' \(Elu\): the graph trainer has no gradient rule for Elu \(it differentiates Add, /,
     );
   });
 

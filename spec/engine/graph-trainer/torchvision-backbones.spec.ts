@@ -1,6 +1,7 @@
 /**
  * The graph trainer on whole torchvision backbones as PyTorch exports them (ResNet-18, ResNet-50,
- * MobileNetV3-Small, EfficientNet-B0; random weights, 64 x 64 px, batch 4), made at test time by
+ * MobileNetV3-Small, EfficientNet-B0, and a VisionTransformer of 2 layers of width 32 with 8 px patches;
+ * random weights, 64 x 64 px, batch 4), made at test time by
  * scripts/reference/torch_backbone_gradients.py (Debian python3-torch and python3-torchvision, installed
  * by .ci/run): the training-mode output against PyTorch's float64 output, and every parameter's gradient
  * and BatchNorm running statistic against PyTorch's float64 values (largest value, L2 norm and four
@@ -35,7 +36,7 @@ interface BackboneFixture {
   runningStatistics: Record<string, Summary>;
 }
 
-const ARCHS = ['resnet18', 'resnet50', 'mobilenet_v3_small', 'efficientnet_b0'];
+const ARCHS = ['resnet18', 'resnet50', 'mobilenet_v3_small', 'efficientnet_b0', 'vit_tiny'];
 const SCRIPT = fileURLToPath(new URL('../../../scripts/reference/torch_backbone_gradients.py', import.meta.url));
 
 /** The largest difference of `values` from `expected`'s summary (largest |value|, norm, probes), over its scale (1e-3 at least). */

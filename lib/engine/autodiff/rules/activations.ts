@@ -2,13 +2,15 @@
  * @file Gradient rules of activations, with PyTorch's conventions at the kinks: Relu (`y > 0` passes),
  * Clip (ReLU6: strictly inside the bounds passes, as hardtanh), LeakyRelu (`x > 0` passes, else
  * `alpha`), Sigmoid (`g (1 - y) y`; SiLU is exported as `x * Sigmoid(x)` and differentiates through
- * Mul), Tanh (`g (1 - y²)`), Softplus (`g sigmoid(x)`), HardSigmoid (`g α` strictly inside
+ * Mul), Tanh (`g (1 - y²)`), Softplus (`g sigmoid(x)`), Erf (`g 2/√π exp(-x²)`; GELU is exported as
+ * `0.5 x (1 + erf(x/√2))` and differentiates through it), Softmax (opset 13's, over one axis:
+ * `y (g - Σ g y)`), HardSigmoid (`g α` strictly inside
  * `0 < αx + β < 1`, PyTorch's hardsigmoid at α = 1/6, β = 1/2), HardSwish (MobileNetV3's; PyTorch's
  * hardswish_backward: 0 below -3, `g (x/3 + 1/2)` on [-3, 3), `g` from 3 on).
  */
 import type { GradientRule } from '../rule.js';
 import type { StepEmitter } from '../emitter.js';
-import { floatAttribute } from '../../graph/onnx-ir.js';
+import { floatAttribute, intAttribute } from '../../graph/onnx-ir.js';
 import { inputOf, outputGradient } from './elementwise.js';
 
 function activation(f: (emit: StepEmitter, g: string, x: string, y: string, base: string, alpha: number, bounds: readonly (string | undefined)[]) => string): GradientRule {
@@ -40,6 +42,23 @@ export const ACTIVATION_RULES: Readonly<Record<string, GradientRule>> = {
   Sigmoid: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Mul', [emit.op('Sub', [emit.scalar(1), y], `${base}/one_minus_y`), y], `${base}/slope`)], base)),
   Tanh: activation((emit, g, _x, y, base) => emit.op('Mul', [g, emit.op('Sub', [emit.scalar(1), emit.op('Mul', [y, y], `${base}/y2`)], `${base}/slope`)], base)),
   Softplus: activation((emit, g, x, _y, base) => emit.op('Mul', [g, emit.op('Sigmoid', [x], `${base}/sigmoid`)], base)),
+  Erf: activation((emit, g, x, _y, base) => {
+    const gauss = emit.op('Exp', [emit.op('Neg', [emit.op('Mul', [x, x], `${base}/x2`)], `${base}/minus_x2`)], `${base}/gauss`);
+    return emit.op('Mul', [g, emit.op('Mul', [gauss, emit.scalar(2 / Math.sqrt(Math.PI))], `${base}/slope`)], base);
+  }),
+  Softmax: {
+    differentiableInputs: () => [0],
+    backward: (emit, node, dys, needed) => {
+      if (!needed[0]) return [undefined];
+      const base = `${node.name}/grad`;
+      const rank = emit.dims(inputOf(node, 0)).length;
+      const rawAxis = intAttribute(node, 'axis', -1);
+      const y = node.outputs[0] as string;
+      const g = outputGradient(node, dys);
+      const dot = emit.op('ReduceSum', [emit.op('Mul', [g, y], `${base}/dy_y`), emit.ints([rawAxis < 0 ? rawAxis + rank : rawAxis])], `${base}/sum_dy_y`, { keepdims: { i: 1 } });
+      return [emit.op('Mul', [y, emit.op('Sub', [g, dot], `${base}/dy_centered`)], base)];
+    },
+  },
   HardSigmoid: {
     differentiableInputs: () => [0],
     backward: (emit, node, dys, needed) => {

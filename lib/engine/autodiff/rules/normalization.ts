@@ -13,6 +13,7 @@
  *     dβ = Σ dy,  dγ = Σ dy x̂,  dx = γ invstd (dy - x̂ Σ(dy x̂) / n - Σ dy / n).
  *
  * Inference (evaluation, export) keeps the node as it is, reading the running statistics.
+ * LayerNormalization, the same in training and inference, is below (its own comment).
  *
  * Frozen (a node carrying {@link FROZEN_BATCH_NORM_ATTRIBUTE}, as GraphTrainer's `frozenBatchNorm`
  * marks them; PyTorch's BatchNorm in `eval()` inside a training model, Roth et al.'s frozen BN): the
@@ -126,5 +127,44 @@ function frozenBackward(emit: StepEmitter, node: IrNode, g: string, needed: read
   return results;
 }
 
+/**
+ * LayerNormalization (the same in training and inference; transformers, ConvNeXt): over the axes from
+ * `axis` to the last (n values per position), with x̂ and invstd recomputed from x,
+ *
+ *     dx = invstd (dy γ - Σ(dy γ) / n - x̂ Σ(dy γ x̂) / n),  dγ = Σ dy x̂,  dβ = Σ dy
+ *
+ * (the scale and bias sums over the leading axes, down to their shapes).
+ */
+const layerNormalization: GradientRule = {
+  differentiableInputs: (node) => node.inputs.map((_, i) => i).filter((i) => i < 3 && node.inputs[i]),
+  backward: (emit, node, dys, needed) => {
+    const x = inputOf(node, 0);
+    const dims = emit.dims(x);
+    const rawAxis = intAttribute(node, 'axis', -1);
+    const axis = rawAxis < 0 ? rawAxis + dims.length : rawAxis;
+    const axes = dims.flatMap((_, i) => (i >= axis ? [i] : []));
+    const count = elementCount(dims.slice(axis));
+    const epsilon = floatAttribute(node, 'epsilon', 1e-5);
+    const g = outputGradient(node, dys);
+    const base = `${node.name}/grad`;
+    const mean = (value: string, name: string): string => emit.op('ReduceMean', [value], name, { axes: { ints: axes }, keepdims: { i: 1 } });
+    const centered = emit.op('Sub', [x, mean(x, `${base}/mean`)], `${base}/centered`);
+    const variance = mean(emit.op('Mul', [centered, centered], `${base}/squares`), `${base}/var`);
+    const invstd = emit.op('Reciprocal', [emit.op('Sqrt', [emit.op('Add', [variance, emit.scalar(epsilon)], `${base}/var_eps`)], `${base}/std`)], `${base}/invstd`);
+    const xhat = emit.op('Mul', [centered, invstd], `${base}/xhat`);
+    const results: (string | undefined)[] = node.inputs.map(() => undefined);
+    if (needed[0]) {
+      if (count < 2) throw new DmlError('E_MODEL', `${describeNode(node)}: normalises ${count} value per position; the graph trainer needs 2 or more`);
+      const gScaled = emit.op('Mul', [g, inputOf(node, 1)], `${base}/dy_scale`);
+      const projection = emit.op('Mul', [xhat, mean(emit.op('Mul', [gScaled, xhat], `${base}/dy_scale_xhat`), `${base}/mean_dy_scale_xhat`)], `${base}/projection`);
+      const residual = emit.op('Sub', [emit.op('Sub', [gScaled, mean(gScaled, `${base}/mean_dy_scale`)], `${base}/dy_centered`), projection], `${base}/residual`);
+      results[0] = emit.op('Mul', [residual, invstd], `${base}_input`);
+    }
+    if (needed[1]) results[1] = emit.reduceToShape(emit.op('Mul', [g, xhat], `${base}/dy_xhat`), dims, emit.dims(inputOf(node, 1)), `${base}_scale`);
+    if (needed[2]) results[2] = emit.reduceToShape(g, dims, emit.dims(inputOf(node, 2)), `${base}_bias`);
+    return results;
+  },
+};
+
 /** Rules of this file by operator type. */
-export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization };
+export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization, LayerNormalization: layerNormalization };

@@ -2,7 +2,7 @@
  * @file Gradient rules of operators that move values without computing: Flatten, Reshape, Squeeze,
  * Unsqueeze (the gradient reshaped back), Transpose (transposed back), Expand (summed back), Concat
  * (split), Split (concatenated, zeros for parts without a gradient), Slice with step 1 (padded back
- * with zeros) and constant Pad (sliced back).
+ * with zeros), constant Pad (sliced back) and Gather with constant indices (scattered back).
  */
 import { DmlError } from '../../../errors.js';
 import { describeNode, intAttribute, intsAttribute } from '../../graph/onnx-ir.js';
@@ -85,6 +85,34 @@ const pad: GradientRule = {
   },
 };
 
+/**
+ * Gather with constant indices (a class token taken from a sequence, rows picked by a fixed list): the
+ * gradient is scattered back to the gathered positions and zero elsewhere; positions gathered more
+ * than once add up (ScatterND with reduction `add`).
+ */
+const gather: GradientRule = {
+  differentiableInputs: () => [0],
+  backward: (emit, node, dys, needed) => {
+    if (!needed[0]) return [undefined];
+    const base = `${node.name}/grad`;
+    const dims = emit.dims(inputOf(node, 0));
+    const indices = emit.constant(inputOf(node, 1));
+    if (!indices) throw new DmlError('E_MODEL', `${describeNode(node)}: the graph trainer differentiates Gather with constant indices only`);
+    const rawAxis = intAttribute(node, 'axis', 0);
+    const axis = rawAxis < 0 ? rawAxis + dims.length : rawAxis;
+    const size = dims[axis] as number;
+    const picked = Array.from(indices.data, (i) => (Number(i) < 0 ? Number(i) + size : Number(i)));
+    // The gradient with the gathered axis in front, as [picked.length, ...the other axes].
+    const rest = dims.filter((_, i) => i !== axis);
+    const perm = [axis, ...dims.map((_, i) => i).filter((i) => i !== axis)];
+    const rows = emit.reshape(outputGradient(node, dys), emit.dims(node.outputs[0] as string), [...dims.slice(0, axis), picked.length, ...dims.slice(axis + 1)], `${base}/rows`);
+    const front = emit.op('Transpose', [rows], `${base}/front`, { perm: { ints: perm } });
+    const unique = new Set(picked).size === picked.length;
+    const scattered = emit.op('ScatterND', [emit.zeros([size, ...rest]), emit.int64s(`${base}/indices`, [picked.length, 1], picked), front], `${base}/scattered`, unique ? {} : { reduction: { s: 'add' } });
+    return [emit.op('Transpose', [scattered], base, { perm: { ints: perm.map((_, i) => perm.indexOf(i)) } })];
+  },
+};
+
 /** Rules of this file by operator type. */
 export const SHAPE_RULES: Readonly<Record<string, GradientRule>> = {
   Flatten: reshapeBack,
@@ -97,4 +125,5 @@ export const SHAPE_RULES: Readonly<Record<string, GradientRule>> = {
   Split: split,
   Slice: slice,
   Pad: pad,
+  Gather: gather,
 };
