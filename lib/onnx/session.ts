@@ -40,6 +40,12 @@ export interface CreateSessionOptions {
    * cost more than they save there (docs/graph-trainer.md, "Speed").
    */
   optimization?: 'extended' | 'all';
+  /**
+   * onnxruntime's CPU memory arena; default true. Off, a run's buffers go back to the system after it
+   * instead of staying with the session at its peak: less memory where a process holds several large
+   * sessions (the graph trainer's micro-batches), a little slower.
+   */
+  memoryArena?: boolean;
 }
 
 /** A created session with the provider that runs it and the history of attempts. */
@@ -127,6 +133,7 @@ export async function createSession(model: string | Uint8Array, options: CreateS
           // Per session too, not only ort.env: a process (or worker thread) whose onnxruntime environment
           // was set up before quietOrtLogging still keeps the failed GPU attempt's [E:onnxruntime ...] line off stderr.
           logSeverityLevel: 3,
+          ...(options.memoryArena === false ? { enableCpuMemArena: false } : {}),
           ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
         };
         const session = typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);
