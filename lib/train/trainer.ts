@@ -56,11 +56,12 @@ import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
+import { definedFields } from '../util/defined-fields.js';
 import { backboneImageSpec } from './backbone-preprocessing.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
-import { relabelTrainingData, type TrainingData } from './training-data.js';
+import { relabelTrainingData, type TrainingData, type TrainingImageSpec } from './training-data.js';
 import { DEFAULT_DEVICE, type ProviderChoice } from '../onnx/devices.js';
 
 /** Validation metrics of one epoch (epoch 0 = before training). */
@@ -167,6 +168,8 @@ interface CheckpointState {
   lossGenerator?: number[] | undefined;
   /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
   graphSteps?: number;
+  /** A `model.kind: "onnx"` run: its resolved `data.image` and where it came from, so that a resume needs no backbone file. */
+  backbonePreprocessing?: { image: TrainingImageSpec; preprocessingSources: PreprocessingSources; preprocessorConfig?: string };
 }
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
@@ -253,15 +256,22 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const modelSpec: ModelSpec = config.model;
   // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
   const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
-  const backboneBytes = onnxSpec ? await readModelBytes(onnxSpec.path) : undefined;
-  let backboneSources: Pick<TrainResult, 'preprocessingSources' | 'preprocessorConfig'> = {};
-  if (onnxSpec) {
+  const checkpointDir = path.join(out, CHECKPOINT);
+  // A resumed ONNX network comes from its checkpoint, with the preprocessing the run recorded: the backbone file is not read.
+  const resumedOnnx = onnxSpec && options.resume ? await loadOnnxCheckpoint(checkpointDir) : undefined;
+  let backbonePreprocessing = (resumedOnnx?.state as CheckpointState | undefined)?.backbonePreprocessing;
+  let backboneBytes: Uint8Array | undefined;
+  if (onnxSpec && backbonePreprocessing) {
+    // data.image's fields as given now on top: a changed one is refused by the identity check below.
+    config = { ...config, data: { ...config.data, image: { ...backbonePreprocessing.image, ...definedFields(config.data.image ?? {}) } } };
+  } else if (onnxSpec) {
     // Its training images are preprocessed as the backbone says (data.image's fields override it); config.json records the result.
-    const resolved = await backboneImageSpec(onnxSpec.path, backboneBytes as Uint8Array, config.data.image, onnxSpec.preprocessorConfig);
+    backboneBytes = await readModelBytes(onnxSpec.path);
+    const resolved = await backboneImageSpec(onnxSpec.path, backboneBytes, config.data.image, onnxSpec.preprocessorConfig);
     if (resolved.defaultsUsed.length > 0) {
       warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
     }
-    backboneSources = { preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
+    backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
     config = { ...config, data: { ...config.data, image: resolved.image } };
   }
   const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
@@ -326,9 +336,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let resumedGenerator: number[] | undefined;
   /** The graph optimiser's state of the checkpoint a run on the onnx backend resumes from. */
   let resumedGraph: { slots: Map<string, Float32Array>; steps: number; onnx?: Uint8Array } | undefined;
-  const checkpointDir = path.join(out, CHECKPOINT);
   if (options.resume) {
-    const loaded = model ? await loadCheckpoint(checkpointDir, { optimizer, into: model }) : await loadOnnxCheckpoint(checkpointDir);
+    const loaded = model ? await loadCheckpoint(checkpointDir, { optimizer, into: model }) : (resumedOnnx ?? (await loadOnnxCheckpoint(checkpointDir)));
     const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
@@ -462,6 +471,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       lossVariables: lossVariableValues(),
       lossGenerator: loss.generator?.getState(),
       ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
+      ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
     await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
   };
@@ -601,7 +611,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     config: resolvedConfig,
     warnings,
     preprocessing,
-    ...backboneSources,
+    ...(backbonePreprocessing ? { preprocessingSources: backbonePreprocessing.preprocessingSources } : {}),
+    ...(backbonePreprocessing?.preprocessorConfig !== undefined ? { preprocessorConfig: backbonePreprocessing.preprocessorConfig } : {}),
   };
   await writeFileAtomic(
     path.join(out, 'report.json'),

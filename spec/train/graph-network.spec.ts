@@ -3,7 +3,7 @@
  * TensorFlow.js model give what the trained ONNX graph gives; a run on it reports its device, exports,
  * and refuses a resume across engines; the optimiser mapping. (Its kill -9 resume is in run-folder.spec.ts.)
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -78,16 +78,13 @@ describe('train: the onnx backend (graph trainer)', function () {
     );
   });
 
-  it('trains a PyTorch-exported network (model.kind onnx, cut with a new head, its preprocessor config), resumes it bit for bit and exports it', async () => {
+  it('trains a PyTorch-exported network (model.kind onnx, cut with a new head, its preprocessor config), resumes it bit for bit without the backbone file and exports it', async () => {
     const preprocessorConfig = path.join(dir, 'preprocessor_config.json');
     writeFileSync(preprocessorConfig, JSON.stringify({ size: { shortest_edge: 18 }, crop_size: { height: 16, width: 16 }, resample: 2, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] }));
-    const model = {
-      kind: 'onnx',
-      path: fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)),
-      preprocessorConfig,
-      output: '/block2/relu_1/Relu_output_0',
-      head: { pooling: 'avgmax', batchNorm: true, embeddingDim: 8 },
-    };
+    // A copy of the backbone, removed before the resume: a resumed run needs only its checkpoint.
+    const backbone = path.join(dir, 'resnet-triplet.onnx');
+    copyFileSync(fileURLToPath(new URL('../fixtures/graph-trainer/resnet-triplet/initial.onnx', import.meta.url)), backbone);
+    const model = { kind: 'onnx', path: backbone, preprocessorConfig, output: '/block2/relu_1/Relu_output_0', head: { pooling: 'avgmax', batchNorm: true, embeddingDim: 8 } };
     const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 16, width: 16, channels: 3 } };
     const config = (out: string, epochs: number): ReturnType<typeof parseTrainConfig> => parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cpu', model, data, epochs }), 'spec');
     const resumed = path.join(dir, 'onnx-kind');
@@ -100,13 +97,16 @@ describe('train: the onnx backend (graph trainer)', function () {
     expect(first.preprocessing).to.deep.equal({ ...recorded, layout: 'NHWC' });
     expect(first.history[1]?.validation?.queryCount).to.be.above(0);
     expect(existsSync(path.join(resumed, 'checkpoints', 'last', 'model.onnx'))).to.equal(true);
-    await train(config(resumed, 2), { resume: true });
     const whole = path.join(dir, 'onnx-kind-whole');
     await train(config(whole, 2));
+    const initial = readOnnxGraph(new Uint8Array(readFileSync(backbone)), 'initial').initializers.get('stem.0.weight')?.data;
+    rmSync(backbone);
+    rmSync(preprocessorConfig);
+    const second = await train(config(resumed, 2), { resume: true });
+    expect([second.preprocessing, second.preprocessingSources, second.preprocessorConfig]).to.deep.equal([first.preprocessing, first.preprocessingSources, preprocessorConfig]);
     const weights = (out: string): Map<string, number[]> =>
       new Map([...readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers].map(([k, v]) => [k, Array.from(v.data)]));
     expect(weights(resumed)).to.deep.equal(weights(whole));
-    const initial = readOnnxGraph(new Uint8Array(readFileSync(model.path)), 'initial').initializers.get('stem.0.weight')?.data;
     expect(weights(whole).get('stem.0.weight'), 'the backbone trained').to.not.deep.equal(Array.from(initial ?? []));
     // The backbone's NCHW input by default, the NHWC input it was trained with on request; the same network.
     const exported = await exportCheckpoint(resumed, { out: path.join(dir, 'onnx-kind.onnx') });
