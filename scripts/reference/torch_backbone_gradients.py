@@ -25,7 +25,7 @@ import torchvision
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_torchvision import Embedder  # noqa: E402
-from torch_graph_gradients import backpropagate, float64_copy  # noqa: E402
+from torch_graph_gradients import backpropagate, case_record, float64_copy  # noqa: E402
 
 
 def summary(values, reference=None):
@@ -67,11 +67,7 @@ def main():
         seed, y64 = backpropagate(model, exact, x)
         float32 = dict(model.named_parameters())
         record = {
-            "torch": torch.__version__,
-            "inputDims": list(x.shape),
-            "input": x.flatten().tolist(),
-            "seed": seed.flatten().tolist(),
-            "output": y64.detach().flatten().tolist(),
+            **case_record(x, seed, y64),
             "gradients": {n: {**summary(p.grad), "float32Error": summary(float32[n].grad, p.grad)["float32Error"]} for n, p in exact.named_parameters()},
             "runningStatistics": {n: summary(b) for n, b in exact.named_buffers() if "running" in n},
         }

@@ -166,6 +166,18 @@ def backpropagate(model, exact, x):
     return seed, y64
 
 
+def case_record(x, seed, y64):
+    """The fields every reference record starts with: the torch version, the input, the seed gradient G
+    and the float64 output."""
+    return {
+        "torch": torch.__version__,
+        "inputDims": list(x.shape),
+        "input": x.flatten().tolist(),
+        "seed": seed.flatten().tolist(),
+        "output": y64.detach().flatten().tolist(),
+    }
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "spec/fixtures/graph-gradients"
     only = set(sys.argv[2:])
@@ -190,11 +202,7 @@ def main():
             return ((a.double() - b).abs().max() / b.abs().max().clamp_min(1e-3)).item()
 
         record = {
-            "torch": torch.__version__,
-            "inputDims": list(x.shape),
-            "input": x.flatten().tolist(),
-            "seed": seed.flatten().tolist(),
-            "output": y64.detach().flatten().tolist(),
+            **case_record(x, seed, y64),
             "gradients": {n: p.grad.flatten().tolist() for n, p in exact.named_parameters()},
             "torchFloat32Error": {n: relative(float32[n].grad, p.grad) for n, p in exact.named_parameters()},
             "runningStatistics": {n: b.flatten().tolist() for n, b in exact.named_buffers() if "running" in n},
