@@ -58,6 +58,8 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
 import { definedFields } from '../util/defined-fields.js';
 import { backboneImageSpec } from './backbone-preprocessing.js';
+import { foldedBatchNormWarning } from './folded-batch-norm.js';
+import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
@@ -271,6 +273,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (resolved.defaultsUsed.length > 0) {
       warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
     }
+    const folded = foldedBatchNormWarning(readOnnxGraph(backboneBytes, onnxSpec.path), onnxSpec.path);
+    if (folded) warn(folded);
     backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
     config = { ...config, data: { ...config.data, image: resolved.image } };
   }

@@ -19,11 +19,12 @@
  * ```
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
-import { decodeModel, encodeModel, floatTensor, int64Value, type TensorProto } from '../../onnx/builder.js';
+import { decodeModel, encodeModel, floatTensor, int64Value, type ModelProto, type TensorProto } from '../../onnx/builder.js';
 import type { DeviceChoice, ExecutionProviderName, ProviderAttempt } from '../../onnx/devices.js';
 import ort from '../../onnx/ort.js';
 import { createSession } from '../../onnx/session.js';
 import { concatFloat32 } from '../../util/concat.js';
+import { withConstantInitializers } from '../graph/constant-initializers.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, initializersUpTo, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
@@ -198,6 +199,8 @@ export class GraphTrainer {
     private readonly learningRateScales: ReadonlyMap<string, number>,
     private readonly optimizer: GraphOptimizer,
     private readonly state: Map<string, Float32Array>,
+    /** The model as given, with its constant tensors as initializers of their own: what {@link exportModel} writes the trained values into. */
+    private readonly source: ModelProto,
   ) {}
 
   /**
@@ -208,6 +211,8 @@ export class GraphTrainer {
   static async create(options: GraphTrainerOptions): Promise<GraphTrainer> {
     const name = options.name ?? 'model';
     const read = readOnnxGraph(options.model, name);
+    const decoded = decodeModel(options.model, name);
+    const source: ModelProto = { ...decoded, graph: withConstantInitializers(decoded.graph ?? {}, name).graph };
     const graph: IrGraph = options.frozenBatchNorm ? withFrozenBatchNorm(read) : read;
     const [input, ...otherInputs] = graph.inputs;
     if (!input || otherInputs.length > 0) throw new DmlError('E_MODEL', `${name} has ${graph.inputs.length} data inputs; the graph trainer trains networks with one image input`);
@@ -240,7 +245,7 @@ export class GraphTrainer {
     const optimizer = createGraphOptimizer(options.optimizer);
     const state = new Map<string, Float32Array>();
     for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
-    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, learningRateScales, optimizer, state);
+    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, learningRateScales, optimizer, state, source);
     const probeBatch = typeof input.dims[0] === 'number' ? input.dims[0] : 2;
     const probe = trainer.compile(probeBatch);
     for (const v of probe.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
@@ -660,9 +665,15 @@ export class GraphTrainer {
     return Object.fromEntries(this.optimizer.slots.map((s) => [s, this.state.get(slotName(param, s))]));
   }
 
-  /** The forward model (inference mode, as given) with the trained weights and running statistics. */
+  /**
+   * The forward model (inference mode, as given) with the trained weights and running statistics.
+   * Every tensor the trainer holds is an initializer under its own name: `Constant` nodes and the
+   * aliases PyTorch's exporter writes for equal initializers (`Identity` nodes) are replaced by
+   * initializers (lib/engine/graph/constant-initializers.ts), so no trained value is lost and no layer
+   * reads another's.
+   */
   exportModel(): Uint8Array {
-    const model = decodeModel(this.options.model, 'model');
+    const model = this.source;
     const graph = model.graph ?? {};
     const initializers: TensorProto[] = (graph.initializer ?? []).map((t) => {
       const value = this.state.get(t.name ?? '');
