@@ -46,8 +46,8 @@ import { createLoss } from './losses/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { buildModel } from './models/build-model.js';
 import type { ModelSpec } from './models/model-spec.js';
-import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-schedule.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
+import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler } from './samplers/sampler.js';
 import { validateBatchAugmentation } from './batch-augmentation.js';
@@ -321,6 +321,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   checkSchedule(config.optimizer, scheduleSteps);
   const milestoneUnit = budget.unit;
   const lrAt = (step: number, epoch0: number): number => scheduledLearningRate(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
+  const momentumAt = (step: number, epoch0: number): number | undefined => scheduledMomentum(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
   /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
   const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
 
@@ -529,6 +530,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         else setLearningRate(optimizer, lr);
         currentLearningRate = lr;
       }
+      // A momentum the schedule sets (OneCycle's cycleMomentum) replaces the optimiser's for this step.
+      const momentum = momentumAt(position.globalStep, epoch - 1);
+      if (momentum !== undefined && !graph) setMomentum(optimizer, momentum);
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       const counts = { valid: 0, total: 0 };
       const draw = drawInputs(rows, inputRng);
@@ -539,7 +543,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         const x = inputsOf(rows, draw);
         try {
           const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-          const result = await graph.trainBatch(x, labels, loss, optimizer, lr);
+          const result = await graph.trainBatch(x, labels, loss, optimizer, lr, momentum);
           [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
         } finally {
           x.dispose();
@@ -571,7 +575,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       period.totalSum += totalCount;
       period.steps++;
       position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
-      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr, ...(momentum !== undefined ? { momentum } : {}) });
       progress.update(step + 1, batches.length);
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;

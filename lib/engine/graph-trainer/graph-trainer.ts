@@ -308,11 +308,13 @@ export class GraphTrainer {
    * One optimiser step on `images` with `labels` at learning rate `lr`, the loss computed in the same
    * graph run as the forward, the backward and the update (needs {@link GraphTrainerOptions.loss}).
    * Applied only when the batch has a valid tuple and a finite loss; otherwise nothing changes.
+   * `momentum`: this step's Adam β1 or SGD momentum when a schedule sets it (OneCycle's
+   * `cycle_momentum`); default the optimiser's.
    */
-  async trainStep(images: Float32Array, labels: Int32Array, lr: number): Promise<FusedStepResult> {
+  async trainStep(images: Float32Array, labels: Int32Array, lr: number, momentum?: number): Promise<FusedStepResult> {
     const loss = this.options.loss;
     if (!loss) throw new DmlError('E_ARG', 'trainStep needs the loss compiled into the step (GraphTrainer.create with `loss`)');
-    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    const hyper = this.hyperValues(lr, momentum);
     const batch = this.batchOf(images);
     if (!(labels instanceof Int32Array) || labels.length !== batch) throw invalidParameterError('labels', `an Int32Array of ${batch} labels (one per image)`, labels instanceof Int32Array ? labels.length : labels);
     const fused = await this.fusedFor(batch);
@@ -326,7 +328,6 @@ export class GraphTrainer {
     feeds[this.inputName] = new ort.Tensor('float32', images, [batch, ...this.options.itemDims]);
     for (const [name, value] of loss.inputValues(labels)) feeds[name] = new ort.Tensor('float32', value, [...(fused.dataInputs.get(name) ?? [value.length])]);
     feeds[io.seed] = new ort.Tensor('float32', Float32Array.of(1), []);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     const out = await fused.session.run(feeds);
     const value = (out[fused.loss]?.data as Float32Array)[0] as number;
@@ -503,7 +504,7 @@ export class GraphTrainer {
    * optimiser once; the running statistics of the first pass become the state. Returns the first
    * pass's embeddings.
    */
-  private async stepInMicroBatches(images: Float32Array, outputGradient: Float32Array, lr: number, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
+  private async stepInMicroBatches(images: Float32Array, outputGradient: Float32Array, hyper: Record<string, number>, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
     const kept = this.lastMicroForward;
     if (!kept || kept.images !== images || kept.atStep !== this.steps) await this.forwardInMicroBatches(images, parts);
     const { embeddings, runningStatistics: running } = this.lastMicroForward as MicroBatchForward;
@@ -538,7 +539,6 @@ export class GraphTrainer {
     const { io, gradients } = last as MicroBatchGraphs;
     const update = await (this.updateGraph as Promise<ort.InferenceSession>);
     const feeds = this.stateFeeds(update, io.variables);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) if (update.inputNames.includes(input)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     for (const [param, input] of Object.entries(gradients)) feeds[input] = new ort.Tensor('float32', sums.get(param) as Float32Array, [...(this.dimsOf(io, param) ?? [])]);
     const out = await update.run(feeds);
@@ -582,13 +582,14 @@ export class GraphTrainer {
    * embeddings {@link forward} gave for `images` (the same array, no step in between: its kept
    * activations are used; otherwise the forward runs again). Returns those embeddings. In
    * micro-batches, each micro-batch's forward runs again with its backward, the gradients are summed
-   * and the optimiser steps once ({@link GraphTrainerOptions.microBatch}).
+   * and the optimiser steps once ({@link GraphTrainerOptions.microBatch}). `momentum`: this step's
+   * Adam β1 or SGD momentum when a schedule sets it (OneCycle's `cycle_momentum`); default the optimiser's.
    */
-  async step(images: Float32Array, outputGradient: Float32Array, lr: number): Promise<Float32Array> {
-    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+  async step(images: Float32Array, outputGradient: Float32Array, lr: number, momentum?: number): Promise<Float32Array> {
+    const hyper = this.hyperValues(lr, momentum);
     const parts = this.microBatchesOf(this.batchOf(images));
     if (parts.length > 1) {
-      return this.stepInMicroBatches(images, outputGradient, lr, parts);
+      return this.stepInMicroBatches(images, outputGradient, hyper, parts);
     }
     const kept = this.lastForward;
     const { graphs, run } = kept && kept.images === images && kept.atStep === this.steps ? { graphs: await this.graphsFor(this.batchOf(images)), run: kept } : await this.runForward(images);
@@ -600,7 +601,6 @@ export class GraphTrainer {
     feeds[io.seed] = new ort.Tensor('float32', outputGradient, [...io.outputDims]);
     for (const name of io.saved) feeds[name] = run.outputs[name] as ort.Tensor;
     for (const name of io.stepData) feeds[name] = new ort.Tensor('float32', images, [this.batchOf(images), ...this.options.itemDims]);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     const out = await graphs.step.run(feeds);
     for (const v of io.variables) {
@@ -615,6 +615,13 @@ export class GraphTrainer {
     this.steps += 1;
     this.lastForward = undefined;
     return run.outputs[io.output]?.data as Float32Array;
+  }
+
+  /** The optimiser's per-step scalars of the next step at `lr` and `momentum` (both checked). */
+  private hyperValues(lr: number, momentum: number | undefined): Record<string, number> {
+    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    if (momentum !== undefined && !(momentum >= 0 && momentum < 1)) throw invalidParameterError('momentum', 'a number in [0, 1)', momentum);
+    return this.optimizer.hyperValues(this.steps + 1, lr, momentum);
   }
 
   /** The names of the trained initializers. */
