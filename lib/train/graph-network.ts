@@ -206,6 +206,15 @@ export class GraphNetwork {
     }
   }
 
+  /**
+   * Reads the trained state back from the device, where the graph trainer kept it between steps
+   * (WebGPU); before {@link nonFiniteWeight}, {@link writeBack}, {@link slots}, {@link embedAll} and a
+   * checkpoint of the trained graph. Nothing to do on the CPU provider.
+   */
+  async synchronize(): Promise<void> {
+    await this.trainer.synchronize();
+  }
+
   /** The name of a trained weight or running statistic holding NaN or Inf, or undefined. */
   nonFiniteWeight(): string | undefined {
     for (const [name, values] of this.trainer.weights()) if (values.some((v) => !Number.isFinite(v))) return name;

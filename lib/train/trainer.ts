@@ -580,6 +580,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
+      await graph?.synchronize();
       graph?.writeBack();
       const badGraphWeight = model ? undefined : graph?.nonFiniteWeight();
       if (badGraphWeight !== undefined) {
