@@ -18,7 +18,7 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
 import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
-import { permuteArray } from '../engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../util/permute-array.js';
 import { graphLossOf } from './graph-loss.js';
 import { GraphTrainer, type GraphTrainerOptions } from '../engine/graph-trainer/graph-trainer.js';
 import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';

@@ -12,7 +12,7 @@ import { expect } from 'chai';
 import { exportCheckpoint } from '../../lib/export/export-model.js';
 import { evaluate } from '../../lib/facade.js';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
-import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../../lib/util/permute-array.js';
 import ort from '../../lib/onnx/ort.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { GraphNetwork, graphOptimizerSettings } from '../../lib/train/graph-network.js';
