@@ -36,7 +36,7 @@ import { encodeNpy } from '../../lib/embed/npy.js';
 import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import type { ConvnetModelSpec } from '../../lib/train/models/model-spec.js';
 import { loadImageData, selectRunItems } from '../../lib/train/run-inputs.js';
-import { trainingImagePreprocessing } from '../../lib/train/training-data.js';
+import { trainingImagePreprocessing, type TrainingImageSpec } from '../../lib/train/training-data.js';
 import { train, type EpochRecord } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation } from './table-support.js';
@@ -118,7 +118,11 @@ async function main(): Promise<void> {
   const exportMode = argument('--export', 'preserve');
   if (!['preserve', 'user'].includes(exportMode)) throw new Error(`--export: preserve or user, got ${exportMode}`);
   const { augmentation: dropped, ...kept } = base.data as NonNullable<TrainConfigInput['data']> & { augmentation?: unknown };
-  const data = keepAugmentation && dropped !== undefined ? { ...kept, augmentation: dropped } : kept;
+  // The images of the config's model (resized to the larger side, its mean and std) for every run: a
+  // `model.kind: "onnx"` run would otherwise fill the fields left out with a backbone's defaults (a crop margin).
+  const image = trainingImagePreprocessing(kept.image as TrainingImageSpec | undefined, []);
+  const pinned = image ? { ...kept, image: { ...kept.image, resizeShorter: image.resizeShorter, mean: image.mean, std: image.std } } : kept;
+  const data = keepAugmentation && dropped !== undefined ? { ...pinned, augmentation: dropped } : pinned;
   const configOf = (name: string, overrides: Partial<TrainConfigInput>): TrainConfig =>
     parseTrainConfig({ ...base, data, steps, validation: { ...(base.validation ?? {}), everySteps: steps }, out: path.join(out, name), ...overrides } as TrainConfigInput, configFile);
   const torchFolder = path.join(out, 'torch');
