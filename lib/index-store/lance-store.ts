@@ -7,12 +7,13 @@
  * Layout of an index folder:
  * ```
  * index.json      metadata (format, model sha256, preprocessing, dim, dataset, ANN parameters)
- * model.onnx      the embedder, copied at build time (with its external data files, if any)
+ * model/model.onnx the embedder, copied at build time (with its external data files, if any, beside it
+ *                 in model/, apart from the index's own files; an index written before keeps model.onnx at the top)
  * items.lance/    the LanceDB table `items`: id, label, source (JSON of the image source), vector;
  *                 or elsewhere: `index.json` names a database URI (`s3://bucket/prefix`, `gs://`,
  *                 `az://`) holding the table, and the folder holds the rest
  * uploads/<sha256> images added over HTTP (item sources point here, relative to the folder)
- * lock            pid of the process that holds the index open for writing (lock.ts)
+ * lock            pid of the process that holds the index open for writing (util/folder-lock.ts)
  * ```
  *
  * Search: exact (every row compared) while the table has no ANN index; the build creates an
@@ -59,7 +60,7 @@ import {
   copyIndexModel,
   ioError,
   METADATA_FILE,
-  MODEL_FILE,
+  indexModelPath,
   removeUnusedUploads,
   storeUpload,
   syncPath,
@@ -69,7 +70,7 @@ import {
   type NewItem,
   type SearchHit,
 } from './layout.js';
-import { acquireLock, releaseLock } from './lock.js';
+import { acquireFolderLock, releaseFolderLock } from '../util/folder-lock.js';
 import { SearchBatcher } from './search-batcher.js';
 
 /** Format tag of a LanceDB index folder's `index.json`. */
@@ -261,6 +262,7 @@ export class LanceIndexStore implements IndexStore {
   readonly #lance: LanceModule;
   readonly #writable: boolean;
   readonly #lockFile: string | undefined;
+  readonly #modelPath: string;
   readonly #refreshTimer: NodeJS.Timeout | undefined;
   readonly #searches = new SearchBatcher<LanceSearch, SearchHit[]>((_key, searches) => this.#searchBatch(searches), {
     maxInFlight: availableParallelism(),
@@ -282,6 +284,7 @@ export class LanceIndexStore implements IndexStore {
     table: LanceTable;
     writable: boolean;
     lockFile: string | undefined;
+    modelPath: string;
     count: number;
     version: number;
     annIndex: boolean;
@@ -294,6 +297,7 @@ export class LanceIndexStore implements IndexStore {
     this.#table = init.table;
     this.#writable = init.writable;
     this.#lockFile = init.lockFile;
+    this.#modelPath = init.modelPath;
     this.#count = init.count;
     this.#version = init.version;
     this.#annIndex = init.annIndex;
@@ -411,7 +415,8 @@ export class LanceIndexStore implements IndexStore {
       throw new DmlError('E_DATASET', `${metadataPath}: expected a ${LANCE_INDEX_FORMAT} file with a dim, ANN parameters and a table location (a folder written by dml index build --out ${LANCE_PREFIX}<folder>)`);
     }
     const lance = await loadLancedb(dir);
-    const lockFile = writable ? await acquireLock(root) : undefined;
+    const modelPath = await indexModelPath(root, `${LANCE_PREFIX}${dir}`);
+    const lockFile = writable ? await acquireFolderLock(root, `Index ${LANCE_PREFIX}${dir}`) : undefined;
     try {
       // A writer sees its own commits; a reader looks for other processes' commits every refreshSeconds.
       const db = await lance.connect(metadata.table ?? root, writable ? {} : { readConsistencyInterval: refreshSeconds });
@@ -428,13 +433,14 @@ export class LanceIndexStore implements IndexStore {
         table,
         writable,
         lockFile,
+        modelPath,
         count,
         version,
         annIndex: indices.some((index) => index.name === VECTOR_INDEX),
         refreshSeconds,
       });
     } catch (err) {
-      if (lockFile !== undefined) await releaseLock(lockFile);
+      if (lockFile !== undefined) await releaseFolderLock(lockFile);
       throw err;
     }
   }
@@ -446,7 +452,7 @@ export class LanceIndexStore implements IndexStore {
 
   /** Path of the model copy. */
   get modelPath(): string {
-    return path.join(this.#dir, MODEL_FILE);
+    return this.#modelPath;
   }
 
   /** What index.json records (a copy). */
@@ -690,7 +696,7 @@ export class LanceIndexStore implements IndexStore {
     await this.#refreshing?.catch(() => undefined);
     this.#table.close();
     this.#db.close();
-    if (this.#lockFile !== undefined) await releaseLock(this.#lockFile);
+    if (this.#lockFile !== undefined) await releaseFolderLock(this.#lockFile);
   }
 
   /** Runs `task` after every earlier write. */

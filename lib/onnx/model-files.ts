@@ -111,11 +111,16 @@ export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
 /**
  * Copies the model at `modelPath` to `target` (a file path) and its external data files beside it
  * under the same relative locations, so the copy loads and has the same identity. Returns the copied
- * files' paths (the model first). Errors: E_NOT_FOUND, E_IO and E_MODEL as {@link readModelFiles}; E_IO
- * from the copies (a missing external data file is an E_IO from its copy).
+ * files' paths (the model first). Errors: E_NOT_FOUND, E_IO and E_MODEL as {@link readModelFiles}; E_MODEL
+ * for a data file whose location is the copy's own name; E_IO from the copies (a missing external data
+ * file is an E_IO from its copy).
  */
 export async function copyModelFiles(modelPath: string, target: string): Promise<string[]> {
   const locations = readExternalDataLocations(await readModelBytes(modelPath), modelPath);
+  const clash = locations.find((location) => path.join(path.dirname(target), location) === path.join(target));
+  if (clash !== undefined) {
+    throw new DmlError('E_MODEL', `${modelPath} keeps weights in external data file ${JSON.stringify(clash)}, the name its copy ${target} takes; rename the data file (and its location in the model)`);
+  }
   const copied = [target];
   await copyFile(modelPath, target);
   for (const location of locations) {

@@ -43,7 +43,7 @@ describe('dml serve', function () {
     server.child.kill('SIGTERM');
     expect(await exited(server.child)).to.equal(0);
     expect(server.output().stderr).to.equal('dml serve: SIGTERM, shutting down\ndml serve: stopped\n');
-    expect(readdirSync(fixture.dir).sort()).to.deep.equal(['gen-2', 'index.json', 'model.onnx', 'uploads']);
+    expect(readdirSync(fixture.dir).sort()).to.deep.equal(['gen-2', 'index.json', 'model', 'uploads']);
     const store = await SearchIndexStore.open(fixture.dir);
     expect(store.get('posted-1')?.label).to.equal('posted');
     expect(store.count).to.equal(25);
