@@ -43,9 +43,10 @@ import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
 import { createLoss } from './losses/registry.js';
+import { LossOptimizer } from './loss-optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { buildModel } from './models/build-model.js';
-import type { ModelSpec } from './models/model-spec.js';
+import { specEmbeddingDim, type ModelSpec } from './models/model-spec.js';
 import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
@@ -166,6 +167,7 @@ interface CheckpointState {
   configHash: string;
   /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
   identity?: Record<string, unknown>;
+  /** The loss's parameters as older checkpoints kept them (now in the checkpoint's arrays, lib/train/loss-optimizer.ts). */
   lossVariables?: number[][];
   lossGenerator?: number[] | undefined;
   /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
@@ -241,7 +243,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // ---- setup: everything that can fail, before the first step ----
   if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
-  const loss: MetricLoss = createLoss(config.loss);
+  const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
   const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
   if (backend.warning) warn(backend.warning);
@@ -287,6 +289,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const { validationData, preprocessing } = loaded;
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
+  loss.checkTrainingLabels?.(trainData.labelNames);
   const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
   for (const message of sampler.warnings) warn(message);
 
@@ -334,6 +337,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   let kernelNames = new Set<string>();
   const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
   let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
+  /** The optimiser of the loss's own parameters (proxies, class weights), if it has any. */
+  const lossOptimizer = LossOptimizer.create(loss, config.optimizer, currentLearningRate, optimizerOptions.fused);
   let history: EpochRecord[] = [];
   /** Where the run stands: the epoch (1-based) of the last step taken, steps taken of it, steps taken in all. */
   let position: RunPosition = { epoch: 0, epochStep: 0, globalStep: 0 };
@@ -371,12 +376,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     }
     optimizer = ('optimizer' in loaded ? loaded.optimizer : undefined) ?? optimizer;
     history = state.history;
-    // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
-    loss.trainableVariables.forEach((v, i) => {
-      const values = state.lossVariables?.[i];
-      if (values?.length !== v.size) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no value for the loss parameter ${v.name}`);
-      v.assign(tf.tensor(values, v.shape, v.dtype));
-    });
+    // The loss's own parameters (proxies, class weights, the margin loss's β) and their optimiser.
+    await lossOptimizer?.restore(loaded, state.lossVariables, checkpointDir);
     if (loss.generator) {
       if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
       resumedGenerator = state.lossGenerator;
@@ -408,8 +409,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   kernels = model ? decayedVariables(model) : [];
   kernelNames = new Set(kernels.map((v) => v.name));
 
-  /** Values of the loss's trainable variables, saved in each checkpoint's state. */
-  const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
   const variables = (): tf.Variable[] => [...(model?.trainableWeights ?? []).map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
   const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
@@ -473,12 +472,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       history,
       configHash,
       identity,
-      lossVariables: lossVariableValues(),
       lossGenerator: loss.generator?.getState(),
       ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
       ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
-    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
+    const arrays = new Map([...(graph?.slots() ?? []), ...(lossOptimizer?.arrays() ?? [])]);
+    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, lossOptimizer: lossOptimizer?.optimizer, state, ...(arrays.size > 0 ? { arrays } : {}) });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
@@ -528,6 +527,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       if (lr !== currentLearningRate) {
         if (Number.isNaN(currentLearningRate)) optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
         else setLearningRate(optimizer, lr);
+        lossOptimizer?.setLearningRate(lr);
         currentLearningRate = lr;
       }
       // A momentum the schedule sets (OneCycle's cycleMomentum) replaces the optimiser's for this step.
@@ -543,7 +543,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         const x = inputsOf(rows, draw);
         try {
           const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-          const result = await graph.trainBatch(x, labels, loss, optimizer, lr, momentum);
+          const result = await graph.trainBatch(x, labels, loss, lossOptimizer?.optimizer ?? optimizer, lr, momentum);
           [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
         } finally {
           x.dispose();
@@ -564,9 +564,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       }
       if (validCount > 0) {
         if (!graph) {
-          optimizer.applyGradients(grads as Record<string, tf.Tensor>);
+          optimizer.applyGradients((lossOptimizer?.applyOwnGradients(grads) ?? grads) as Record<string, tf.Tensor>);
           if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
         }
+        lossOptimizer?.decay(lr);
         period.lossSum += lossValue;
         period.updates++;
       }
