@@ -411,6 +411,17 @@ export interface LoadedOnnxCheckpoint {
 }
 
 /**
+ * The state blob of the checkpoint in `dir` (its `state.json`, checked against the manifest), without
+ * reading the rest; undefined when it has none. Errors as {@link loadCheckpoint}.
+ */
+export async function readCheckpointState(dir: string): Promise<unknown> {
+  const manifest = await readManifest(dir);
+  const loaded: { state?: unknown } = {};
+  if (STATE_JSON in manifest.files) await readArraysAndState(dir, { ...manifest, files: { [STATE_JSON]: manifest.files[STATE_JSON] as CheckpointManifest['files'][string] } }, loaded);
+  return loaded.state;
+}
+
+/**
  * Loads a checkpoint holding `model.onnx` (see the file comment). Errors: E_NOT_FOUND when `dir` holds
  * no checkpoint; E_MODEL when it is corrupt; E_ARG when it holds a TensorFlow.js model instead.
  */

@@ -38,7 +38,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
-import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from './checkpoint-io.js';
+import { loadCheckpoint, loadOnnxCheckpoint, readCheckpointState, saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
@@ -59,6 +59,7 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
 import { definedFields } from '../util/defined-fields.js';
 import { backboneImageSpec } from './backbone-preprocessing.js';
+import { selectEngine, type EngineSelection } from './training-engine.js';
 import { foldedBatchNormWarning } from './folded-batch-norm.js';
 import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
@@ -128,6 +129,8 @@ export interface TrainResult {
   out: string;
   /** The TensorFlow.js backend that trained, or `onnx` (the graph trainer). */
   backend: string;
+  /** Which engine trained and why (with `backend: "auto"`, the choice lib/train/training-engine.ts made). */
+  engineSelection: EngineSelection;
   /** The onnx backend's execution provider and each provider tried (as `dml eval` reports them). */
   device?: ProviderChoice;
   history: EpochRecord[];
@@ -281,6 +284,9 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     config = { ...config, data: { ...config.data, image: resolved.image } };
   }
   const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
+  const resumedState = options.resume ? ((resumedOnnx?.state ?? (await readCheckpointState(checkpointDir))) as CheckpointState | undefined) : undefined;
+  const engine = selectEngine(config, backend.name, resumedState ? (resumedState.graphSteps !== undefined ? 'onnx' : 'tfjs') : undefined, model);
+  const onGraph = engine.engine === 'onnx';
   const image = config.data.image;
   const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
   const loaded = config.data.features
@@ -294,7 +300,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   for (const message of sampler.warnings) warn(message);
 
   if (model) {
-    const check = await ensureBackendSupports(model, { training: config.backend !== 'onnx' });
+    const check = await ensureBackendSupports(model, { training: !onGraph });
     if (check.warning) warn(check.warning);
   }
 
@@ -352,7 +358,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
     const graphCheckpoint = state.graphSteps !== undefined;
-    if (graphCheckpoint !== (config.backend === 'onnx')) {
+    if (graphCheckpoint !== onGraph) {
       throw new DmlError(
         'E_ARG',
         `Cannot resume from ${checkpointDir} on backend ${config.backend}: it was written by ${graphCheckpoint ? 'the onnx backend' : 'a TensorFlow.js backend'}, whose optimiser state the other cannot continue; resume it with ${graphCheckpoint ? '--backend onnx' : 'a TensorFlow.js backend (not onnx)'}`,
@@ -433,10 +439,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       frozenBatchNorm: onnxSpec.frozenBatchNorm,
       microBatch: config.microBatch,
     });
-  } else if (config.backend === 'onnx') {
+  } else if (onGraph) {
     graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss, config.microBatch);
   }
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
+  log(`engine: ${onGraph ? 'the graph trainer (onnxruntime)' : `TensorFlow.js (${backend.name})`}: ${engine.reason}`);
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
   // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
@@ -616,6 +623,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const result: TrainResult = {
     out,
     backend: graph ? 'onnx' : tf.getBackend(),
+    engineSelection: engine,
     ...(graph?.trainer.provider ? { device: { provider: graph.trainer.provider, attempts: [...graph.trainer.attempts] } } : {}),
     history,
     config: resolvedConfig,
