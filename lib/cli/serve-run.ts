@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
-import { parseChoice, parseParallelism, parsePositiveInt, parsePositiveNumber } from './parse-options.js';
+import { parseChoice, parseParallelism, parsePositiveInt, parseTimerSeconds } from './parse-options.js';
 import { printWarning } from './warning.js';
 import { LOG_LEVELS, TOKEN_ENV, type ServeFlags } from './serve-command.js';
 
@@ -55,7 +55,8 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     maxK: parsePositiveInt(flags.maxK, '--max-k'),
     maxPending: parsePositiveInt(flags.maxPending, '--max-pending'),
     snapshotEvery: parsePositiveInt(flags.snapshotEvery, '--snapshot-every'),
-    refreshSeconds: parsePositiveNumber(flags.refreshSeconds, '--refresh-seconds'),
+    refreshSeconds: parseTimerSeconds(flags.refreshSeconds, '--refresh-seconds'),
+    shutdownGraceSeconds: parseTimerSeconds(flags.shutdownGrace, '--shutdown-grace', true),
     logger: { level: parseChoice(flags.logLevel, LOG_LEVELS, '--log-level') },
   });
   const stopped = new Promise<string>((resolve) => {

@@ -49,7 +49,7 @@ import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { explainMissingLancedb } from '../util/optional-deps.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { checkInteger, checkPositiveInteger } from '../util/check.js';
+import { checkInteger, checkPositiveInteger, checkTimerSeconds } from '../util/check.js';
 import { LANCE_PREFIX, type IndexStore, type IndexStoreMetadata, type LabelCount, type ListOptions, type OptimizeOptions } from './index-store.js';
 import {
   checkItemId,
@@ -395,7 +395,7 @@ export class LanceIndexStore implements IndexStore {
   static async open(dir: string, options: { writable?: boolean; refreshSeconds?: number } = {}): Promise<LanceIndexStore> {
     const writable = options.writable ?? false;
     const refreshSeconds = options.refreshSeconds ?? DEFAULT_REFRESH_SECONDS;
-    if (!(Number.isFinite(refreshSeconds) && refreshSeconds > 0)) throw invalidParameterError('refreshSeconds', 'a positive number of seconds', refreshSeconds);
+    checkTimerSeconds('refreshSeconds', refreshSeconds);
     const root = path.resolve(dir);
     const metadataPath = path.join(root, METADATA_FILE);
     let text: string;

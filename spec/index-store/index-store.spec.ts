@@ -370,7 +370,10 @@ describe('index-store interface: the same cases against both stores', function (
       const other = new Error('disk full');
       expect(explainMissingLancedb(other, 'x')).to.equal(other);
       expect(() => parseIndexLocation('lance:', '--out')).to.throw('Expected a folder after lance: for --out but received "lance:"');
-      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 0 }), 'E_ARG', 'Expected a positive number of seconds for refreshSeconds but received 0');
+      const range = 'a number of seconds in (0, 2147483.647] (the longest delay a Node timer holds)';
+      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 0 }), 'E_ARG', `Expected ${range} for refreshSeconds but received 0`);
+      // Above 2^31 - 1 ms a Node timer fires after 1 ms: a refresh every millisecond.
+      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 2147484 }), 'E_ARG', `Expected ${range} for refreshSeconds but received 2147484`);
       await expectDmlError(openIndexStore(`lance:${fixture.dir}`), 'E_DATASET', /index\.json: expected a dmlkit\.lance-index\/1 file with a dim, ANN parameters and a table location/);
       await expectDmlError(buildLanceIndex(fixture, path.join(tmp, 'bad-ann'), { refineFactor: 0 }), 'E_ARG', 'Expected a positive integer for ann.refineFactor but received 0');
     });
