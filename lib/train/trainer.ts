@@ -28,7 +28,7 @@
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
@@ -36,6 +36,7 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import { collectVersions } from '../util/versions.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
+import { RunFolder } from './run-folder.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
 import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from './checkpoint-io.js';
@@ -226,10 +227,27 @@ export function describeEpoch(r: EpochRecord, epochs: number): string {
   return parts.join(', ');
 }
 
-/** Runs a training as `config` says. See the file comment. */
+/**
+ * Runs a training as `config` says. See the file comment. The run holds its folder's lock throughout,
+ * and a fresh start that fails before its first step leaves no run behind (run-folder.ts).
+ */
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
+  const folder = await RunFolder.lock(path.resolve(config.out));
+  try {
+    return await trainInFolder(config, options, folder);
+  } catch (err) {
+    await folder.discardUnstarted();
+    throw err;
+  } finally {
+    await folder.release();
+  }
+}
+
+/** {@link train} in its locked folder; marks the folder started once the first step is logged. */
+async function trainInFolder(config: TrainConfig, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
-  const out = path.resolve(config.out);
+  const { out } = folder;
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);
@@ -237,7 +255,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
 
   // ---- setup: everything that can fail, before the first step ----
-  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss);
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
@@ -390,7 +407,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     folderReady = true;
     if (options.resume) await truncateLog(logFile, resumedAt);
     else {
-      await mkdir(out, { recursive: true });
+      folder.written = true;
       await rm(logFile, { force: true });
     }
     await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
@@ -568,6 +585,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       period.steps++;
       position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
       await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      folder.started = true;
       progress.update(step + 1, batches.length);
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
