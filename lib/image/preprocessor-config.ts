@@ -18,6 +18,7 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 import type { Preprocessing, ResampleFilter } from './preprocessing.js';
+import { normalisationValueProblem } from './validate.js';
 
 /** The file name the Hub uses. */
 export const PREPROCESSOR_CONFIG_FILE = 'preprocessor_config.json';
@@ -162,8 +163,9 @@ export function parsePreprocessorConfig(json: Record<string, unknown>, file: str
   // Rescale and normalise.
   if (flag('do_rescale', true)) {
     const factor = json['rescale_factor'] ?? 1 / 255;
-    if (typeof factor !== 'number' || !(factor > 0)) throw bad('rescale_factor', 'a positive number');
-    out.rescale = factor;
+    const problem = normalisationValueProblem('rescale', factor);
+    if (problem !== undefined) throw bad('rescale_factor', problem);
+    out.rescale = factor as number;
   } else {
     out.rescale = 1;
   }
@@ -174,6 +176,8 @@ export function parsePreprocessorConfig(json: Record<string, unknown>, file: str
       if (!Array.isArray(list) || list.length !== 3 || !list.every((v) => typeof v === 'number' && Number.isFinite(v))) {
         throw bad(key, 'three numbers (one per RGB channel)');
       }
+      const problem = list.map((v: unknown) => normalisationValueProblem(key === 'image_mean' ? 'mean' : 'std', v)).find((p) => p !== undefined);
+      if (problem !== undefined) throw bad(key, `three numbers, each ${problem}`);
       if (key === 'image_mean') out.mean = list as number[];
       else out.std = list as number[];
     }

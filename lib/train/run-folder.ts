@@ -11,9 +11,10 @@
  *   it made it, so the same command can run again without `--overwrite`. A resume removes nothing
  *   but a folder it made itself (trainer.ts: a refused or failed resume leaves the folder as it was).
  */
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { fileOnFolderPath } from '../util/atomic-write.js';
 import { acquireFolderLock, releaseFolderLock } from '../util/folder-lock.js';
 
 /** What a run writes into its folder (everything a failed fresh start takes away again). */
@@ -23,7 +24,7 @@ const RUN_FILES = ['config.json', 'log.jsonl', 'checkpoints', 'scatter', 'report
 export class RunFolder {
   /** Whether a fresh start has begun to write its run into the folder (before that, a failure removes nothing of it). */
   written = false;
-  /** Whether the run has taken its first step: from then on a failure keeps what it wrote. */
+  /** Whether the run has begun its first step: from then on a failure (a divergence) keeps what it wrote. */
   started = false;
 
   private constructor(
@@ -45,7 +46,7 @@ export class RunFolder {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST' || code === 'ENOTDIR') {
-        const file = await firstFileOnPath(out);
+        const file = await fileOnFolderPath(out);
         throw new DmlError('E_ARG', `Cannot use ${out} as the run folder (out, --out): ${file === out ? 'it is' : `${file} is`} a file, not a folder`);
       }
       throw new DmlError('E_IO', `Cannot create the run folder ${out}: ${(err as Error).message}`, { cause: err });
@@ -76,15 +77,4 @@ export class RunFolder {
   async release(): Promise<void> {
     await releaseFolderLock(this.lockFile);
   }
-}
-
-/** The first path on the way down to `target` that exists and is not a folder (`target` when none is found). */
-async function firstFileOnPath(target: string): Promise<string> {
-  const parts = path.resolve(target).split(path.sep);
-  for (let i = 2; i <= parts.length; i++) {
-    const at = parts.slice(0, i).join(path.sep);
-    const info = await stat(at).catch(() => undefined);
-    if (info !== undefined && !info.isDirectory()) return at;
-  }
-  return target;
 }

@@ -51,7 +51,7 @@ import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-sche
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler } from './samplers/sampler.js';
-import { validateBatchAugmentation } from './batch-augmentation.js';
+import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
@@ -244,7 +244,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
 }
 
-/** {@link train} in its locked folder; marks the folder started once the first step is logged. */
+/** {@link train} in its locked folder; marks the folder started when the first step begins. */
 async function trainInFolder(config: TrainConfig, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
   const { out } = folder;
@@ -298,6 +298,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
     : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
   const { validationData, preprocessing } = loaded;
+  if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
   const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
@@ -494,6 +495,12 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
+    if (record.steps > 0 && record.updates === 0) {
+      const period = budget.unit === 'steps' ? `steps ${position.globalStep - record.steps + 1}-${position.globalStep}` : `epoch ${record.epoch}`;
+      warn(
+        `${period} trained nothing: none of its ${record.steps} batches had a valid tuple for the ${loss.name} loss (valid fraction ${record.validFraction ?? 0}); check the settings that make the images or embeddings alike (data.augmentation, data.image, the sampler, the model's pooling)`,
+      );
+    }
     const last = finished(position);
     const point: ValidationPoint =
       budget.unit === 'steps'
@@ -543,6 +550,8 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
         currentLearningRate = lr;
       }
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
+      // From here a failure (a divergence at this step) keeps the run and its last good checkpoint.
+      folder.started = true;
       const counts = { valid: 0, total: 0 };
       const draw = drawInputs(rows, inputRng);
       let lossValue: number;
@@ -585,7 +594,6 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       period.steps++;
       position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
       await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
-      folder.started = true;
       progress.update(step + 1, batches.length);
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
