@@ -14,9 +14,10 @@
  * DINOv2 / BiT (shortest edge 256, bicubic, crop 224), CLIP (shortest edge 224, bicubic, crop 224,
  * CLIP statistics), SigLIP (`{height, width}`, bicubic, no crop, mean = std = 0.5), ConvNeXt (crop_pct).
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { readRegularFile } from '../util/regular-file.js';
 import type { Preprocessing, ResampleFilter } from './preprocessing.js';
 import { normalisationValueProblem } from './validate.js';
 
@@ -49,19 +50,14 @@ function isObject(value: unknown): value is Json {
 }
 
 /**
- * Reads `file` (a `preprocessor_config.json`) as the preprocessing fields it determines. Errors
- * (E_ARG, naming the file and the key): unreadable or invalid JSON, a value of the wrong type, an
+ * Reads `file` (a `preprocessor_config.json`; a regular file, util/regular-file.ts) as the
+ * preprocessing fields it determines. Errors (E_ARG, naming the file and the key): not a regular file,
+ * invalid JSON, a value of the wrong type, an
  * unsupported `resample`, and settings that give images of different sizes (a shortest or longest
  * edge resize without a centre crop).
  */
 export async function readPreprocessorConfig(file: string): Promise<Partial<Preprocessing>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read preprocessor config ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { cause: err });
-  }
+  const text = (await readRegularFile(file, 'preprocessor config')).toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -42,7 +42,8 @@
  * ...); dmlkit neither reads, records nor logs them.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
@@ -400,7 +401,7 @@ export class LanceIndexStore implements IndexStore {
     const metadataPath = path.join(root, METADATA_FILE);
     let text: string;
     try {
-      text = await readFile(metadataPath, 'utf8');
+      text = (await readRegular(metadataPath, 'index metadata')).toString('utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DmlError('E_NOT_FOUND', `No search index at ${LANCE_PREFIX}${dir} (${METADATA_FILE} is missing)`);
       throw ioError(`Cannot read ${metadataPath}`, err);

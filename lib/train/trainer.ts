@@ -28,7 +28,8 @@
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, readFile, rm } from 'node:fs/promises';
+import { appendFile, rm } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
@@ -190,8 +191,9 @@ function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): st
 async function truncateLog(file: string, position: RunPosition): Promise<void> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readRegular(file, 'log')).toString('utf8');
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }

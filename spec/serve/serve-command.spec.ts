@@ -1,4 +1,5 @@
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -114,6 +115,20 @@ describe('dml serve', function () {
     expect(longRefresh).to.deep.equal({ code: 2, stdout: '', stderr: `dml: Expected ${range} for --refresh-seconds but received "3000000"\n` });
     const badGrace = await runCliCaptured(['serve', fixture.dir, '--shutdown-grace', '-1']);
     expect(badGrace).to.deep.equal({ code: 2, stdout: '', stderr: `dml: Expected ${range.replace('(', '[')} for --shutdown-grace but received "-1"\n` });
+    // --token-file: a regular file others cannot write, holding the token alone (issue 38).
+    const pipe = path.join(tmp, 'token-pipe');
+    expect(spawnSync('mkfifo', [pipe]).status).to.equal(0);
+    const fromPipe = await runCliCaptured(['serve', fixture.dir, '--allow-writes', '--token-file', pipe]);
+    expect(fromPipe).to.deep.equal({ code: 2, stdout: '', stderr: `dml: Cannot read --token-file ${pipe}: a FIFO (named pipe), not a regular file\n` });
+    const twoLines = path.join(tmp, 'token-two-lines');
+    writeFileSync(twoLines, 'serve-spec-token-0123456789\nsecond-line-0123456789\n', { mode: 0o600 });
+    const refusedLines = await runCliCaptured(['serve', fixture.dir, '--allow-writes', '--token-file', twoLines]);
+    expect(refusedLines).to.deep.equal({ code: 2, stdout: '', stderr: `dml: --token-file ${twoLines} holds 2 lines; expected the token alone on one line\n` });
+    const open = path.join(tmp, 'token-open');
+    writeFileSync(open, 'serve-spec-token-0123456789\n');
+    chmodSync(open, 0o666);
+    const refusedMode = await runCliCaptured(['serve', fixture.dir, '--allow-writes', '--token-file', open]);
+    expect(refusedMode).to.deep.equal({ code: 2, stdout: '', stderr: `dml: --token-file ${open} is writable by others (mode 666), who could set the write token; chmod o-w it (600 is usual)\n` });
     const badWorkers = await runCliCaptured(['serve', fixture.dir, '--workers', '0']);
     expect(badWorkers.stderr).to.equal('dml: Expected a positive integer for --workers but received "0"\n');
     const missing = await runCliCaptured(['serve', path.join(tmp, 'none')]);
