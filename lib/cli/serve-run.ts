@@ -76,6 +76,7 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     maxK: parsePositiveInt(flags.maxK, '--max-k'),
     maxPending: parsePositiveInt(flags.maxPending, '--max-pending'),
     snapshotEvery: parsePositiveInt(flags.snapshotEvery, '--snapshot-every'),
+    compactEvery: parsePositiveInt(flags.compactEvery, '--compact-every'),
     refreshSeconds: parseTimerSeconds(flags.refreshSeconds, '--refresh-seconds'),
     shutdownGraceSeconds: parseTimerSeconds(flags.shutdownGrace, '--shutdown-grace', true),
     logger: { level: parseChoice(flags.logLevel, LOG_LEVELS, '--log-level') },

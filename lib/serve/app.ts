@@ -72,6 +72,8 @@ export interface SearchAppOptions {
   snapshotEvery?: number;
   /** Seconds between checks for a newer table version (LanceDB store, read-only). */
   refreshSeconds?: number;
+  /** Commits after which the table's data files are compacted (LanceDB store, with `allowWrites`). */
+  compactEvery?: number;
   /** The request log: false (default), true (level info), or a level and destination; tokens are censored (log-redaction.ts). */
   logger?: boolean | ServiceLoggerOptions;
   /** Open the index for writing and serve `POST /items` and `DELETE /items/:id`. Default false (read-only). */
@@ -103,6 +105,7 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     writable: access.allowWrites,
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
     ...(options.refreshSeconds !== undefined ? { refreshSeconds: options.refreshSeconds } : {}),
+    ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
   });
   // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
   const app = Fastify({ logger: redactingLogger(options.logger), bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
