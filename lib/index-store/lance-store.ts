@@ -414,7 +414,7 @@ export class LanceIndexStore implements IndexStore {
   /**
    * Opens the index in folder `dir`. Read-only by default, looking for newer table versions every
    * `refreshSeconds`; `writable` takes the folder's write lock and compacts after `compactEvery` commits
-   * (default {@link DEFAULT_COMPACT_EVERY}) or `compactIdleSeconds` (default {@link COMPACT_IDLE_SECONDS})
+   * (default 20, `DEFAULT_COMPACT_EVERY`) or `compactIdleSeconds` (default 10, `COMPACT_IDLE_SECONDS`)
    * without a write (see the file comment). Errors: E_NOT_FOUND when `dir` holds no LanceDB index or
    * LanceDB is not installed; E_DATASET for a corrupt `index.json`; E_IO when it is locked by another
    * process (writable opens only).

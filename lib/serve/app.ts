@@ -84,7 +84,7 @@ export interface SearchAppOptions {
   allowedHosts?: string[];
   /**
    * Seconds closing the app waits for requests in flight before it closes every open connection
-   * (see the file comment). Default {@link DEFAULT_SHUTDOWN_GRACE_SECONDS}; 0 closes them at once.
+   * (see the file comment). Default 10 (`DEFAULT_SHUTDOWN_GRACE_SECONDS`); 0 closes them at once.
    */
   shutdownGraceSeconds?: number;
 }

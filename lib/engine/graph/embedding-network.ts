@@ -43,7 +43,7 @@ export interface EmbeddingHeadSpec {
    * with the fixed exponent {@link gemP}.
    */
   readonly pooling?: 'avg' | 'max' | 'avgmax' | 'gem' | undefined;
-  /** GeM's exponent p (`pooling: 'gem'`), in {@link GEM_P_RANGE}; default 3 (1 is average pooling, large p approaches max pooling). */
+  /** GeM's exponent p (`pooling: 'gem'`), in [0.1, 50] (`GEM_P_RANGE`); default 3 (1 is average pooling, large p approaches max pooling). */
   readonly gemP?: number | undefined;
   /** A BatchNorm neck before the Linear layer; default false. */
   readonly batchNorm?: boolean | undefined;
