@@ -157,7 +157,7 @@ describe('serve/createSearchApp', function () {
 
     it('GET /healthz, GET /metrics.json (counts and latency quantiles per route), GET /labels and the page', async () => {
       const health = await app.inject({ url: '/healthz' });
-      expect(health.json()).to.deep.equal({ status: 'ok', items: 24, workers: 1, pending: 0, generation: 1, provider: 'cpu' });
+      expect(health.json()).to.deep.equal({ status: 'ok', items: 24, workers: 1, pending: 0, generation: 1, dataFiles: null, provider: 'cpu' });
       const metrics = (await app.inject({ url: '/metrics.json' })).json<{
         requests: number;
         routes: Record<string, { count: number; statuses: Record<string, number>; latencyMs: Record<string, number> }>;
