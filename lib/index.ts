@@ -44,7 +44,8 @@ export { EmbeddingIndex, type EmbeddingIndexOptions, type SearchResult } from '.
 export { HnswIndex, type HnswParams, type HnswBuildOptions, type HnswSearchOptions, type HnswLoadOptions, type HnswNeighbour } from './search/hnsw.js';
 
 export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics, type RetrievalMetricsOptions, type LabelRetrievalMetrics } from './metrics/retrieval.js';
-export { normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from './metrics/clustering.js';
+export { adjustedMutualInformation, normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from './metrics/clustering.js';
+export { FullRankingAccumulator, FULL_RANKING_METRIC_DEFINITIONS, type FullRankingMetrics, type FullRankingOptions } from './metrics/full-ranking.js';
 export { kmeans, kmeansSweep, type KMeansOptions, type KMeansResult, type KMeansSweepOptions } from './metrics/kmeans.js';
 export { DEFAULT_MAX_ITERATIONS, DEFAULT_TOLERANCE, KMEANS_INITS, type KMeansInit } from './metrics/kmeans-options.js';
 export { encodeLabels, type EncodedLabels } from './metrics/labels.js';
@@ -58,6 +59,7 @@ export {
   DEFAULT_INDEX,
   DEFAULT_KS,
   METRIC_DEFINITIONS,
+  type AccuracyCalculatorMetrics,
   type ClassMetrics,
   type ClusterSet,
   type EvaluationMetrics,

@@ -58,6 +58,12 @@ describe('the library', function () {
     expect(rows.metrics.recall).to.deep.equal({ '1': 0.5, '2': 1 });
     expect(rows.metrics.mapAtR).to.equal(0.25);
     expect(rows.metrics.rPrecision).to.equal(0.25);
+    // The whole ranking: q0's one relevant item at rank 2 (RR = AP = 1/2); q1's at ranks 1 and 3 (RR 1, AP (1 + 2/3)/2 = 5/6).
+    expect(rows.metrics.mrr).to.equal(0.75);
+    expect(rows.metrics.map).to.be.closeTo(2 / 3, 1e-15);
+    // MAP@1: q0 0, q1 1; MAP@2: q0 (1/2)/1, q1 1. PML's precision_at_1 over the two (non-lone) queries: 1/2.
+    expect(rows.metrics.mapAtK).to.deep.equal({ '1': 0.5, '2': 0.75 });
+    expect(rows.metrics.accuracyCalculator.precision_at_1).to.equal(0.5);
     expect(rows.parameters.ks).to.deep.equal([1, 2]);
     const flat = await evaluateArrays(Float32Array.from([1, 0, 0, 1]), ['0', '1'], { ...options, gallery: [1, 0.1, 1, 0.2, 0, 1] });
     expect(flat.metrics).to.deep.equal(rows.metrics);

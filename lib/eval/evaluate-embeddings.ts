@@ -1,12 +1,14 @@
 /**
  * @file Embeddings -> metrics. Given a query set and a gallery set (or one set used as both), it runs
  * the search (exact chunked GEMM + top-k, or HNSW plus an exact reference), streams the neighbour
- * blocks into the retrieval metrics, clusters the embeddings with k-means over the requested cluster
+ * blocks into the retrieval metrics and the exact search's score rows into the metrics of the whole
+ * ranking (MRR, mAP; with HNSW from its exact reference pass), clusters the embeddings with k-means over the requested cluster
  * counts, and returns metrics, parameters and timings. Memory stays bounded: no query x gallery matrix.
  */
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
-import { normalizedMutualInformation, pairwiseClusteringF1 } from '../metrics/clustering.js';
+import { adjustedMutualInformation, normalizedMutualInformation, pairwiseClusteringF1 } from '../metrics/clustering.js';
+import { FullRankingAccumulator } from '../metrics/full-ranking.js';
 import { kmeansSweep } from '../metrics/kmeans.js';
 import { DEFAULT_MAX_ITERATIONS, DEFAULT_ROUND_FRACTION, DEFAULT_TOLERANCE, type KMeansInit } from '../metrics/kmeans-options.js';
 import { encodeLabels } from '../metrics/labels.js';
@@ -182,6 +184,8 @@ export async function evaluateEmbeddings(
     recallK: ks,
     querySelfIndex: selfIndex,
   });
+  const fullRanking = new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex });
+  const addScores = (block: NeighbourBlock): void => fullRanking.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
   const scores = { hasPositive: (q: number) => accumulator.relevantCount(q) > 0, averagePrecision: (q: number) => accumulator.averagePrecisionAtR(q) };
   const examples = new RetrievalExampleSampler(query, g, scores, {
     count: options.examples?.count ?? DEFAULT_EXAMPLES,
@@ -203,10 +207,12 @@ export async function evaluateEmbeddings(
       k,
       selfIndex,
       chunkSize: index.chunkSize,
+      withScores: true,
       onProgress: (done, total) => options.onProgress?.('search', done, total),
       ...threads,
       ...signal,
     })) {
+      addScores(block);
       accumulator.add(block);
       examples.add(block);
       options.onNeighbours?.(block, sets);
@@ -246,10 +252,12 @@ export async function evaluateEmbeddings(
     for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
       k: maxK,
       selfIndex,
+      withScores: true,
       onProgress: (done, total) => options.onProgress?.('exact reference', done, total),
       ...threads,
       ...signal,
     })) {
+      addScores(block);
       countOverlap(block, approxTop, maxK, ks, hits);
     }
     timings.exactReferenceSeconds = seconds(start);
@@ -259,6 +267,7 @@ export async function evaluateEmbeddings(
     });
   }
   const retrieval = accumulator.result();
+  const { mrr, map } = fullRanking.result();
   const perClass = worstFirst(
     accumulator.resultPerLabel().map((m) => ({ label: labels.labelNames[m.code] as string, queryCount: m.queryCount, recallAt1: m.recallAt1, rPrecision: m.rPrecision, mapAtR: m.mapAtR })),
   );
@@ -296,15 +305,21 @@ export async function evaluateEmbeddings(
   }));
   timings.clusteringSeconds = seconds(start);
   const atLabelCount = nmiCurve.find((p) => p.clusters === Math.min(labelCount, clustered.count)) as NmiCurvePoint;
+  const ami = adjustedMutualInformation(clusterLabels, (results.find((r) => r.k === atLabelCount.clusters) as (typeof results)[number]).assignments);
 
   const recall: Record<string, number> = {};
   for (const kk of ks) recall[String(kk)] = retrieval.recall[kk] as number;
+  const mapAtK = retrieval.mapAtK === null ? null : Object.fromEntries(ks.map((kk) => [String(kk), retrieval.mapAtK?.[kk] as number]));
   const metrics: EvaluationMetrics = {
     recall,
     precisionAt1: retrieval.precisionAt1,
     rPrecision: retrieval.rPrecision,
     mapAtR: retrieval.mapAtR,
+    mrr,
+    map,
+    mapAtK,
     nmi: atLabelCount.nmi,
+    ami,
     nmiCurve,
     nmiPlus: nmiPlusOf(nmiCurve, labelCount, clustered.count),
     perClass,
@@ -313,6 +328,15 @@ export async function evaluateEmbeddings(
     queryCount: query.count,
     galleryCount: g.count,
     labelCount,
+    accuracyCalculator: {
+      precision_at_1: retrieval.precisionAt1NonLone,
+      r_precision: retrieval.rPrecision,
+      mean_average_precision_at_r: retrieval.mapAtR,
+      mean_average_precision: map,
+      mean_reciprocal_rank: mrr,
+      NMI: atLabelCount.nmi,
+      AMI: ami,
+    },
     ...(annRecall !== undefined ? { annRecall } : {}),
   };
   const parameters: EvaluationParameters = {

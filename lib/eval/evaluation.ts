@@ -4,6 +4,7 @@
  * evaluate-model.ts (model + dataset -> embeddings -> metrics).
  */
 import { CLUSTERING_METRIC_DEFINITIONS } from '../metrics/clustering.js';
+import { FULL_RANKING_METRIC_DEFINITIONS } from '../metrics/full-ranking.js';
 import type { KMeansInit } from '../metrics/kmeans-options.js';
 import { RETRIEVAL_METRIC_DEFINITIONS } from '../metrics/retrieval.js';
 import { DEFAULT_QUERY_CHUNK } from '../util/defaults.js';
@@ -81,6 +82,29 @@ export interface ClassMetrics {
   mapAtR: number | null;
 }
 
+/**
+ * The metrics of PyTorch Metric Learning's `AccuracyCalculator` under its names, as its `get_accuracy`
+ * returns them with `k = None` (the whole ranking): the kNN metrics over the non-lone queries; NMI and
+ * AMI of dmlkit's k-means at K = the label count (PML clusters the queries: `--cluster-set query`, or
+ * a query set that is the gallery). Values a set of lone queries leaves undefined are null (PML: 0).
+ */
+export interface AccuracyCalculatorMetrics {
+  /** Precision@1 over the non-lone queries (not Recall@1: lone queries are left out). */
+  precision_at_1: number | null;
+  /** = rPrecision. */
+  r_precision: number | null;
+  /** = mapAtR. */
+  mean_average_precision_at_r: number | null;
+  /** = map (over the whole ranking). */
+  mean_average_precision: number | null;
+  /** = mrr. */
+  mean_reciprocal_rank: number | null;
+  /** = nmi. */
+  NMI: number;
+  /** = ami. */
+  AMI: number;
+}
+
 /** The metrics of one evaluation. */
 export interface EvaluationMetrics {
   /** Recall@K keyed by K, in [0, 1]. Lone queries count as misses. */
@@ -91,8 +115,16 @@ export interface EvaluationMetrics {
   rPrecision: number | null;
   /** Over non-lone queries; null when every query is lone. */
   mapAtR: number | null;
+  /** Mean reciprocal rank over the whole ranking, over non-lone queries; null when every query is lone. */
+  mrr: number | null;
+  /** Mean average precision over the whole ranking, over non-lone queries; null when every query is lone. */
+  map: number | null;
+  /** MAP@K keyed by K (the Recall@K values; PML's mean_average_precision with k = K), over non-lone queries; null when every query is lone. */
+  mapAtK: Record<string, number> | null;
   /** NMI with K = number of distinct labels in the clustered set. */
   nmi: number;
+  /** Adjusted mutual information of the same clustering (chance-corrected; negative when worse than chance). */
+  ami: number;
   /** The NMI curve: NMI (and F1) at each requested cluster count. */
   nmiCurve: NmiCurvePoint[];
   /** NMI+ (Levi et al.): the curve's NMI at 10x the label count; null when 10x is not among the cluster counts. */
@@ -105,6 +137,8 @@ export interface EvaluationMetrics {
   galleryCount: number;
   /** Distinct labels in the clustered set. */
   labelCount: number;
+  /** The same values under PyTorch Metric Learning's AccuracyCalculator names and conventions. */
+  accuracyCalculator: AccuracyCalculatorMetrics;
   /**
    * Recall@1, R-Precision and MAP@R per query label, worst first (by MAP@R, then Recall@1, then label;
    * labels whose queries are all lone last).
@@ -129,7 +163,12 @@ export interface EvaluationTimings {
  */
 export const METRIC_DEFINITIONS = {
   ...RETRIEVAL_METRIC_DEFINITIONS,
+  ...FULL_RANKING_METRIC_DEFINITIONS,
   ...CLUSTERING_METRIC_DEFINITIONS,
+  accuracyCalculator:
+    "AccuracyCalculator: PyTorch Metric Learning's names with k = None: precision_at_1 over non-lone queries (Recall@1 counts lone queries as misses), " +
+    'r_precision, mean_average_precision_at_r, mean_average_precision (= mAP), mean_reciprocal_rank (= MRR); NMI and AMI of the clustering at K = the label count ' +
+    '(PML clusters the queries alone); null where every query is lone (PML returns 0).',
   nmiClusters: 'NMI and F1 use k-means with K = number of distinct labels in the clustered set (query and gallery items, each once; --cluster-set query or gallery clusters that set alone).',
   nmiCurve: 'NMI curve = the same NMI at each listed cluster count (more clusters than labels shows class collapse).',
   perClass: 'Per class: Recall@1, R-Precision and MAP@R averaged over the queries of each label (as the overall values), worst classes first.',

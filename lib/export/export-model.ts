@@ -34,7 +34,7 @@ import { definedFields } from '../util/defined-fields.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 import { Rng } from '../util/rng.js';
 import { composeBackboneAndHead } from './compose.js';
-import { permuteArray } from '../engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../util/permute-array.js';
 import { assertParity, compareOutputs, randomImages, runOnnxModel, type ParityReport } from './parity.js';
 import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import { checkPositiveInteger } from '../util/check.js';

@@ -1,8 +1,9 @@
 /**
  * @file Clustering scores of a cluster assignment against the true labels: normalised mutual
- * information (NMI, also used for the NMI+ sweep) and the pairwise clustering F1.
+ * information (NMI, also used for the NMI+ sweep), adjusted mutual information (AMI, chance-corrected)
+ * and the pairwise clustering F1.
  *
- * Both work on a sparse contingency table (only the non-zero label x cluster cells, at most one per
+ * All work on a sparse contingency table (only the non-zero label x cluster cells, at most one per
  * item), so 11k labels x 300k clusters cost O(N) memory, not a dense K x L matrix. Labels and
  * clusters are arbitrary Int32 values (negative and non-contiguous values are fine). Sums run in
  * (label value, cluster value) order, so the scores do not depend on the order of the items.
@@ -16,6 +17,10 @@ export const CLUSTERING_METRIC_DEFINITIONS = {
     'NMI = 2 I(Y;C) / (H(Y) + H(C)) (arithmetic mean of the entropies, natural log; = scikit-learn ' +
     "normalized_mutual_info_score(average_method='arithmetic')); 1 if labels and clusters are both a single group, " +
     '0 if exactly one of them is.',
+  ami:
+    'AMI = (I(Y;C) - E[I]) / ((H(Y) + H(C)) / 2 - E[I]), E[I] the expected mutual information of two random partitions with ' +
+    "the same group sizes (hypergeometric model; = scikit-learn adjusted_mutual_info_score(average_method='arithmetic'), " +
+    "PML's AMI); 0 in expectation for a random clustering, 1 for a perfect one, negative when worse than chance; at K = the label count.",
   pairwiseF1:
     'Pairwise clustering F1 over all unordered item pairs: TP = pairs in the same cluster with the same label; ' +
     'precision = TP / same-cluster pairs, recall = TP / same-label pairs, F1 = 2PR / (P + R); ' +
@@ -60,6 +65,75 @@ export function normalizedMutualInformation(labels: Int32Array, clusters: Int32A
   const table = buildSparseContingency(labels, clusters);
   if (table.labelSizes.length === 1 && table.clusterSizes.length === 1) return 1;
   const n = table.itemCount;
+  const mutualInformation = mutualInformationOf(table);
+  // Exactly one side a single group: every cell's log argument is N n / (N n) = 1 exactly, so I = 0
+  // and NMI = 0 (the mean entropy is positive).
+  const meanEntropy = (entropy(table.labelSizes, n) + entropy(table.clusterSizes, n)) / 2;
+  return Math.min(1, Math.max(0, mutualInformation) / meanEntropy);
+}
+
+/**
+ * Adjusted mutual information between the true labels Y and the clusters C (natural log, float64), as
+ * scikit-learn 1.2 `adjusted_mutual_info_score(average_method='arithmetic')` (Vinh, Epps and Bailey,
+ * "Information Theoretic Measures for Clusterings Comparison", JMLR 2010):
+ *
+ *   AMI = (I(Y;C) − E[I]) / ((H(Y) + H(C)) / 2 − E[I])
+ *   E[I] = Σ_l Σ_c Σ_{n = max(1, a_l + b_c − N)}^{min(a_l, b_c)} (n / N) ln(N n / (a_l b_c))
+ *          · a_l! b_c! (N − a_l)! (N − b_c)! / (N! n! (a_l − n)! (b_c − n)! (N − a_l − b_c + n)!)
+ *
+ * with a_l the label sizes and b_c the cluster sizes. The terms depend on (a_l, b_c) only, so the sum
+ * runs over the distinct label sizes x distinct cluster sizes, each weighted by how many labels and
+ * clusters have it (scikit-learn sums every label x cluster pair: the same terms). Log-factorials come
+ * from one table of cumulative logarithms. Degenerate cases as scikit-learn: 1 when labels and clusters
+ * are both a single group; E[I] = 0 when either is; a denominator within float64 epsilon of 0 keeps
+ * its sign at ±epsilon.
+ */
+export function adjustedMutualInformation(labels: Int32Array, clusters: Int32Array): number {
+  const table = buildSparseContingency(labels, clusters);
+  if (table.labelSizes.length === 1 && table.clusterSizes.length === 1) return 1;
+  const n = table.itemCount;
+  const mutualInformation = mutualInformationOf(table);
+  const expected = expectedMutualInformation(table.labelSizes, table.clusterSizes, n);
+  const meanEntropy = (entropy(table.labelSizes, n) + entropy(table.clusterSizes, n)) / 2;
+  let denominator = meanEntropy - expected;
+  denominator = denominator < 0 ? Math.min(denominator, -Number.EPSILON) : Math.max(denominator, Number.EPSILON);
+  return (mutualInformation - expected) / denominator;
+}
+
+/** E[I] of random partitions with these group sizes (see {@link adjustedMutualInformation}). */
+function expectedMutualInformation(labelSizes: Float64Array, clusterSizes: Float64Array, n: number): number {
+  if (labelSizes.length === 1 || clusterSizes.length === 1) return 0;
+  // logFactorial[k] = ln k!, k = 0..N.
+  const logFactorial = new Float64Array(n + 1);
+  for (let k = 2; k <= n; k++) logFactorial[k] = logFactorial[k - 1]! + Math.log(k);
+  const labelGroups = sizeMultiplicities(labelSizes);
+  const clusterGroups = sizeMultiplicities(clusterSizes);
+  const logN = Math.log(n);
+  let sum = 0;
+  for (const [a, labelCount] of labelGroups) {
+    for (const [b, clusterCount] of clusterGroups) {
+      const fixed = logFactorial[a]! + logFactorial[b]! + logFactorial[n - a]! + logFactorial[n - b]! - logFactorial[n]!;
+      let pairSum = 0;
+      for (let cell = Math.max(1, a + b - n); cell <= Math.min(a, b); cell++) {
+        const logProbability = fixed - logFactorial[cell]! - logFactorial[a - cell]! - logFactorial[b - cell]! - logFactorial[n - a - b + cell]!;
+        pairSum += (cell / n) * (logN + Math.log(cell) - Math.log(a) - Math.log(b)) * Math.exp(logProbability);
+      }
+      sum += labelCount * clusterCount * pairSum;
+    }
+  }
+  return sum;
+}
+
+/** The distinct group sizes, ascending, each with the number of groups of that size. */
+function sizeMultiplicities(sizes: Float64Array): Array<[number, number]> {
+  const counts = new Map<number, number>();
+  for (const size of sizes) counts.set(size, (counts.get(size) ?? 0) + 1);
+  return [...counts].sort((x, y) => x[0] - y[0]);
+}
+
+/** I(Y;C) = Σ over non-zero cells (n_lc / N) ln(N n_lc / (n_l n_c)). */
+function mutualInformationOf(table: SparseContingency): number {
+  const n = table.itemCount;
   let mutualInformation = 0;
   for (let cell = 0; cell < table.cellSizes.length; cell++) {
     const cellSize = table.cellSizes[cell]!;
@@ -67,10 +141,7 @@ export function normalizedMutualInformation(labels: Int32Array, clusters: Int32A
     const clusterSize = table.clusterSizes[table.cellClusters[cell]!]!;
     mutualInformation += (cellSize / n) * Math.log((n * cellSize) / (labelSize * clusterSize));
   }
-  // Exactly one side a single group: every cell's log argument is N n / (N n) = 1 exactly, so I = 0
-  // and NMI = 0 (the mean entropy is positive).
-  const meanEntropy = (entropy(table.labelSizes, n) + entropy(table.clusterSizes, n)) / 2;
-  return Math.min(1, Math.max(0, mutualInformation) / meanEntropy);
+  return mutualInformation;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * @file Streaming retrieval metrics: Recall@K, Precision@1, R-Precision and MAP@R computed from the
- * neighbour lists of blocks of queries, so no query x gallery matrix is ever held.
+ * @file Streaming retrieval metrics: Recall@K, Precision@1, R-Precision, MAP@R and MAP@K computed from
+ * the neighbour lists of blocks of queries, so no query x gallery matrix is ever held. (The metrics of
+ * the whole ranking, MRR and mAP, are in full-ranking.ts.)
  *
  * Usage: build a {@link RetrievalMetricsAccumulator} from the label codes (see `labels.ts`), search
  * `accumulator.requiredNeighbours` neighbours per query (self excluded by id), `add` every
@@ -42,6 +43,9 @@ export const RETRIEVAL_METRIC_DEFINITIONS = {
   mapAtR:
     'MAP@R: (1/R) * sum over ranks i <= R of precision@i * rel(i), rel(i) = 1 if the i-th nearest has the query label; ' +
     'averaged over non-lone queries (R > 0); null if every query is lone.',
+  mapAtK:
+    'MAP@K (PML mean_average_precision with k = K): (1/h) * sum over ranks i <= K of precision@i * rel(i), h = the number of same-label items ' +
+    'among the K nearest (0 when h = 0); averaged over non-lone queries; null if every query is lone.',
   loneQueries: 'Lone queries: queries with no same-label gallery item other than themselves (R = 0).',
 } as const;
 
@@ -59,6 +63,10 @@ export interface RetrievalMetrics {
   rPrecision: number | null;
   /** Mean MAP@R over non-lone queries, in [0, 1]; null when every query is lone. */
   mapAtR: number | null;
+  /** Mean MAP@K over non-lone queries keyed by K (ascending), as PML's mean_average_precision with k = K; null when every query is lone. */
+  mapAtK: Record<number, number> | null;
+  /** Precision@1 over the non-lone queries (PML's precision_at_1); null when every query is lone. */
+  precisionAt1NonLone: number | null;
   definitions: typeof RETRIEVAL_METRIC_DEFINITIONS;
 }
 
@@ -103,6 +111,8 @@ export class RetrievalMetricsAccumulator {
   private readonly firstHitRankPerQuery: Int32Array;
   private readonly rPrecisionPerQuery: Float64Array;
   private readonly averagePrecisionAtRPerQuery: Float64Array;
+  /** AP@K of each query for each K of `recallK` (ascending), row-major [query, K]. */
+  private readonly averagePrecisionAtKPerQuery: Float64Array;
   private addedQueryCount = 0;
 
   /** max(largest K, largest R) for these options, without keeping an accumulator. */
@@ -148,6 +158,7 @@ export class RetrievalMetricsAccumulator {
     this.firstHitRankPerQuery = new Int32Array(queryCount).fill(NOT_ADDED);
     this.rPrecisionPerQuery = new Float64Array(queryCount);
     this.averagePrecisionAtRPerQuery = new Float64Array(queryCount);
+    this.averagePrecisionAtKPerQuery = new Float64Array(queryCount * this.recallK.length);
   }
 
   /** R of query row `query`: its same-label gallery items, itself excluded (0 for a lone query). */
@@ -179,14 +190,23 @@ export class RetrievalMetricsAccumulator {
       let firstHitRank = NO_HIT;
       let hitsWithinR = 0;
       let precisionSumAtHits = 0;
+      // Hits and the sum of precision@i at them over the ranks seen so far, for MAP@K.
+      let hits = 0;
+      let precisionSum = 0;
+      let nextK = 0;
+      const kSlots = this.averagePrecisionAtKPerQuery.subarray(query * this.recallK.length, (query + 1) * this.recallK.length);
       for (let rank = 0; rank < examined; rank++) {
         const galleryRow = block.indices[rowStart + rank]!;
-        if (galleryRow < 0 || this.galleryLabelCodes[galleryRow] !== label) continue;
-        if (firstHitRank === NO_HIT) firstHitRank = rank;
-        if (rank < relevantCount) {
-          hitsWithinR++;
-          precisionSumAtHits += hitsWithinR / (rank + 1);
+        if (galleryRow >= 0 && this.galleryLabelCodes[galleryRow] === label) {
+          if (firstHitRank === NO_HIT) firstHitRank = rank;
+          hits++;
+          precisionSum += hits / (rank + 1);
+          if (rank < relevantCount) {
+            hitsWithinR++;
+            precisionSumAtHits += hitsWithinR / (rank + 1);
+          }
         }
+        while (nextK < this.recallK.length && this.recallK[nextK] === rank + 1) kSlots[nextK++] = hits > 0 ? precisionSum / hits : 0;
       }
       this.firstHitRankPerQuery[query] = firstHitRank;
       if (relevantCount > 0) {
@@ -204,6 +224,8 @@ export class RetrievalMetricsAccumulator {
    * - Precision@1 = Recall@1
    * - R-Precision = mean over queries with R > 0 of hits(top R) / R
    * - MAP@R = mean over queries with R > 0 of (1/R) * sum_{i <= R} P(i) * rel(i)
+   * - MAP@K = mean over queries with R > 0 of (1/h_K) * sum_{i <= K} P(i) * rel(i), h_K the hits in the top K
+   * - Precision@1 of the non-lone queries = mean over queries with R > 0 of rel(1)
    */
   result(): RetrievalMetrics {
     const queryCount = this.queryLabelCodes.length;
@@ -227,6 +249,7 @@ export class RetrievalMetricsAccumulator {
     let loneQueries = 0;
     let rPrecisionSum = 0;
     let averagePrecisionSum = 0;
+    const averagePrecisionAtKSums = new Float64Array(this.recallK.length);
     for (let q = 0; q < queryCount; q++) {
       if (this.firstHitRankPerQuery[q] === 0) precisionAt1Hits++;
       if (this.relevantCountPerQuery[q] === 0) {
@@ -234,9 +257,15 @@ export class RetrievalMetricsAccumulator {
       } else {
         rPrecisionSum += this.rPrecisionPerQuery[q]!;
         averagePrecisionSum += this.averagePrecisionAtRPerQuery[q]!;
+        for (let i = 0; i < this.recallK.length; i++) averagePrecisionAtKSums[i]! += this.averagePrecisionAtKPerQuery[q * this.recallK.length + i]!;
       }
     }
     const scoredQueries = queryCount - loneQueries;
+    let mapAtK: Record<number, number> | null = null;
+    if (scoredQueries > 0) {
+      mapAtK = {};
+      this.recallK.forEach((k, i) => ((mapAtK as Record<number, number>)[k] = averagePrecisionAtKSums[i]! / scoredQueries));
+    }
     return {
       queryCount,
       loneQueries,
@@ -244,6 +273,9 @@ export class RetrievalMetricsAccumulator {
       precisionAt1: precisionAt1Hits / queryCount,
       rPrecision: scoredQueries > 0 ? rPrecisionSum / scoredQueries : null,
       mapAtR: scoredQueries > 0 ? averagePrecisionSum / scoredQueries : null,
+      mapAtK,
+      // A lone query has no hit, so the hits at rank 1 are all of non-lone queries.
+      precisionAt1NonLone: scoredQueries > 0 ? precisionAt1Hits / scoredQueries : null,
       definitions: RETRIEVAL_METRIC_DEFINITIONS,
     };
   }

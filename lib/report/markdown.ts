@@ -6,6 +6,7 @@
 import { describeProviderChoice } from '../onnx/devices.js';
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import type { ModelInfo, RunReport } from '../eval/run-report.js';
+import type { AccuracyCalculatorMetrics } from '../eval/evaluation.js';
 import type { Report } from './report.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 
@@ -39,7 +40,10 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
     ...ks.map((k) => `R@${k}`),
     'R-Prec',
     'MAP@R',
+    'mAP',
+    'MRR',
     'NMI',
+    'AMI',
     'F1',
     ...curveKs.map(curveHeader),
     ...(hasAnn ? ks.map((k) => `ANN R@${k}`) : []),
@@ -50,7 +54,10 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
     ...ks.map((k) => pct(r.metrics.recall[String(k)])),
     pct(r.metrics.rPrecision),
     pct(r.metrics.mapAtR),
+    pct(r.metrics.map),
+    pct(r.metrics.mrr),
     pct(r.metrics.nmi),
+    pct(r.metrics.ami),
     pct(r.metrics.f1),
     ...curveKs.map((k) => pct(r.metrics.nmiCurve.find((p) => p.clusters === k)?.nmi)),
     ...(hasAnn ? ks.map((k) => pct(r.metrics.annRecall?.[String(k)])) : []),
@@ -58,6 +65,29 @@ export function metricsTable(report: Report): { header: string[]; rows: string[]
   ]);
   return { header, rows };
 }
+
+/**
+ * The runs' metrics under PyTorch Metric Learning's AccuracyCalculator names (percent strings; see
+ * {@link AccuracyCalculatorMetrics}), then MAP@K at each K: the header and one row per run.
+ */
+export function accuracyCalculatorTable(report: Report): { header: string[]; rows: string[][] } {
+  const runs: RunReport[] = report.runs;
+  const names = ['precision_at_1', 'r_precision', 'mean_average_precision_at_r', 'mean_average_precision', 'mean_reciprocal_rank', 'NMI', 'AMI'] as const;
+  const ks = [...new Set(runs.flatMap((r) => Object.keys(r.metrics.mapAtK ?? {}).map(Number)))].sort((a, b) => a - b);
+  return {
+    header: ['model', ...names, ...ks.map((k) => `MAP@${k}`)],
+    rows: runs.map((r) => [r.name, ...names.map((name) => pct(r.metrics.accuracyCalculator[name])), ...ks.map((k) => pct(r.metrics.mapAtK?.[String(k)]))]),
+  };
+}
+
+/** The AccuracyCalculator section of report.md: {@link accuracyCalculatorTable} under its caption. */
+export function accuracyCalculatorMarkdown(report: Report): string {
+  return ['', `${ACCURACY_CALCULATOR_CAPTION}:`, '', ...markdownTable(accuracyCalculatorTable(report))].join('\n');
+}
+
+/** What the AccuracyCalculator table holds, in both reports. */
+export const ACCURACY_CALCULATOR_CAPTION =
+  "PyTorch Metric Learning's AccuracyCalculator metrics under its names (values in %; k = None: the whole ranking; kNN metrics over non-lone queries) and MAP@K (divided by the hits in the top K)";
 
 /**
  * One line naming a run's preprocessing and where each value came from, e.g. `Preprocessing of vit:

@@ -8,14 +8,16 @@ import { collectVersions } from '../util/versions.js';
 
 /**
  * Format tag of report.json, described by the JSON Schema `dmlkit/report.schema.json`
- * (schema/report.schema.json). Version 4: every example names its `selection` (`random`: the seeded
+ * (schema/report.schema.json). Version 5: the metrics add `ami`, `mrr`, `map` (whole ranking),
+ * `mapAtK` and the `accuracyCalculator` block (PyTorch Metric Learning's names), with their
+ * definitions. Version 4: every example names its `selection` (`random`: the seeded
  * sample, the same queries for every run; `worst`: the run's lowest AP@R) and its query's
  * `averagePrecision`. Version 3: a report of several runs holds them side by side in `runs`
  * alone (version 2 also copied the first run's fields to the top, so they silently read as the first
  * model's); every run carries `examples`. Version 2: the NMI curve's points name their cluster count
  * `clusters`, the parameters `clusterCounts` and `resolvedClusterCounts`, and the metrics `nmiPlus`.
  */
-export const REPORT_FORMAT = 'dmlkit.report/4';
+export const REPORT_FORMAT = 'dmlkit.report/5';
 
 /** What every report.json holds: its format, provenance, definitions and the runs side by side. */
 export interface ReportHeader {

@@ -7,6 +7,9 @@
  */
 import { examplesHtml, htmlTable, nmiChartSvg, recallChartSvg, reportPageStart } from './html.js';
 import {
+  ACCURACY_CALCULATOR_CAPTION,
+  accuracyCalculatorMarkdown,
+  accuracyCalculatorTable,
   escapeMarkdownMarkup,
   examplesMarkdown,
   metricsTable,
@@ -51,6 +54,11 @@ export const REPORT_SECTIONS: readonly ReportSection[] = [
         report.warnings.length === 0 ? '' : `<ul class="warnings">${report.warnings.map((w) => `<li>Warning: ${escapeXml(w)}</li>`).join('')}</ul>`,
         `<div class="charts">\n${recallChartSvg(report)}\n${nmiChartSvg(report)}\n</div>`,
       ].join('\n'),
+  },
+  {
+    title: 'AccuracyCalculator',
+    markdown: (report) => `${accuracyCalculatorMarkdown(report)}\n`,
+    html: (report) => `<p>${escapeXml(ACCURACY_CALCULATOR_CAPTION)}.</p>\n${htmlTable(accuracyCalculatorTable(report))}`,
   },
   {
     title: 'Per class',

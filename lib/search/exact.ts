@@ -24,6 +24,8 @@ export interface ExactSearchOptions {
   chunkSize?: number;
   /** onnxruntime intra-op threads. */
   threads?: number;
+  /** Also return each block's scores against every gallery row (see {@link NeighbourBlock.scores}). */
+  withScores?: boolean;
   /** Called after each block with the number of queries done and the total. */
   onProgress?: (done: number, total: number) => void;
   /** Cancels the search between blocks with DmlError E_CANCELLED. */
@@ -89,7 +91,7 @@ export async function* exactSearch(
   dim: number,
   options: ExactSearchOptions,
 ): AsyncGenerator<NeighbourBlock> {
-  const { k, selfIndex, chunkSize, threads, onProgress, signal } = options;
+  const { k, selfIndex, chunkSize, threads, withScores, onProgress, signal } = options;
   if (!Number.isSafeInteger(k) || k < 1) throw invalidParameterError('k', 'a positive integer', k);
   if (!Number.isSafeInteger(queryCount) || queryCount < 0) throw invalidParameterError('queryCount', 'a non-negative integer', queryCount);
   if (!Number.isSafeInteger(galleryCount) || galleryCount < 0) {
@@ -100,6 +102,7 @@ export async function* exactSearch(
     k: excluding ? k + 1 : k,
     ...(chunkSize !== undefined ? { chunkSize } : {}),
     ...(threads !== undefined ? { threads } : {}),
+    ...(withScores !== undefined ? { withScores } : {}),
   });
   let done = 0;
   for (;;) {
@@ -115,7 +118,7 @@ export async function* exactSearch(
         const self = selfIndex[block.queryOffset + q] as number;
         copyRowExcludingSelf(block.indices, block.similarities, q * block.k, block.k, self, indices, similarities, q * k, k);
       }
-      result = { queryOffset: block.queryOffset, queryCount: block.queryCount, k, indices, similarities };
+      result = { queryOffset: block.queryOffset, queryCount: block.queryCount, k, indices, similarities, ...(block.scores !== undefined ? { scores: block.scores } : {}) };
     }
     done += block.queryCount;
     onProgress?.(done, queryCount);

@@ -12,6 +12,9 @@
  * (score descending, gallery index ascending) without a post-sort. Scores are float32 inner products
  * summed by MLAS; two gallery rows tie only when their float32 products are equal.
  *
+ * With `withScores` the graph also returns the chunk's whole score matrix (the metrics of the whole
+ * ranking, lib/metrics/full-ranking.ts, read it); it is the same tensor TopK ranked.
+ *
  * Sessions run on the CPU provider: the gallery is a host array fed on every run (the node binding has
  * no IO binding), and the CPU TopK's tie order is the one verified.
  */
@@ -36,21 +39,24 @@ export interface GemmTopKOptions {
   chunkSize?: number;
   /** onnxruntime intra-op threads; onnxruntime's default when omitted. */
   threads?: number;
+  /** Also return each chunk's scores against the whole gallery (`scores` of the blocks). */
+  withScores?: boolean;
 }
 
 const sessions = new Map<string, Promise<ort.InferenceSession>>();
 
-function buildGraph(dim: number, k: number, hasBias: boolean): Uint8Array {
+function buildGraph(dim: number, k: number, hasBias: boolean, withScores: boolean): Uint8Array {
+  const scores = tensorValueInfo('scores', 'float32', ['query_count', 'gallery_count']);
   return encodeModel({
-    graphName: `gemm_topk_d${dim}_k${k}${hasBias ? '_bias' : ''}`,
+    graphName: `gemm_topk_d${dim}_k${k}${hasBias ? '_bias' : ''}${withScores ? '_scores' : ''}`,
     inputs: [
       tensorValueInfo('queries', 'float32', ['query_count', dim]),
       tensorValueInfo('gallery', 'float32', ['gallery_count', dim]),
       ...(hasBias ? [tensorValueInfo('bias', 'float32', [1, 'gallery_count'])] : []),
     ],
-    outputs: [tensorValueInfo('values', 'float32', ['query_count', k]), tensorValueInfo('indices', 'int64', ['query_count', k])],
+    outputs: [tensorValueInfo('values', 'float32', ['query_count', k]), tensorValueInfo('indices', 'int64', ['query_count', k]), ...(withScores ? [scores] : [])],
     initializers: [int64Tensor('k', [1], [k])],
-    valueInfo: [tensorValueInfo('scores', 'float32', ['query_count', 'gallery_count'])],
+    valueInfo: withScores ? [] : [scores],
     nodes: [
       node('Gemm', hasBias ? ['queries', 'gallery', 'bias'] : ['queries', 'gallery'], ['scores'], {
         alpha: { f: 1 },
@@ -63,11 +69,11 @@ function buildGraph(dim: number, k: number, hasBias: boolean): Uint8Array {
   });
 }
 
-function sessionFor(dim: number, k: number, hasBias: boolean, threads: number | undefined): Promise<ort.InferenceSession> {
-  const key = `${dim}/${k}/${hasBias}/${threads ?? 'default'}`;
+function sessionFor(dim: number, k: number, hasBias: boolean, withScores: boolean, threads: number | undefined): Promise<ort.InferenceSession> {
+  const key = `${dim}/${k}/${hasBias}/${withScores}/${threads ?? 'default'}`;
   let session = sessions.get(key);
   if (session === undefined) {
-    session = createSession(buildGraph(dim, k, hasBias), {
+    session = createSession(buildGraph(dim, k, hasBias, withScores), {
       device: 'cpu',
       name: `gemm-topk ${key}`,
       ...(threads !== undefined ? { threads } : {}),
@@ -98,7 +104,8 @@ function checkMatrix(name: string, data: Float32Array, rows: number, dim: number
  * ordered by score descending then gallery index ascending. `queries` and `gallery` are row-major
  * `count x dim` arrays (L2-normalised for cosine similarity). Yields one {@link NeighbourBlock} per
  * chunk of queries; when the gallery has fewer than k rows, each row is padded with index -1 and
- * similarity -Infinity.
+ * similarity -Infinity. With `options.withScores` each block also holds its queries' scores against
+ * every gallery row.
  */
 export async function* gemmTopK(
   queries: Float32Array,
@@ -108,7 +115,7 @@ export async function* gemmTopK(
   dim: number,
   options: GemmTopKOptions,
 ): AsyncGenerator<NeighbourBlock> {
-  const { k, bias, chunkSize = DEFAULT_QUERY_CHUNK, threads } = options;
+  const { k, bias, chunkSize = DEFAULT_QUERY_CHUNK, threads, withScores = false } = options;
   checkCount('queryCount', queryCount);
   checkCount('galleryCount', galleryCount);
   checkPositive('dim', dim);
@@ -120,7 +127,7 @@ export async function* gemmTopK(
   if (bias !== undefined) checkMatrix('bias', bias, galleryCount, 1);
 
   const found = Math.min(k, galleryCount);
-  const session = found > 0 ? await sessionFor(dim, found, bias !== undefined, threads) : undefined;
+  const session = found > 0 ? await sessionFor(dim, found, bias !== undefined, withScores, threads) : undefined;
   const feeds: Record<string, ort.Tensor> = {
     gallery: new ort.Tensor('float32', gallery, [galleryCount, dim]),
     ...(bias !== undefined ? { bias: new ort.Tensor('float32', bias, [1, galleryCount]) } : {}),
@@ -130,6 +137,7 @@ export async function* gemmTopK(
     const count = Math.min(chunkSize, queryCount - start);
     const indices = new Int32Array(count * k).fill(-1);
     const similarities = new Float32Array(count * k).fill(-Infinity);
+    let scores: Float32Array | undefined = withScores ? new Float32Array(0) : undefined;
     if (session !== undefined) {
       feeds.queries = new ort.Tensor('float32', queries.subarray(start * dim, (start + count) * dim), [count, dim]);
       const out = await session.run(feeds);
@@ -141,7 +149,8 @@ export async function* gemmTopK(
           similarities[q * k + j] = values[q * found + j] as number;
         }
       }
+      if (withScores) scores = out.scores?.data as Float32Array;
     }
-    yield { queryOffset: start, queryCount: count, k, indices, similarities };
+    yield { queryOffset: start, queryCount: count, k, indices, similarities, ...(scores !== undefined ? { scores } : {}) };
   }
 }

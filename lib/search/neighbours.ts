@@ -18,5 +18,10 @@ export interface NeighbourBlock {
   indices: Int32Array;
   /** Cosine similarities (inner products of L2-normalised vectors), length queryCount * k. */
   similarities: Float32Array;
+  /**
+   * Only when the search was asked for them (exact search's `withScores`): each query's similarity to
+   * every gallery row, row-major [queryCount, galleryCount], the query's own row included.
+   */
+  scores?: Float32Array;
 }
 

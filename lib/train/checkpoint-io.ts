@@ -6,8 +6,10 @@
  * Layout: `model.json` + `weights.bin` (tfjs layers format, loadable by any tfjs, see
  * models/tfjs-files.ts), or `model.onnx` for a network the graph trainer trains as ONNX
  * (`model.kind: "onnx"`, read with {@link loadOnnxCheckpoint}), `optimizer.json` + `optimizer.bin` (class name, config and the
- * `optimizer.getWeights()` tensors in tfjs's weight encoding), `arrays.json` + `arrays.bin` (named
- * float32 arrays: the graph trainer's optimiser slots), `state.json`, and `checkpoint.json`
+ * `optimizer.getWeights()` tensors in tfjs's weight encoding), `loss-optimizer.json` + `loss-optimizer.bin`
+ * (the same for the optimiser of the loss's own parameters, lib/train/loss-optimizer.ts, with either
+ * kind of model), `arrays.json` + `arrays.bin` (named float32 arrays: the graph trainer's optimiser
+ * slots, the loss's parameters), `state.json`, and `checkpoint.json`
  * listing every file with its size and SHA-256, which a load verifies.
  *
  * Atomicity: everything is serialised in memory first, then written into a temporary folder beside
@@ -40,6 +42,8 @@ const MANIFEST = 'checkpoint.json';
 const MODEL_JSON = 'model.json';
 const OPTIMIZER_JSON = 'optimizer.json';
 const OPTIMIZER_BIN = 'optimizer.bin';
+const LOSS_OPTIMIZER_JSON = 'loss-optimizer.json';
+const LOSS_OPTIMIZER_BIN = 'loss-optimizer.bin';
 const STATE_JSON = 'state.json';
 const ARRAYS_JSON = 'arrays.json';
 const ARRAYS_BIN = 'arrays.bin';
@@ -50,7 +54,9 @@ export interface CheckpointContents {
   /** The model: a TensorFlow.js model, or an ONNX model's bytes (a network the graph trainer trains as ONNX). */
   model: tf.LayersModel | Uint8Array;
   optimizer?: tf.Optimizer;
-  /** Named float32 arrays (the graph trainer's optimiser slots). */
+  /** The optimiser of the loss's own parameters (restored by position). */
+  lossOptimizer?: tf.Optimizer | undefined;
+  /** Named float32 arrays (the graph trainer's optimiser slots, the loss's parameters). */
   arrays?: ReadonlyMap<string, Float32Array>;
   /** Any JSON-serialisable value. */
   state?: unknown;
@@ -60,6 +66,8 @@ export interface CheckpointContents {
 export interface LoadedCheckpoint {
   model: tf.LayersModel;
   optimizer?: tf.Optimizer;
+  /** The saved state of the loss parameters' optimiser, to restore with {@link restoreOptimizerState}. */
+  lossOptimizer?: OptimizerStateFiles;
   arrays?: Map<string, Float32Array>;
   state?: unknown;
 }
@@ -239,6 +247,11 @@ export async function saveCheckpoint(dir: string, contents: CheckpointContents):
     files.set(OPTIMIZER_JSON, optimizer.json);
     files.set(OPTIMIZER_BIN, optimizer.data);
   }
+  if (contents.lossOptimizer !== undefined) {
+    const lossOptimizer = await optimizerStateFiles(contents.lossOptimizer);
+    files.set(LOSS_OPTIMIZER_JSON, lossOptimizer.json);
+    files.set(LOSS_OPTIMIZER_BIN, lossOptimizer.data);
+  }
   if (contents.arrays !== undefined) {
     const index = [...contents.arrays].map(([name, values]) => ({ name, length: values.length }));
     const data = new Float32Array(index.reduce((n, a) => n + a.length, 0));
@@ -356,8 +369,18 @@ async function readManifest(dir: string): Promise<CheckpointManifest> {
   return manifest;
 }
 
-/** Reads the arrays and the state of a checkpoint (both optional). */
-async function readArraysAndState(dir: string, manifest: CheckpointManifest, loaded: { arrays?: Map<string, Float32Array>; state?: unknown }): Promise<void> {
+/** Reads the arrays, the loss optimiser's state and the state of a checkpoint (each optional). */
+async function readArraysAndState(
+  dir: string,
+  manifest: CheckpointManifest,
+  loaded: { arrays?: Map<string, Float32Array>; lossOptimizer?: OptimizerStateFiles; state?: unknown },
+): Promise<void> {
+  if (LOSS_OPTIMIZER_JSON in manifest.files && LOSS_OPTIMIZER_BIN in manifest.files) {
+    loaded.lossOptimizer = {
+      json: (await readVerified(dir, manifest, LOSS_OPTIMIZER_JSON)).toString('utf8'),
+      data: new Uint8Array(await readVerified(dir, manifest, LOSS_OPTIMIZER_BIN)),
+    };
+  }
   if (ARRAYS_JSON in manifest.files && ARRAYS_BIN in manifest.files) {
     const index = JSON.parse((await readVerified(dir, manifest, ARRAYS_JSON)).toString('utf8')) as { name: string; length: number }[];
     const bytes = await readVerified(dir, manifest, ARRAYS_BIN);
@@ -383,6 +406,8 @@ async function readArraysAndState(dir: string, manifest: CheckpointManifest, loa
 /** A checkpoint of a network the graph trainer trains as ONNX: the model's bytes, the optimiser slots, the state. */
 export interface LoadedOnnxCheckpoint {
   onnx: Uint8Array;
+  /** As {@link LoadedCheckpoint.lossOptimizer}. */
+  lossOptimizer?: OptimizerStateFiles;
   arrays?: Map<string, Float32Array>;
   state?: unknown;
 }

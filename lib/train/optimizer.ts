@@ -110,6 +110,36 @@ export function setLearningRate(optimizer: tf.Optimizer, lr: number): void {
   else throw new Error(`cannot set the learning rate of a ${optimizer.getClassName()} optimizer`);
 }
 
+/** tfjs's Adam's and Momentum's fields a momentum schedule sets (TypeScript-private fields of tf.AdamOptimizer and tf.MomentumOptimizer). */
+interface MomentumFields {
+  beta1: number;
+  readonly accBeta1: tf.Variable;
+  momentum: number;
+  m: tf.Scalar;
+  readonly iterations: number;
+}
+
+/**
+ * Sets the momentum of `optimizer`'s next step in place (a schedule's, OneCycle's `cycle_momentum`),
+ * keeping its state: Adam's β1, with the bias correction `1 - β1^t` of that step t computed from it
+ * (as PyTorch does), or SGD's momentum. tfjs's own `setMomentum` leaves the scalar its step multiplies
+ * by unchanged, so the fields are set here.
+ */
+export function setMomentum(optimizer: tf.Optimizer, momentum: number): void {
+  const fused = optimizer as tf.Optimizer & { setBeta1?: (beta1: number) => void; setMomentum?: (momentum: number) => void };
+  const fields = optimizer as unknown as MomentumFields;
+  if (isFusedOptimizer(optimizer) && fused.setBeta1) fused.setBeta1(momentum);
+  else if (isFusedOptimizer(optimizer) && fused.setMomentum) fused.setMomentum(momentum);
+  else if (!isFusedOptimizer(optimizer) && optimizer.getClassName() === 'Adam') {
+    fields.beta1 = momentum;
+    fields.accBeta1.assign(tf.scalar(Math.fround(momentum ** (fields.iterations + 1))));
+  } else if (!isFusedOptimizer(optimizer) && optimizer.getClassName() === 'Momentum') {
+    fields.momentum = momentum;
+    fields.m.dispose();
+    fields.m = tf.keep(tf.scalar(momentum));
+  } else throw new Error(`cannot set the momentum of a ${optimizer.getClassName()} optimizer`);
+}
+
 /**
  * The variables of `model` that get weight decay: its kernels (`kernel`, `depthwise_kernel`, ...),
  * not biases or normalisation parameters. Matched on the layer weight's original name: tfjs suffixes
@@ -169,6 +199,13 @@ export const optimizerSchema = z
   .superRefine((o, context) => {
     if (o.schedule.kind !== 'milestones' && o.milestones.length > 0) {
       context.addIssue({ code: 'custom', path: ['milestones'], message: `milestones apply to the milestones schedule only, got [${o.milestones.join(', ')}] with schedule ${o.schedule.kind}` });
+    }
+    if (o.schedule.kind === 'onecycle' && o.schedule.cycleMomentum === true && o.kind === 'sgd') {
+      context.addIssue({
+        code: 'custom',
+        path: ['schedule', 'cycleMomentum'],
+        message: "kind sgd has no momentum to cycle; use kind momentum (PyTorch's OneCycleLR gives SGD with momentum 0 a momentum of 0.85-0.95), or remove cycleMomentum (got true)",
+      });
     }
     if (o.schedule.kind === 'onecycle' && o.warmup !== undefined) {
       context.addIssue({ code: 'custom', path: ['warmup'], message: `onecycle warms up by itself (schedule.pctStart); remove optimizer.warmup (got ${JSON.stringify(o.warmup)})` });

@@ -45,11 +45,12 @@ import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
 import { createLoss } from './losses/registry.js';
+import { LossOptimizer } from './loss-optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { buildModel } from './models/build-model.js';
-import type { ModelSpec } from './models/model-spec.js';
-import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-schedule.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
+import { specEmbeddingDim, type ModelSpec } from './models/model-spec.js';
+import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler } from './samplers/sampler.js';
 import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
@@ -60,6 +61,8 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
 import { definedFields } from '../util/defined-fields.js';
 import { backboneImageSpec } from './backbone-preprocessing.js';
+import { foldedBatchNormWarning } from './folded-batch-norm.js';
+import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import { GraphNetwork } from './graph-network.js';
@@ -166,6 +169,7 @@ interface CheckpointState {
   configHash: string;
   /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
   identity?: Record<string, unknown>;
+  /** The loss's parameters as older checkpoints kept them (now in the checkpoint's arrays, lib/train/loss-optimizer.ts). */
   lossVariables?: number[][];
   lossGenerator?: number[] | undefined;
   /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
@@ -258,7 +262,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
 
   // ---- setup: everything that can fail, before the first step ----
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
-  const loss: MetricLoss = createLoss(config.loss);
+  const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
   const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
   if (backend.warning) warn(backend.warning);
@@ -290,6 +294,8 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     if (resolved.defaultsUsed.length > 0) {
       warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
     }
+    const folded = foldedBatchNormWarning(readOnnxGraph(backboneBytes, onnxSpec.path), onnxSpec.path);
+    if (folded) warn(folded);
     backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
     config = { ...config, data: { ...config.data, image: resolved.image } };
   }
@@ -303,6 +309,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
+  loss.checkTrainingLabels?.(trainData.labelNames);
   const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
   for (const message of sampler.warnings) warn(message);
 
@@ -337,6 +344,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   checkSchedule(config.optimizer, scheduleSteps);
   const milestoneUnit = budget.unit;
   const lrAt = (step: number, epoch0: number): number => scheduledLearningRate(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
+  const momentumAt = (step: number, epoch0: number): number | undefined => scheduledMomentum(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
   /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
   const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
 
@@ -349,6 +357,8 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   let kernelNames = new Set<string>();
   const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
   let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
+  /** The optimiser of the loss's own parameters (proxies, class weights), if it has any. */
+  const lossOptimizer = LossOptimizer.create(loss, config.optimizer, currentLearningRate, optimizerOptions.fused);
   let history: EpochRecord[] = [];
   /** Where the run stands: the epoch (1-based) of the last step taken, steps taken of it, steps taken in all. */
   let position: RunPosition = { epoch: 0, epochStep: 0, globalStep: 0 };
@@ -386,12 +396,8 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     }
     optimizer = ('optimizer' in loaded ? loaded.optimizer : undefined) ?? optimizer;
     history = state.history;
-    // The loss's own parameters (e.g. the margin loss's learnable beta), by position.
-    loss.trainableVariables.forEach((v, i) => {
-      const values = state.lossVariables?.[i];
-      if (values?.length !== v.size) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no value for the loss parameter ${v.name}`);
-      v.assign(tf.tensor(values, v.shape, v.dtype));
-    });
+    // The loss's own parameters (proxies, class weights, the margin loss's β) and their optimiser.
+    await lossOptimizer?.restore(loaded, state.lossVariables, checkpointDir);
     if (loss.generator) {
       if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
       resumedGenerator = state.lossGenerator;
@@ -423,8 +429,6 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   kernels = model ? decayedVariables(model) : [];
   kernelNames = new Set(kernels.map((v) => v.name));
 
-  /** Values of the loss's trainable variables, saved in each checkpoint's state. */
-  const lossVariableValues = (): number[][] => loss.trainableVariables.map((v) => Array.from(v.dataSync()));
   const variables = (): tf.Variable[] => [...(model?.trainableWeights ?? []).map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
 
   const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
@@ -488,12 +492,12 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       history,
       configHash,
       identity,
-      lossVariables: lossVariableValues(),
       lossGenerator: loss.generator?.getState(),
       ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
       ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
-    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, state, ...(graph ? { arrays: graph.slots() } : {}) });
+    const arrays = new Map([...(graph?.slots() ?? []), ...(lossOptimizer?.arrays() ?? [])]);
+    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, lossOptimizer: lossOptimizer?.optimizer, state, ...(arrays.size > 0 ? { arrays } : {}) });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
@@ -549,8 +553,12 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       if (lr !== currentLearningRate) {
         if (Number.isNaN(currentLearningRate)) optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
         else setLearningRate(optimizer, lr);
+        lossOptimizer?.setLearningRate(lr);
         currentLearningRate = lr;
       }
+      // A momentum the schedule sets (OneCycle's cycleMomentum) replaces the optimiser's for this step.
+      const momentum = momentumAt(position.globalStep, epoch - 1);
+      if (momentum !== undefined && !graph) setMomentum(optimizer, momentum);
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       // From here a failure (a divergence at this step) keeps the run and its last good checkpoint.
       folder.started = true;
@@ -563,7 +571,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
         const x = inputsOf(rows, draw);
         try {
           const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-          const result = await graph.trainBatch(x, labels, loss, optimizer, lr);
+          const result = await graph.trainBatch(x, labels, loss, lossOptimizer?.optimizer ?? optimizer, lr, momentum);
           [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
         } finally {
           x.dispose();
@@ -584,9 +592,10 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       }
       if (validCount > 0) {
         if (!graph) {
-          optimizer.applyGradients(grads as Record<string, tf.Tensor>);
+          optimizer.applyGradients((lossOptimizer?.applyOwnGradients(grads) ?? grads) as Record<string, tf.Tensor>);
           if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
         }
+        lossOptimizer?.decay(lr);
         period.lossSum += lossValue;
         period.updates++;
       }
@@ -595,11 +604,12 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       period.totalSum += totalCount;
       period.steps++;
       position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
-      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr, ...(momentum !== undefined ? { momentum } : {}) });
       progress.update(step + 1, batches.length);
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
+      await graph?.synchronize();
       graph?.writeBack();
       const badGraphWeight = model ? undefined : graph?.nonFiniteWeight();
       if (badGraphWeight !== undefined) {

@@ -11,7 +11,7 @@
  *
  * - `vectors`: exact Recall@K on synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised;
  *   chunked Gemm + TopK streamed into the metrics) against a naive JavaScript loop (a sample of queries,
- *   extrapolated); k-means with K = 1,000 (20 iterations, and the default to convergence) against faiss
+ *   extrapolated), and the same search with the score rows read into MRR and mAP (`dml eval`'s search); k-means with K = 1,000 (20 iterations, and the default to convergence) against faiss
  *   (20 iterations); and a whole NMI+ curve (K = 100, 200, 500, 1,000, 3,000, the 1x..30x of a 100-label
  *   set, default settings) against one faiss k-means (20 iterations) at K = 3,000, with faiss at every
  *   count beside it. k-means runs on real data, Fashion-MNIST pixels (L2-normalised; 60,000 x 784 training
@@ -47,6 +47,7 @@ import { normalizedMutualInformation } from '../../lib/metrics/clustering.js';
 import { kmeans, kmeansSweep } from '../../lib/metrics/kmeans.js';
 import { encodeLabels } from '../../lib/metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../../lib/metrics/retrieval.js';
+import { FullRankingAccumulator } from '../../lib/metrics/full-ranking.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import type { DeviceChoice } from '../../lib/onnx/devices.js';
 import { exactSearch } from '../../lib/search/exact.js';
@@ -154,7 +155,7 @@ const rate = (count: number, start: number): number => count / ((performance.now
 async function child(kind: string, a: Args): Promise<Result> {
   const start = performance.now();
   const seconds = (): number => (performance.now() - start) / 1000;
-  if (kind === 'exact-recall' || kind === 'naive-recall') {
+  if (kind === 'exact-recall' || kind === 'exact-full-ranking' || kind === 'naive-recall') {
     const n = num(a, 'n', 60000);
     const dim = num(a, 'dim', 512);
     const set = clusteredSet(n, dim, num(a, 'classes', 1000));
@@ -165,6 +166,17 @@ async function child(kind: string, a: Args): Promise<Result> {
       const acc = new RetrievalMetricsAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, recallK: KS, querySelfIndex: selfIndex });
       for await (const block of exactSearch(set.vectors, n, set.vectors, n, dim, { k: acc.requiredNeighbours, selfIndex })) acc.add(block);
       return { seconds: (performance.now() - t0) / 1000, recall1: acc.result().recall[1], neighbours: acc.requiredNeighbours };
+    }
+    if (kind === 'exact-full-ranking') {
+      const labels = encodeLabels(set.labels, set.labels);
+      const selfIndex = Int32Array.from({ length: n }, (_, i) => i);
+      const acc = new RetrievalMetricsAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, recallK: KS, querySelfIndex: selfIndex });
+      const full = new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex });
+      for await (const block of exactSearch(set.vectors, n, set.vectors, n, dim, { k: acc.requiredNeighbours, selfIndex, withScores: true })) {
+        acc.add(block);
+        full.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
+      }
+      return { seconds: (performance.now() - t0) / 1000, recall1: acc.result().recall[1], map: full.result().map };
     }
     // naive-recall: plain JS: for each sampled query, all N dot products with a running top-8 (insertion), no matrix.
     const sample = num(a, 'naive-queries', 200);
@@ -372,6 +384,7 @@ async function vectorsMode(a: Args, tmp: string): Promise<void> {
   const [big, small] = [await kmeansData(a, 'train'), await kmeansData(a, 't10k')];
   console.log(`# bench-eval vectors: search on N = ${n}, D = ${dim}, ${classes} Gaussian classes; k-means on ${big.name} (${big.count} x ${big.dim}); NMI+ curve on ${small.name} (${small.count} x ${small.dim}); ${os.availableParallelism()} cores; node ${process.version}`);
   const exact = runChild('exact-recall', a);
+  const fullRanking = runChild('exact-full-ranking', a);
   const naive = runChild('naive-recall', a);
   const file = path.join(tmp, 'vectors.f32');
   const curveFile = path.join(tmp, 'curve.f32');
@@ -408,6 +421,7 @@ async function vectorsMode(a: Args, tmp: string): Promise<void> {
   console.log('| --- | ---: | ---: | --- |');
   const row = (name: string, s: unknown, rss: unknown, note: string): void => console.log(`| ${name} | ${fmt(s)} | ${fmt(rss, 0)} | ${note} |`);
   row('exact Recall@K + MAP@R (chunked Gemm+TopK, streamed)', exact['seconds'], exact.peakRssMiB, `${exact['neighbours']} neighbours per query`);
+  row('the same with MRR and mAP (score rows read, as dml eval)', fullRanking['seconds'], fullRanking.peakRssMiB, `${fmt((fullRanking['seconds'] as number) / (exact['seconds'] as number), 1)}x the search alone`);
   row(`naive JS Recall@K (${naive['sampledQueries']} queries, extrapolated)`, naive['seconds'], naive.peakRssMiB, `${fmt((naive['seconds'] as number) / (exact['seconds'] as number), 0)}x the exact search`);
   row(`k-means K=1000, at most 20 iterations, ${big.count} x ${big.dim} (median of ${repeats})`, km20['seconds'], km20.peakRssMiB, `${km20['iterations']} iterations; ${fmt((km20['seconds'] as number) / faissSeconds, 2)}x faiss`);
   row('faiss k-means K=1000, 20 iterations (reference, same vectors)', faissSeconds, Number.NaN, Number.isNaN(faissSeconds) ? 'not run' : 'python3-faiss');

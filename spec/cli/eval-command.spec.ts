@@ -74,8 +74,16 @@ describe('dml eval', function () {
     // report.md starts with the table printed on stdout, its markup characters escaped (the provider note may hold some).
     const table = escapeMarkdownMarkup(first.stdout);
     expect(markdown.startsWith(table)).to.equal(true);
-    // Then each run's worst classes (Fashion-MNIST's shirt is the hardest for the PCA embedder).
-    expect(markdown.slice(table.length)).to.match(/^\nWorst classes of default\.onnx \(10 of 10; values in %\):\n\n\| class \| queries \| R@1 \| R-Prec \| MAP@R \|\n\| --- \|[^\n]*\n\| shirt \| 60 \|/);
+    // Then the AccuracyCalculator table, and each run's worst classes (Fashion-MNIST's shirt is the hardest for the PCA embedder).
+    expect(markdown.slice(table.length)).to.match(
+      /^\nPyTorch Metric Learning's AccuracyCalculator metrics [^\n]*:\n\n\| model \| precision_at_1 \| r_precision \| mean_average_precision_at_r \| mean_average_precision \| mean_reciprocal_rank \| NMI \| AMI \| MAP@1 \| MAP@2 \| MAP@4 \| MAP@8 \|\n[^\n]*\n\| default\.onnx \|[^\n]*\n\nWorst classes of default\.onnx \(10 of 10; values in %\):\n\n\| class \| queries \| R@1 \| R-Prec \| MAP@R \|\n\| --- \|[^\n]*\n\| shirt \| 60 \|/,
+    );
+    // No lone queries here, so PML's precision_at_1 is Recall@1; a query's RR is 1 when its first neighbour hits, so
+    // MRR >= Recall@1; AMI <= NMI since the expected mutual information is >= 0 and I <= (H(Y) + H(C))/2.
+    expect(report.metrics.accuracyCalculator.precision_at_1).to.equal(report.metrics.recall['1']);
+    expect(report.metrics.mrr).to.be.within(report.metrics.recall['1']!, 1);
+    expect(report.metrics.map).to.be.within(0.2, 1);
+    expect(report.metrics.ami).to.be.within(0.2, report.metrics.nmi);
     expect(report.metrics.perClass).to.have.length(10);
     expect(report.metrics.perClass.reduce((n, c) => n + c.queryCount, 0)).to.equal(600);
     expect(report.dataset.embeddingCache?.hit).to.equal(false);

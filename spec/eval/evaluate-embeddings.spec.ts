@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import type { EmbeddingSet } from '../../lib/embed/embedding-set.js';
 import { checkQueryLabelsInGallery, evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../../lib/eval/evaluate-embeddings.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
-import { normalizedMutualInformation } from '../../lib/metrics/clustering.js';
+import { adjustedMutualInformation, normalizedMutualInformation } from '../../lib/metrics/clustering.js';
 import { kmeans } from '../../lib/metrics/kmeans.js';
 import { encodeLabels } from '../../lib/metrics/labels.js';
 import { Rng } from '../../lib/util/rng.js';
@@ -128,6 +128,14 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
       expect(metrics.perClass.map((c) => c.label)).to.deep.equal(['B', 'A']);
       expect(metrics.perClass[0]).to.include({ queryCount: 1, recallAt1: 1, rPrecision: 0.5, mapAtR: 0.5 });
       expect(metrics.perClass[1]?.mapAtR).to.be.closeTo(5 / 9, 1e-12);
+      // The whole ranking (from the exact search's scores; with HNSW from its exact reference pass):
+      // q0 hits at 1, 3, 5: RR 1, AP (1 + 2/3 + 3/5)/3 = 34/45; q1 hits at 1, 3: RR 1, AP (1 + 2/3)/2 = 5/6.
+      expect(metrics.mrr).to.equal(1);
+      expect(metrics.map).to.be.closeTo((34 / 45 + 5 / 6) / 2, 1e-12);
+      // MAP@4 divides by the hits in the top 4: (1 + 2/3)/2 for both.
+      expect(metrics.mapAtK).to.have.keys(['1', '2', '4']).and.include({ '1': 1, '2': 1 });
+      expect(metrics.mapAtK?.['4']).to.be.closeTo(5 / 6, 1e-15);
+      expect(metrics.accuracyCalculator).to.deep.include({ precision_at_1: 1, mean_reciprocal_rank: 1, mean_average_precision: metrics.map, mean_average_precision_at_r: metrics.mapAtR });
     });
   }
 
@@ -152,6 +160,9 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     expect(metrics.recall).to.deep.equal({ '1': 0.5, '2': 0.5, '4': 1 });
     expect(metrics.mapAtR).to.be.closeTo((0 + 1 / 2) / 2, 1e-12);
     expect(metrics.rPrecision).to.be.closeTo((0 + 1 / 2) / 2, 1e-12);
+    // Whole ranking: g2 hits at 3, 4 (RR 1/3, AP (1/3 + 2/4)/2 = 5/12); q1 RR 1, AP 5/6.
+    expect(metrics.mrr).to.be.closeTo((1 / 3 + 1) / 2, 1e-15);
+    expect(metrics.map).to.be.closeTo((5 / 12 + 5 / 6) / 2, 1e-15);
   });
 
   it('query set = gallery set (null or the same object): leave-one-out', async () => {
@@ -197,6 +208,8 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     };
     const alone = await kmeans(union.vectors, union.count, union.dim, { k: 2, seed: 7 });
     expect(metrics.nmi).to.equal(normalizedMutualInformation(encodeLabels(union.labels, []).queryCodes, alone.assignments));
+    expect(metrics.ami).to.equal(adjustedMutualInformation(encodeLabels(union.labels, []).queryCodes, alone.assignments));
+    expect(metrics.accuracyCalculator).to.include({ NMI: metrics.nmi, AMI: metrics.ami });
     expect(metrics.labelCount).to.equal(2);
   });
 });

@@ -1,18 +1,19 @@
 /**
- * @file Tests of NMI and the pairwise clustering F1: hand-computed cases, degenerate partitions, and
- * scikit-learn 1.2 references (normalized_mutual_info_score, pair_confusion_matrix).
+ * @file Tests of NMI, AMI and the pairwise clustering F1: hand-computed cases, degenerate partitions, and
+ * scikit-learn 1.2 references (normalized_mutual_info_score, adjusted_mutual_info_score, pair_confusion_matrix).
  */
 
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { expectDmlErrorSync } from '../helpers/expect-dml-error.js';
-import { normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from '../../lib/metrics/clustering.js';
+import { adjustedMutualInformation, normalizedMutualInformation, pairwiseClusteringF1, type PairwiseClusteringF1 } from '../../lib/metrics/clustering.js';
 
 interface ClusteringCase {
   name: string;
   labels: number[];
   clusters: number[];
   nmi: number;
+  ami: number;
   pairwiseF1: PairwiseClusteringF1;
 }
 
@@ -71,6 +72,20 @@ describe('metrics/clustering', () => {
       expect(normalizedMutualInformation(Int32Array.of(0, 0, 0), Int32Array.of(0, 1, 1))).to.equal(0);
     });
 
+    it('corrects the mutual information for chance (AMI)', () => {
+      // Labels 0011, clusters 0101: I = 0. E[I]: a = b = (2, 2), N = 4; only the cell value n = 2 has a
+      // non-zero log term, (2/4) ln(4·2/(2·2)) = ln2/2, with probability 2!2!2!2! / (4! 2! 0! 0! 2!) = 1/6,
+      // for each of the 4 label x cluster pairs: E[I] = ln2/3. H(Y) = H(C) = ln2.
+      // AMI = (0 − ln2/3) / (ln2 − ln2/3) = −1/2: worse than chance.
+      expect(adjustedMutualInformation(Int32Array.of(0, 0, 1, 1), Int32Array.of(0, 1, 0, 1))).to.be.closeTo(-0.5, 1e-15);
+      // Identical partitions: 1; both a single group: 1; one a single group: E[I] = I = 0, so 0.
+      expect(adjustedMutualInformation(Int32Array.of(0, 0, 1, 1, 2), Int32Array.of(3, 3, 9, 9, 1))).to.be.closeTo(1, 1e-15);
+      expect(adjustedMutualInformation(Int32Array.of(4, 4, 4), Int32Array.of(0, 0, 0))).to.equal(1);
+      expect(adjustedMutualInformation(Int32Array.of(0, 1, 2), Int32Array.of(0, 0, 0))).to.equal(0);
+      // scikit-learn 1.2 adjusted_mutual_info_score([0,0,0,1,1,1], [0,0,1,1,1,1]) = 0.3552453212757635.
+      expect(adjustedMutualInformation(Int32Array.of(0, 0, 0, 1, 1, 1), Int32Array.of(0, 0, 1, 1, 1, 1))).to.be.closeTo(0.3552453212757635, 1e-14);
+    });
+
     it('defines ratios with a zero denominator as 0 in the pairwise F1', () => {
       // All singletons on both sides: no same-cluster and no same-label pairs.
       expect(pairwiseClusteringF1(Int32Array.of(0, 1, 2), Int32Array.of(5, 6, 7))).to.deep.equal({
@@ -98,6 +113,7 @@ describe('metrics/clustering', () => {
         const labels = Int32Array.from(testCase.labels);
         const clusters = Int32Array.from(testCase.clusters);
         expect(normalizedMutualInformation(labels, clusters)).to.be.closeTo(testCase.nmi, 1e-9);
+        expect(adjustedMutualInformation(labels, clusters)).to.be.closeTo(testCase.ami, 1e-9);
         const scores = pairwiseClusteringF1(labels, clusters);
         const expected = testCase.pairwiseF1;
         expect(scores).to.include({
@@ -124,12 +140,14 @@ describe('metrics/clustering', () => {
       const clusters = Int32Array.from(testCase.clusters);
       const reversedNmi = normalizedMutualInformation(labels.slice().reverse(), clusters.slice().reverse());
       expect(reversedNmi).to.equal(normalizedMutualInformation(labels, clusters));
+      expect(adjustedMutualInformation(labels.slice().reverse(), clusters.slice().reverse())).to.equal(adjustedMutualInformation(labels, clusters));
     });
   });
 
   it('rejects mismatched, empty and non-Int32 inputs', () => {
     expectDmlErrorSync(() => normalizedMutualInformation(Int32Array.of(0, 1), Int32Array.of(0)), 'E_ARG', /length 2 .*for clusters/);
     expectDmlErrorSync(() => pairwiseClusteringF1(new Int32Array(0), new Int32Array(0)), 'E_EMPTY', /empty/);
+    expectDmlErrorSync(() => adjustedMutualInformation(Int32Array.of(0, 1), Int32Array.of(0, 1, 2)), 'E_ARG', /length 2 .*for clusters/);
     expectDmlErrorSync(
       () => normalizedMutualInformation([0, 1] as unknown as Int32Array, Int32Array.of(0, 1)),
       'E_ARG',

@@ -1,6 +1,6 @@
 /**
  * @file Tests of the label encoding and the streaming retrieval metrics (Recall@K, Precision@1,
- * R-Precision, MAP@R): a hand-computed case, numpy references with exact ties and duplicates, lone
+ * R-Precision, MAP@R, MAP@K): a hand-computed case, numpy references with exact ties and duplicates, lone
  * queries, self exclusion by index, and argument errors.
  */
 
@@ -44,6 +44,8 @@ interface ExpectedRetrieval {
   recall: Record<string, number>;
   rPrecision: number | null;
   mapAtR: number | null;
+  mapAtK: Record<string, number> | null;
+  pmlPrecisionAt1: number | null;
 }
 
 function expectMatchesReference(actual: RetrievalMetrics, expected: ExpectedRetrieval): void {
@@ -56,6 +58,9 @@ function expectMatchesReference(actual: RetrievalMetrics, expected: ExpectedRetr
   expect(actual.mapAtR).to.be.a('number');
   expect(actual.rPrecision!).to.be.closeTo(expected.rPrecision!, 1e-12);
   expect(actual.mapAtR!).to.be.closeTo(expected.mapAtR!, 1e-12);
+  expect(Object.keys(actual.mapAtK!)).to.deep.equal(Object.keys(expected.mapAtK!));
+  for (const [k, value] of Object.entries(expected.mapAtK!)) expect(actual.mapAtK![Number(k)], `MAP@${k}`).to.be.closeTo(value, 1e-12);
+  expect(actual.precisionAt1NonLone!).to.be.closeTo(expected.pmlPrecisionAt1!, 1e-12);
 }
 
 /** Runs the accumulator over brute-force neighbours with exactly `requiredNeighbours` columns. */
@@ -127,6 +132,14 @@ describe('metrics/retrieval', () => {
     expect(result.precisionAt1).to.equal(2 / 6);
     expect(result.rPrecision).to.equal(2 / 5);
     expect(result.mapAtR).to.equal(0.35);
+    // MAP@K divides by the hits among the top K (PML's mean_average_precision with k = K):
+    // K = 1: q0 1, q3 1 -> 2/5. K = 2: q0 1, q1 (1/2)/1, q3 1 -> 5/10.
+    // K = 4: q0 1, q1 1/2, q2 (1/3)/1, q3 1, q4 (1/4)/1 -> (37/12)/5.
+    expect(result.mapAtK![1]).to.be.closeTo(2 / 5, 1e-15);
+    expect(result.mapAtK![2]).to.be.closeTo(1 / 2, 1e-15);
+    expect(result.mapAtK![4]).to.be.closeTo(37 / 60, 1e-15);
+    // Precision@1 over the five non-lone queries (PML's precision_at_1), Recall@1 over all six.
+    expect(result.precisionAt1NonLone).to.equal(2 / 5);
     expect(result.definitions.recall).to.match(/lone queries counting as misses/);
   });
 
@@ -202,7 +215,7 @@ describe('metrics/retrieval', () => {
       points,
       points,
     );
-    expect(result).to.include({ queryCount: 3, loneQueries: 3, precisionAt1: 0, rPrecision: null, mapAtR: null });
+    expect(result).to.include({ queryCount: 3, loneQueries: 3, precisionAt1: 0, rPrecision: null, mapAtR: null, mapAtK: null, precisionAt1NonLone: null });
     expect(result.recall).to.deep.equal({ 1: 0, 2: 0 });
   });
 

@@ -59,12 +59,13 @@ describe('report.html in headless Chromium', function () {
     page.on('pageerror', (err) => errors.push(err.message));
     await page.goto(`file://${file}`);
 
-    // The metrics, per-class comparison and parameters tables are real tables, none wider than the page.
-    expect(await page.locator('table').count()).to.equal(3);
+    // The metrics, AccuracyCalculator, per-class comparison and parameters tables are real tables, none wider than the page.
+    expect(await page.locator('table').count()).to.equal(4);
     expect(await page.locator('pre').count()).to.equal(0);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
     expect(await page.locator('table').first().locator('tbody tr td').first().textContent()).to.equal('default.onnx');
-    expect(await page.locator('table').nth(1).locator('thead th').allTextContents()).to.deep.equal(['class', 'queries', 'MAP@R default.onnx', 'MAP@R other.onnx', 'Δ other.onnx']);
+    expect((await page.locator('table').nth(1).locator('thead th').allTextContents()).slice(0, 3)).to.deep.equal(['model', 'precision_at_1', 'r_precision']);
+    expect(await page.locator('table').nth(2).locator('thead th').allTextContents()).to.deep.equal(['class', 'queries', 'MAP@R default.onnx', 'MAP@R other.onnx', 'Δ other.onnx']);
 
     // 4 random queries, each shown once with a row of 5 neighbours per model; then 4 worst queries per model.
     expect(await page.locator('.example-query').count()).to.equal(4);

@@ -49,7 +49,7 @@ describe('schema/report.schema.json', function () {
     badAp.runs[0].examples[0].averagePrecision = 1.5;
     expect(reportSchemaErrors(badAp)).to.include('/runs/0/examples/0/averagePrecision must be <= 1');
     const oldFormat = copy();
-    oldFormat.format = 'dmlkit.report/3';
+    oldFormat.format = 'dmlkit.report/4';
     expect(reportSchemaErrors(oldFormat)).to.include('/format must be equal to constant');
   });
 

@@ -19,7 +19,11 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     precisionAt1: recall1,
     rPrecision: 0.5,
     mapAtR: 0.25,
+    mrr: 0.75,
+    map: 0.3,
+    mapAtK: { '1': recall1, '4': 0.6 },
     nmi: curve[0]?.[1] ?? 0,
+    ami: 0.2,
     nmiCurve: curve.map(([clusters, nmi]) => ({ clusters, nmi, f1: 0.5, inertia: 1, iterations: 3, converged: true })),
     nmiPlus: null,
     f1: 0.5,
@@ -27,6 +31,15 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     queryCount: 10,
     galleryCount: 10,
     labelCount: 2,
+    accuracyCalculator: {
+      precision_at_1: recall1,
+      r_precision: 0.5,
+      mean_average_precision_at_r: 0.25,
+      mean_average_precision: 0.3,
+      mean_reciprocal_rank: 0.75,
+      NMI: curve[0]?.[1] ?? 0,
+      AMI: 0.2,
+    },
     perClass: [
       { label: 'shirt & <tie>', queryCount: 4, recallAt1: 0.25, rPrecision: 0.2, mapAtR: 0.1 },
       { label: 'bag', queryCount: 6, recallAt1: 0.5, rPrecision: 0.4, mapAtR: 0.3 },
@@ -111,15 +124,15 @@ describe('report', () => {
     const table = reportMarkdown(buildReport([a, b], ['dml']));
     const lines = table.split('\n');
     // The 1x point (k=2, the 2 labels) is the NMI column already: no "NMI k=2" beside it.
-    expect(lines[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI+ k=20 | lone q |');
-    expect(lines[1]).to.equal('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-    expect(lines[2]).to.equal('| a.onnx | 50.00 | 100.00 | 50.00 | 25.00 | 30.00 | 50.00 | 40.00 | 1 |');
-    expect(lines[3]).to.equal('| b.onnx | 75.00 | 100.00 | 50.00 | 25.00 | 35.00 | 50.00 | n/a | 1 |');
+    expect(lines[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | mAP | MRR | NMI | AMI | F1 | NMI+ k=20 | lone q |');
+    expect(lines[1]).to.equal('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    expect(lines[2]).to.equal('| a.onnx | 50.00 | 100.00 | 50.00 | 25.00 | 30.00 | 75.00 | 30.00 | 20.00 | 50.00 | 40.00 | 1 |');
+    expect(lines[3]).to.equal('| b.onnx | 75.00 | 100.00 | 50.00 | 25.00 | 30.00 | 75.00 | 35.00 | 20.00 | 50.00 | n/a | 1 |');
     expect(table).to.include('Index: exact search.');
     expect(table).to.include('10 queries, 10 gallery items, query set = gallery set (self excluded by id)');
     // Other points keep "NMI k=": a 5x point at 10 clusters.
     const c = run('c.onnx', 0.5, [[2, 0.3], [10, 0.35], [20, 0.4]], { nmiPlus: 0.4 });
-    expect(reportMarkdown(buildReport([c], ['dml'])).split('\n')[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | NMI | F1 | NMI k=10 | NMI+ k=20 | lone q |');
+    expect(reportMarkdown(buildReport([c], ['dml'])).split('\n')[0]).to.equal('| model | R@1 | R@4 | R-Prec | MAP@R | mAP | MRR | NMI | AMI | F1 | NMI k=10 | NMI+ k=20 | lone q |');
   });
 
   it('the HTML page: real tables (metrics, per class, parameters), escaped text, both charts', () => {

@@ -118,6 +118,28 @@ describe('search/exact', () => {
     expectSameRows(rows, bruteForce(q, signs, 16, 25), 0);
   });
 
+  it('returns the whole score rows with withScores, the scores TopK ranked', async () => {
+    const selfIndex = Int32Array.from({ length: 70 }, (_, i) => (i % 3 === 0 ? i : -1));
+    const { blocks } = await search(queries, gallery, dim, { k: 5, chunkSize: 16, selfIndex, withScores: true });
+    for (const block of blocks) {
+      const scores = block.scores as Float32Array;
+      expect(scores).to.have.length(block.queryCount * 300);
+      for (let q = 0; q < block.queryCount; q++) {
+        const row = scores.subarray(q * 300, (q + 1) * 300);
+        // Each neighbour's similarity is its entry of the score row (the same float32 tensor).
+        for (let j = 0; j < 5; j++) expect(row[block.indices[q * 5 + j] as number]).to.equal(block.similarities[q * 5 + j]);
+        const query = block.queryOffset + q;
+        for (const g of [0, 150, 299]) {
+          let dot = 0;
+          for (let d = 0; d < dim; d++) dot += (queries[query * dim + d] as number) * (gallery[g * dim + d] as number);
+          expect(Math.abs((row[g] as number) - dot)).to.be.at.most(1e-6);
+        }
+      }
+    }
+    const { blocks: without } = await search(queries, gallery, dim, { k: 5, chunkSize: 16 });
+    expect(without.every((b) => b.scores === undefined)).to.equal(true);
+  });
+
   it('excludes each query by id, keeping its exact duplicates as neighbours', async () => {
     // Query set = gallery set; row 40 duplicates row 3 and row 41 duplicates row 7.
     const set = normalisedGaussian(rng, 42, 8);

@@ -236,6 +236,8 @@ describe('train: the run folder', function () {
     { name: 'ort-cpu, MLP with batch norm', overrides: { backend: 'ort-cpu', model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4, batchNorm: true } } },
     // The graph trainer: its optimiser slots and step count travel in the checkpoint's arrays.
     { name: 'onnx graph trainer, MLP with batch norm', overrides: { backend: 'onnx', device: 'cpu', model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 4, batchNorm: true } } },
+    // The loss's own parameters: the proxies (in the checkpoint's arrays) and their optimiser, at 100x the rate.
+    { name: 'onnx graph trainer, Proxy-Anchor with proxies at 100x', overrides: { backend: 'onnx', device: 'cpu', loss: { name: 'proxy-anchor', numClasses: 5, learningRateScale: 100, weightDecay: 0.0001 } } },
   ];
   for (const [i, { name, overrides }] of runs.entries()) {
     it(`kill -9 in the middle of epoch 2, then --resume in a new process, ends bit for bit where an uninterrupted run does (${name})`, async () => {
@@ -265,8 +267,11 @@ describe('train: the run folder', function () {
       expect(resumed.stderr).to.match(/^resuming after epoch 1\n/);
       expect(dmlTrain(whole.file).code).to.equal(0);
 
-      // Every weight (batch-norm moving statistics included) and every step loss, bit for bit.
+      // Every weight (batch-norm moving statistics included), the checkpoint's arrays (the graph optimiser's
+      // slots, the loss's proxies) and every step loss, bit for bit.
       expect(Array.from(weights(killed.out))).to.deep.equal(Array.from(weights(whole.out)));
+      const arrays = (out: string): Buffer | null => (existsSync(path.join(out, 'checkpoints', 'last', 'arrays.bin')) ? readFileSync(path.join(out, 'checkpoints', 'last', 'arrays.bin')) : null);
+      expect(arrays(killed.out)?.equals(arrays(whole.out) as Buffer) ?? arrays(whole.out) === null).to.equal(true);
       // The log holds each step once: the lines of the interrupted epoch were cut before the resume wrote its own.
       const [la, lb] = [logEntries(killed.out), logEntries(whole.out)];
       expect(la.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''} ${e.loss}`)).to.deep.equal(lb.map((e) => `${e.type} ${e.epoch} ${e.step ?? ''} ${e.loss}`));

@@ -8,11 +8,11 @@
  * `avgmax`: both concatenated), flattening, an optional BatchNorm neck (BatchNorm1d: γ 1, β 0, running
  * mean 0, variance 1, PyTorch's momentum 0.1 and ε 1e-5), and a Linear layer to `embeddingDim` with
  * PyTorch's default initialisation (weight and bias uniform in ±1/sqrt(fan_in)), drawn from a seeded
- * generator. The L2 normalisation is dmlkit's (l2Normalize in lib/engine/tfjs/onnx-graph.ts, ε 1e-12). Nodes of the
+ * generator. The L2 normalisation is dmlkit's (l2Normalize in lib/engine/graph/graph-builder.ts, ε 1e-12). Nodes of the
  * network that the cut leaves without a use are dropped with their initializers.
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
-import { GraphContext, l2Normalize } from '../tfjs/onnx-graph.js';
+import { GraphBuilder, l2Normalize } from './graph-builder.js';
 import { decodeModel, describeValueInfo, encodeModel, int64Value, node as protoNode, tensorValueInfo, type NodeProto } from '../../onnx/builder.js';
 import { MAX_MODEL_FILE_BYTES } from '../../onnx/model-files.js';
 import { Rng } from '../../util/rng.js';
@@ -124,7 +124,7 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
   const featureDims = shapes.get(output)?.dims ?? [];
   const shown = `[${['N', ...featureDims.slice(1)].join(', ')}]`;
 
-  const g = new GraphContext();
+  const g = new GraphBuilder();
   const outputName = 'embedding';
   g.reserve(outputName);
   let features = output;

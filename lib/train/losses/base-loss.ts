@@ -10,6 +10,7 @@
 import type * as tf from '@tensorflow/tfjs';
 import { LossBatch } from './loss-batch.js';
 import type { LossOutput, MetricLoss } from './metric-loss.js';
+import type { LossParameterTraining } from './parameter-options.js';
 
 /** A loss with parsed options of type `Options`. */
 export abstract class BaseMetricLoss<Options extends object> implements MetricLoss {
@@ -26,6 +27,12 @@ export abstract class BaseMetricLoss<Options extends object> implements MetricLo
     this.name = name;
     this.options = options;
     this.config = { name, ...recorded };
+  }
+
+  /** The options' learningRateScale and weightDecay, for a loss whose options have them (see parameter-options.ts). */
+  get parameterTraining(): LossParameterTraining | undefined {
+    const { learningRateScale, weightDecay } = this.options as Partial<LossParameterTraining>;
+    return learningRateScale !== undefined && weightDecay !== undefined ? { learningRateScale, weightDecay } : undefined;
   }
 
   /** The loss of one batch (see {@link MetricLoss.compute}): the batch checked, then {@link lossOf}. */

@@ -7,6 +7,12 @@
 import { z } from 'zod';
 import type { MetricLoss } from './metric-loss.js';
 
+/** What the run knows when it builds its loss, for options a loss may leave to it. */
+export interface LossContext {
+  /** The model's embedding dimension, when its spec gives it (the default of a loss's `embeddingSize`). */
+  readonly embeddingDim?: number | undefined;
+}
+
 /** A registered loss: `name`, its options' schema, its spec's schema and its constructor. */
 export interface LossEntry {
   /** The name a config or `createLoss` spec gives (`ephn`, `triplet-margin`, ...). */
@@ -16,7 +22,7 @@ export interface LossEntry {
   /** The spec as a config writes it: the options plus `name`. */
   readonly spec: z.ZodObject;
   /** Builds the loss from options as written in a config; the loss parses and checks them. */
-  create(options: Record<string, unknown>): MetricLoss;
+  create(options: Record<string, unknown>, context?: LossContext): MetricLoss;
 }
 
 /**
@@ -26,7 +32,7 @@ export interface LossEntry {
 export function defineLoss<const Name extends string, Shape extends z.core.$ZodShape>(
   name: Name,
   options: z.ZodObject<Shape, z.core.$strict>,
-  create: (options: z.input<z.ZodObject<Shape, z.core.$strict>>) => MetricLoss,
+  create: (options: z.input<z.ZodObject<Shape, z.core.$strict>>, context?: LossContext) => MetricLoss,
 ) {
   return { name, options, spec: options.extend({ name: z.literal(name) }), create } as const;
 }

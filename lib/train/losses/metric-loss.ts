@@ -7,6 +7,7 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../../util/rng.js';
+import type { LossParameterTraining } from './parameter-options.js';
 
 /** What one loss evaluation produced. */
 export interface LossOutput {
@@ -34,8 +35,19 @@ export interface MetricLoss {
    * intermediate tensors are not disposed here.
    */
   compute(embeddings: tf.Tensor2D, labels: Int32Array): LossOutput;
-  /** Variables the loss owns (e.g. the margin loss's learnable beta), optimised with the model. */
+  /**
+   * Variables the loss owns (proxies, class weights, the margin loss's learnable β), trained beside the
+   * model as {@link parameterTraining} says (lib/train/loss-optimizer.ts).
+   */
   readonly trainableVariables: readonly tf.Variable[];
+  /** How {@link trainableVariables} train (their learning-rate factor and weight decay); absent for a loss without options for them. */
+  readonly parameterTraining?: LossParameterTraining | undefined;
+  /**
+   * Checks, before any work, that the training set's classes fit the loss (`labelNames[c]` is class
+   * index c, as the batches give them): a proxy table with fewer rows than there are classes is one
+   * clear error naming the first label without a proxy.
+   */
+  checkTrainingLabels?(labelNames: readonly string[]): void;
   /**
    * The loss's random generator, for losses that draw (EPS's sampled negatives): saved in each
    * checkpoint and restored on resume, so a resumed run draws what an uninterrupted one would.

@@ -25,6 +25,10 @@
  * | `eps-triplet` | EPS, paper 004 (eps.ts) | margin 0.2, distance squared-euclidean, semiHardFallback random, duplicateThreshold 0.9999, seed 0 |
  * | `eps-margin` | EPS | margin 0.2, beta 1.2, learnBeta true, numClasses null, nu 0, cutoff 0.5, upperCutoff null, duplicateThreshold 0.9999, seed 0 |
  * | `eps-ms` | EPS | alpha 2, beta 50, base 1, epsilon 0.1, negativeThreshold hardest-positive, duplicateThreshold 0.9999 |
+ * | `proxy-anchor` | Proxy-Anchor (proxy-anchor.ts) | numClasses (required), embeddingSize (the model's), margin 0.1, alpha 32, seed 0, learningRateScale 1, weightDecay 0 |
+ *
+ * The losses with a class table (proxies, class weights) train it beside the network as
+ * parameter-options.ts says (`learningRateScale`, `weightDecay`).
  */
 import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';
@@ -34,12 +38,13 @@ import { DIRECT_GRADIENT_LOSSES } from './direct-gradient.js';
 import { NCA_TRIPLET_LOSSES } from './easy-positive.js';
 import { EPS_LOSSES } from './eps.js';
 import { LIFTED_STRUCTURE_LOSS } from './lifted-structure.js';
-import type { LossEntry } from './loss-entry.js';
+import type { LossContext, LossEntry } from './loss-entry.js';
 import { LOOP_LOSSES } from './loop.js';
 import { MARGIN_LOSS } from './margin.js';
 import type { MetricLoss } from './metric-loss.js';
 import { MULTI_SIMILARITY_LOSS } from './multi-similarity.js';
 import { N_PAIR_LOSS } from './n-pair.js';
+import { PROXY_ANCHOR_LOSS } from './proxy-anchor.js';
 import { TRIPLET_MARGIN_LOSS } from './triplet-margin.js';
 
 /** Every loss, in registry order. */
@@ -55,6 +60,7 @@ const LOSSES = [
   ...DIRECT_GRADIENT_LOSSES,
   ...LOOP_LOSSES,
   ...EPS_LOSSES,
+  PROXY_ANCHOR_LOSS,
 ] as const;
 
 /** Every loss spec: `name` plus that loss's options, each with its default. */
@@ -83,18 +89,19 @@ export const LOSS_NAMES: readonly LossName[] = LOSSES.map((entry) => entry.name)
 
 /**
  * Builds the loss a spec names, validating its options (a bad option is a DmlError `E_ARG` naming
- * `loss.<option>`; an unknown name lists the known ones).
+ * `loss.<option>`; an unknown name lists the known ones). `context` gives what the run knows (the
+ * model's embedding dimension, the default of a proxy loss's `embeddingSize`).
  *
  * @example
  * const loss = createLoss({ name: 'epshn', order: 2 });
  * const { loss: value, validCount } = tf.tidy(() => loss.compute(normalizeEmbeddings(x), labels));
  */
-export function createLoss(spec: LossSpec): MetricLoss {
+export function createLoss(spec: LossSpec, context: LossContext = {}): MetricLoss {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw invalidParameterError('loss', 'an object with a name and options', spec);
   }
   const { name, ...options }: { name: unknown } = spec;
   const entry = typeof name === 'string' ? BY_NAME.get(name) : undefined;
   if (entry === undefined) throw invalidParameterError('loss.name', `one of ${LOSS_NAMES.join(', ')}`, name);
-  return entry.create(options);
+  return entry.create(options, context);
 }

@@ -227,3 +227,8 @@ export type ResolvedModelSpec = z.output<typeof modelSpecSchema>;
 
 /** The resolved spec of one model kind. */
 export type ResolvedSpecOf<Kind extends ResolvedModelSpec['kind']> = Extract<ResolvedModelSpec, { kind: Kind }>;
+
+/** The embedding dimension a model spec gives: its `embeddingDim`, an ONNX network's new head's; undefined for an ONNX network without a head. */
+export function specEmbeddingDim(spec: ModelSpec): number | undefined {
+  return spec.kind === 'onnx' ? spec.head?.embeddingDim : spec.embeddingDim;
+}

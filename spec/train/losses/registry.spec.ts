@@ -11,6 +11,14 @@ import { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec } from '../../../
 import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
 import { clusteredBatch, onCpuBackend } from './loss-test-support.js';
 
+/** The options a loss needs besides its name (the required ones of the losses with a class table). */
+const REQUIRED: Readonly<Record<string, Record<string, unknown>>> = {
+  'proxy-anchor': { numClasses: 4, embeddingSize: 4 },
+};
+
+/** The spec of `name` with its required options only. */
+const minimal = (name: string): LossSpec => ({ name, ...REQUIRED[name] }) as LossSpec;
+
 describe('train/losses/registry', () => {
   onCpuBackend();
 
@@ -45,14 +53,16 @@ describe('train/losses/registry', () => {
       'eps-triplet',
       'eps-margin',
       'eps-ms',
+      'proxy-anchor',
     ]);
   });
 
   it("builds every loss with the schema's defaults, recorded in its config", () => {
     for (const name of LOSS_NAMES) {
-      const loss = createLoss({ name } as LossSpec);
+      const loss = createLoss(minimal(name));
       expect(loss.name).to.equal(name);
-      expect(loss.config).to.deep.equal(lossSpecSchema.parse({ name }));
+      expect(loss.config).to.deep.equal(lossSpecSchema.parse(minimal(name)));
+      for (const variable of loss.trainableVariables) variable.dispose();
     }
     expect(createLoss({ name: 'epshn' }).config).to.deep.equal({
       name: 'epshn',
@@ -108,7 +118,7 @@ describe('train/losses/registry', () => {
     const batch = clusteredBatch(9, [0, 0, 0, 1, 1, 2, 2, 3], 4, 0.8);
     const embeddings = tf.variable(tf.tensor2d(batch.values, [batch.rows, batch.dim]));
     for (const name of LOSS_NAMES) {
-      const loss = createLoss((name === 'margin' ? { name, learnBeta: true, nu: 0.01 } : { name }) as LossSpec);
+      const loss = createLoss((name === 'margin' ? { name, learnBeta: true, nu: 0.01 } : minimal(name)) as LossSpec);
       const before = tf.memory().numTensors;
       let validCount = 0;
       const { value, grads } = tf.variableGrads(() => {
@@ -133,7 +143,7 @@ describe('train/losses/registry', () => {
     const batch = clusteredBatch(10, [0, 0, 0, 1, 1, 2, 2, 3], 4, 0.8);
     const run = (): number[][] =>
       LOSS_NAMES.map((name) => {
-        const loss = createLoss((name === 'margin' ? { name, learnBeta: true, numClasses: 4, nu: 0.01 } : { name }) as LossSpec);
+        const loss = createLoss((name === 'margin' ? { name, learnBeta: true, numClasses: 4, nu: 0.01 } : minimal(name)) as LossSpec);
         const embeddings = tf.variable(tf.tensor2d(batch.values, [batch.rows, batch.dim]));
         const { value, grads } = tf.variableGrads(
           () => loss.compute(normalizeEmbeddings(embeddings), batch.labels).loss,
