@@ -26,7 +26,8 @@
  * optimizer.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../errors.js';
@@ -303,7 +304,7 @@ async function readVerified(dir: string, manifest: CheckpointManifest, name: str
   const file = path.join(dir, name);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    bytes = await readRegular(file, 'checkpoint file');
   } catch (err) {
     throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: cannot read ${name}: ${(err as Error).message}`, { cause: err });
   }
@@ -348,8 +349,9 @@ async function readManifest(dir: string): Promise<CheckpointManifest> {
   const manifestPath = path.join(dir, MANIFEST);
   let text: string;
   try {
-    text = await readFile(manifestPath, 'utf8');
+    text = (await readRegular(manifestPath, 'checkpoint manifest')).toString('utf8');
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new DmlError('E_IO', `Cannot read ${manifestPath}: ${(err as Error).message}`, { cause: err });
     const interrupted = (await pathKind(previousPath(path.resolve(dir)))) === 'folder';
     const hint = interrupted ? `; an interrupted save left the previous checkpoint at ${previousPath(dir)}` : '';

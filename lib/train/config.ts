@@ -124,8 +124,16 @@ export const trainConfigSchema = z
     if (c.steps === undefined && c.validation.everySteps !== undefined) {
       context.addIssue({ code: 'custom', path: ['validation', 'everySteps'], message: `applies to a steps run only (set steps instead of epochs), got ${c.validation.everySteps} in an epochs run` });
     }
-    if (c.steps !== undefined && c.optimizer.warmup !== undefined && c.optimizer.schedule.kind === 'cosine' && c.optimizer.warmup.steps >= c.steps) {
-      context.addIssue({ code: 'custom', path: ['optimizer', 'warmup', 'steps'], message: `must be below steps (${c.steps}) with the cosine schedule, got ${c.optimizer.warmup.steps}` });
+    if (c.steps !== undefined && c.optimizer.warmup !== undefined && c.optimizer.warmup.steps >= c.steps) {
+      context.addIssue({ code: 'custom', path: ['optimizer', 'warmup', 'steps'], message: `must be below steps (${c.steps}): a longer warm-up never reaches the learning rate, got ${c.optimizer.warmup.steps}` });
+    }
+    const { schedule, learningRate } = c.optimizer;
+    if (schedule.kind === 'cosine' && schedule.minLearningRate > learningRate) {
+      context.addIssue({
+        code: 'custom',
+        path: ['optimizer', 'schedule', 'minLearningRate'],
+        message: `must be at most optimizer.learningRate (${learningRate}), which the cosine anneals down from (a larger one makes the rate climb), got ${schedule.minLearningRate}`,
+      });
     }
   });
 

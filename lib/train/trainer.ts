@@ -28,7 +28,8 @@
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, rm } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
@@ -36,6 +37,7 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import { collectVersions } from '../util/versions.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
+import { RunFolder } from './run-folder.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
 import { loadCheckpoint, loadOnnxCheckpoint, readCheckpointState, saveCheckpoint } from './checkpoint-io.js';
@@ -51,7 +53,7 @@ import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentu
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler } from './samplers/sampler.js';
-import { validateBatchAugmentation } from './batch-augmentation.js';
+import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
@@ -196,8 +198,9 @@ function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): st
 async function truncateLog(file: string, position: RunPosition): Promise<void> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readRegular(file, 'log')).toString('utf8');
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
@@ -233,10 +236,27 @@ export function describeEpoch(r: EpochRecord, epochs: number): string {
   return parts.join(', ');
 }
 
-/** Runs a training as `config` says. See the file comment. */
+/**
+ * Runs a training as `config` says. See the file comment. The run holds its folder's lock throughout,
+ * and a fresh start that fails before its first step leaves no run behind (run-folder.ts).
+ */
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
+  const folder = await RunFolder.lock(path.resolve(config.out));
+  try {
+    return await trainInFolder(config, options, folder);
+  } catch (err) {
+    await folder.discardUnstarted();
+    throw err;
+  } finally {
+    await folder.release();
+  }
+}
+
+/** {@link train} in its locked folder; marks the folder started when the first step begins. */
+async function trainInFolder(config: TrainConfig, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
-  const out = path.resolve(config.out);
+  const { out } = folder;
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);
@@ -244,7 +264,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
 
   // ---- setup: everything that can fail, before the first step ----
-  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
@@ -293,6 +312,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
     : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
   const { validationData, preprocessing } = loaded;
+  if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
   loss.checkTrainingLabels?.(trainData.labelNames);
@@ -402,7 +422,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     folderReady = true;
     if (options.resume) await truncateLog(logFile, resumedAt);
     else {
-      await mkdir(out, { recursive: true });
+      folder.written = true;
       await rm(logFile, { force: true });
     }
     await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
@@ -488,6 +508,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
+    if (record.steps > 0 && record.updates === 0) {
+      const period = budget.unit === 'steps' ? `steps ${position.globalStep - record.steps + 1}-${position.globalStep}` : `epoch ${record.epoch}`;
+      warn(
+        `${period} trained nothing: none of its ${record.steps} batches had a valid tuple for the ${loss.name} loss (valid fraction ${record.validFraction ?? 0}); check the settings that make the images or embeddings alike (data.augmentation, data.image, the sampler, the model's pooling)`,
+      );
+    }
     const last = finished(position);
     const point: ValidationPoint =
       budget.unit === 'steps'
@@ -541,6 +567,8 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       const momentum = momentumAt(position.globalStep, epoch - 1);
       if (momentum !== undefined && !graph) setMomentum(optimizer, momentum);
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
+      // From here a failure (a divergence at this step) keeps the run and its last good checkpoint.
+      folder.started = true;
       const counts = { valid: 0, total: 0 };
       const draw = drawInputs(rows, inputRng);
       let lossValue: number;

@@ -5,6 +5,8 @@
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
  */
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
+import { DmlError } from '../errors.js';
+import { GEM_DEFAULT_P } from '../engine/graph/embedding-network.js';
 import { DEFAULT_INDEX } from '../eval/evaluation.js';
 import { writeScatterFiles } from './scatter-files.js';
 import type { TrainConfig } from './config.js';
@@ -52,6 +54,14 @@ export async function validateEpoch(context: ValidationContext, embed: (data: Tr
   const { last, ordinal } = point;
   if (point.unit === 'epoch' && ordinal % config.validation.every !== 0 && !last && ordinal !== 0) return;
   const set = await embed(validationData);
+  const bad = set.vectors.findIndex((v) => !Number.isFinite(v));
+  if (bad >= 0) {
+    const gem = config.model.kind === 'onnx' && config.model.head?.pooling === 'gem' ? `model.head.gemP ${config.model.head.gemP ?? GEM_DEFAULT_P}, ` : '';
+    throw new DmlError(
+      'E_NUMERIC',
+      `The ${point.index === 0 ? 'untrained ' : ''}model's embedding of held-out image ${set.ids[Math.floor(bad / set.dim)]} holds ${set.vectors[bad]} at ${point.unit} ${point.index}: a value overflows float32 in the network; check the settings that scale it (${gem}data.image mean ${JSON.stringify(config.data.image?.mean ?? null)}, std ${JSON.stringify(config.data.image?.std ?? null)} and rescale ${config.data.image?.rescale ?? '1/255'})`,
+    );
+  }
   const { metrics } = await evaluateEmbeddings(set, null, {
     ks: config.validation.ks,
     clusterCounts: config.validation.clusterCounts,
