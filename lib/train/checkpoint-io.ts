@@ -130,7 +130,7 @@ export async function optimizerStateFiles(optimizer: tf.Optimizer, names: Readon
 }
 
 /**
- * Restores optimizer state written by {@link optimizerStateFiles} into `optimizer`, or into a new
+ * Restores optimizer state written by `optimizerStateFiles` (a checkpoint's optimiser files) into `optimizer`, or into a new
  * optimizer of the saved class and config when none is given; `where` names the source in errors;
  * slot names are renamed per `names` (stable name -> this process's variable name) when given.
  * Errors: E_MODEL for malformed state or an optimizer of another class.
