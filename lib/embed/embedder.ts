@@ -210,6 +210,9 @@ export class OnnxEmbedder {
       name: modelPath,
       thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      // Decoding shares the cores with inference (decode processes, or sharp's threads here): a spinning
+      // onnxruntime thread would take one from it (docs/benchmarks.md, "Evaluation: the image pipeline").
+      spinning: false,
     };
     let session: SessionRunner;
     try {
