@@ -4,7 +4,8 @@
  *
  * @module dmlkit/train
  */
-export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
+export { train, type TrainOptions, type TrainResult } from './train/trainer.js';
+export type { EpochRecord, ValidationRecord } from './train/epoch-record.js';
 export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
 export { featuresSpecSchema } from './train/models/backbone-features.js';
 export { selectBackend, type BackendAttempt, type SelectBackendOptions, type SelectedBackend } from './engine/tfjs/backend.js';

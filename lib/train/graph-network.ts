@@ -25,7 +25,7 @@ import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
-import type { TrainConfig } from './config.js';
+import type { OptimizerConfig } from './optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { TrainingData } from './training-data.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -33,7 +33,7 @@ import ort from '../onnx/ort.js';
 import { concatFloat32 } from '../util/concat.js';
 
 /** The graph optimiser for a run's `optimizer` section (see the file comment). */
-export function graphOptimizerSettings(optimizer: TrainConfig['optimizer']): GraphOptimizerSettings {
+export function graphOptimizerSettings(optimizer: OptimizerConfig): GraphOptimizerSettings {
   const weightDecay = optimizer.weightDecay;
   switch (optimizer.kind) {
     case 'adam':
@@ -113,7 +113,7 @@ export class GraphNetwork {
    * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
    * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step.
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: OptimizerConfig, device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
@@ -161,7 +161,7 @@ export class GraphNetwork {
   static async fromOnnx(
     bytes: Uint8Array,
     itemDims: readonly number[],
-    optimizer: TrainConfig['optimizer'],
+    optimizer: OptimizerConfig,
     device: DeviceChoice,
     batchSize: number,
     name: string,

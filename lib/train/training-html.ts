@@ -7,7 +7,7 @@
 import { readdir } from 'node:fs/promises';
 import { readRegularFile } from '../util/regular-file.js';
 import path from 'node:path';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 import type { TripletScatter } from './scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { htmlTable, reportPageStart } from '../report/html.js';
