@@ -126,11 +126,11 @@ export class GraphNetwork {
   /**
    * Trains on batch `x` (the model's input, [batch, ...]) with `labels`: the training forward gives
    * the embeddings, `loss` their gradient, the step graph the update, applied when the batch has a
-   * valid tuple and a finite loss. The loss's own variables (the margin loss's β) are updated by
-   * `lossOptimizer`. When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
+   * valid tuple and a finite loss. The loss's own variables (the margin loss's β, proxies) are updated by
+   * `lossOptimizer` (required when the loss has any). When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
    * `momentum`: the step's Adam β1 or SGD momentum when the schedule sets it (OneCycle's `cycleMomentum`).
    */
-  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number, momentum?: number): Promise<GraphBatch> {
+  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer | undefined, lr: number, momentum?: number): Promise<GraphBatch> {
     const images = x.dataSync() as Float32Array;
     if (this.trainer.hasFusedStep) {
       const result = await this.trainer.trainStep(images, labels, lr, momentum);
@@ -140,7 +140,10 @@ export class GraphNetwork {
     try {
       if (gradient.validCount > 0 && Number.isFinite(gradient.value)) {
         await this.trainer.step(images, gradient.embeddings, lr, momentum);
-        if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(gradient.lossVariables);
+        if (loss.trainableVariables.length > 0) {
+          if (!lossOptimizer) throw new DmlError('E_ARG', `the ${loss.name} loss has parameters of its own: trainBatch needs their optimizer`);
+          lossOptimizer.applyGradients(gradient.lossVariables);
+        }
       }
       return { value: gradient.value, validCount: gradient.validCount, totalCount: gradient.totalCount };
     } finally {

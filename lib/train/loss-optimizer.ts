@@ -22,7 +22,7 @@ import { DmlError } from '../errors.js';
 import { restoreOptimizerState, type OptimizerStateFiles } from './checkpoint-io.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { LossParameterTraining } from './losses/parameter-options.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, setLearningRate, type OptimizerConfig } from './optimizer.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, setLearningRate, setMomentum, type OptimizerConfig } from './optimizer.js';
 
 /** The checkpoint array name of the loss's `index`-th variable. */
 const arrayName = (index: number): string => `loss/${index}`;
@@ -54,6 +54,11 @@ export class LossOptimizer {
   /** Sets the rate of the following steps: `learningRate` x the loss's learningRateScale. */
   setLearningRate(learningRate: number): void {
     setLearningRate(this.optimizer, learningRate * this.settings.learningRateScale);
+  }
+
+  /** Sets the momentum of the following steps (a schedule's, OneCycle's `cycleMomentum`, which PyTorch applies to every parameter group). */
+  setMomentum(momentum: number): void {
+    setMomentum(this.optimizer, momentum);
   }
 
   /**
