@@ -21,7 +21,7 @@ import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
 import { parseSpec } from '../../util/parse-spec.js';
-import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
+import { averageNonZero, zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
 import { defineLoss } from './loss-entry.js';
 
@@ -57,9 +57,7 @@ export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMar
     // [B, slots, B]: every (a, p, n) with the entries outside the triplet set masked to 0.
     const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
     const losses = tf.mul(tf.relu(tf.add(tf.sub(tf.expandDims(t.positive, 2), t.negative), margin)), t.tripletMask);
-    const { sum, nonZero } = sumAndNonZeroCount(losses);
-    if (nonZero === 0) return zeroLoss(count);
-    return { loss: tf.div(sum, nonZero), validCount: nonZero, totalCount: count };
+    return averageNonZero(losses, count);
   }
 }
 
