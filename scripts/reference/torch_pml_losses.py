@@ -14,7 +14,11 @@ count of tuples the loss reports.
 PML itself is not installable here: each loss is written out below from PML's source as its documentation
 describes it (version 2.x: ProxyAnchorLoss, ProxyNCALoss over NCALoss, NormalizedSoftmaxLoss, ArcFaceLoss,
 CosFaceLoss and SubCenterArcFaceLoss over LargeMarginSoftmaxLoss, SoftTripleLoss, CircleLoss, SupConLoss,
-FastAPLoss), with its default distances and reducers; `logsumexp` is PML's `lmu.logsumexp`. The tables are
+FastAPLoss), with its default distances and reducers; `logsumexp` is PML's `lmu.logsumexp`. So are three
+miners (BatchHardMiner, PairMarginMiner, MultiSimilarityMiner on their default distances): `miners` holds
+what each mines from each batch, and the cases with a `miner` option run a loss on the mined tuples
+(ContrastiveLoss, CircleLoss and SupConLoss on the mined pairs, a triplet miner's (a, p, n) as the pairs
+(a, p) and (a, n); TripletMarginLoss on BatchHardMiner's triplets). The tables are
 kept as rows, class-major, as dmlkit keeps them (PML's `W` and `fc` are their transposes). The one
 deliberate difference: ArcFace's cos(arccos(c) + m) is computed with arccos here, while dmlkit writes it as
 c cos m - sqrt(1 - c^2) sin m, so the two are independent. Seeded; reruns are byte-identical.
@@ -34,6 +38,13 @@ SEED = 20260201
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DEFAULT_OUT = os.path.join(REPO, "spec", "fixtures", "losses", "pml-losses.json")
 TINY = torch.finfo(torch.float64).tiny
+# A mining decision closer than this to its threshold (or a tie this close) could go the other way in float32.
+DECISION_GAP = 1e-4
+
+
+def clear_of(values, threshold, what):
+    gap = float(torch.min(torch.abs(values - threshold))) if values.numel() > 0 else math.inf
+    assert gap > DECISION_GAP, "%s: a value within %g of its threshold; change the seed" % (what, gap)
 
 
 def logsumexp(x, keep_mask, add_one, dim):
@@ -116,7 +127,7 @@ def avg_non_zero(losses):
 
 def circle(e, y, o):
     s = e @ e.T
-    pos, neg = pair_masks(y)
+    pos, neg = mined_masks(e, y, o.get("miner"))
     m, gamma = o["m"], o["gamma"]
     logits = torch.zeros_like(s)
     logits[pos] = -gamma * torch.relu(1 + m - s[pos].detach()) * (s[pos] - (1 - m))
@@ -127,7 +138,7 @@ def circle(e, y, o):
 
 
 def supcon(e, y, o):
-    pos, neg = pair_masks(y)
+    pos, neg = mined_masks(e, y, o.get("miner"))
     if not pos.any() or not neg.any():
         return (e.sum() * 0), 0
     mat = (e @ e.T) / o["temperature"]
@@ -157,6 +168,88 @@ def fast_ap(e, y, o):
     return (1 - fast_ap).mean(), int(safe_n.sum())
 
 
+def euclidean(e):
+    # PML's LpDistance on normalised embeddings; sqrt(2 - 2S) with dmlkit's floor, the same values.
+    return torch.sqrt(torch.clamp(2 - 2 * (e @ e.T), min=1e-12))
+
+
+def batch_hard(e, y, _o):
+    d = euclidean(e).detach()
+    pos, neg = pair_masks(y)
+    anchors, positives, negatives = [], [], []
+    for a in range(len(y)):
+        if not pos[a].any() or not neg[a].any():
+            continue
+        anchors.append(a)
+        positives.append(int(torch.where(pos[a], d[a], torch.tensor(-1.0, dtype=d.dtype)).argmax()))
+        negatives.append(int(torch.where(neg[a], d[a], torch.tensor(9.0, dtype=d.dtype)).argmin()))
+        clear_of(d[a][pos[a] & (torch.arange(len(y)) != positives[-1])], d[a, positives[-1]], "batch-hard positive")
+        clear_of(d[a][neg[a] & (torch.arange(len(y)) != negatives[-1])], d[a, negatives[-1]], "batch-hard negative")
+    return {"anchors": anchors, "positives": positives, "negatives": negatives}
+
+
+def pair_margin(e, y, o):
+    d = euclidean(e).detach()
+    pos, neg = pair_masks(y)
+    clear_of(d[pos], o["posMargin"], "pair-margin positive")
+    clear_of(d[neg], o["negMargin"], "pair-margin negative")
+    return {"positive": (pos & (d > o["posMargin"])).nonzero().tolist(), "negative": (neg & (d < o["negMargin"])).nonzero().tolist()}
+
+
+def multi_similarity(e, y, o):
+    s = (e @ e.T).detach()
+    pos, neg = pair_masks(y)
+    if not pos.any() or not neg.any():
+        return {"positive": [], "negative": []}
+    hardest_neg = torch.where(neg, s, torch.tensor(-math.inf, dtype=s.dtype)).max(dim=1, keepdim=True)[0]
+    hardest_pos = torch.where(pos, s, torch.tensor(math.inf, dtype=s.dtype)).min(dim=1, keepdim=True)[0]
+    clear_of((s - o["epsilon"] - hardest_neg)[pos], 0, "multi-similarity positive")
+    clear_of((s + o["epsilon"] - hardest_pos)[neg & torch.isfinite(hardest_pos)], 0, "multi-similarity negative")
+    return {"positive": (pos & (s - o["epsilon"] < hardest_neg)).nonzero().tolist(), "negative": (neg & (s + o["epsilon"] > hardest_pos)).nonzero().tolist()}
+
+
+MINERS = {"batch-hard": batch_hard, "pair-margin": pair_margin, "multi-similarity": multi_similarity}
+
+
+def mined_masks(e, y, miner):
+    """The positive and negative pair masks a miner leaves (every pair without one)."""
+    pos, neg = pair_masks(y)
+    if miner is None:
+        return pos, neg
+    mined = MINERS[miner["name"]](e, y, miner)
+    pos, neg = torch.zeros_like(pos), torch.zeros_like(neg)
+    if miner["name"] == "batch-hard":
+        for a, p, n in zip(mined["anchors"], mined["positives"], mined["negatives"]):
+            pos[a, p] = True
+            neg[a, n] = True
+    else:
+        for a, j in mined["positive"]:
+            pos[a, j] = True
+        for a, j in mined["negative"]:
+            neg[a, j] = True
+    return pos, neg
+
+
+def contrastive(e, y, o):
+    pos, neg = mined_masks(e, y, o.get("miner"))
+    d = euclidean(e)
+    total, count = 0, 0
+    for part, mask in ((torch.relu(d - o["posMargin"]), pos), (torch.relu(o["negMargin"] - d), neg)):
+        losses = part[mask]
+        kept = int((losses > 0).sum())
+        if kept > 0:
+            total = total + losses.sum() / kept
+            count += kept
+    return (total if count > 0 else e.sum() * 0), count
+
+
+def triplet_margin_batch_hard(e, y, o):
+    t = batch_hard(e, y, o)
+    d = euclidean(e)
+    a, p, n = (torch.tensor(t[k], dtype=torch.long) for k in ("anchors", "positives", "negatives"))
+    return avg_non_zero(torch.relu(d[a, p] - d[a, n] + o["margin"]))
+
+
 TABLE_LOSSES = {
     "proxy-anchor": proxy_anchor,
     "proxy-nca": proxy_nca,
@@ -166,7 +259,7 @@ TABLE_LOSSES = {
     "subcenter-arcface": lambda e, y, t, o: large_margin(e, y, t, o, "arcface"),
     "soft-triple": soft_triple,
 }
-PAIR_LOSSES = {"circle": circle, "supcon": supcon, "fast-ap": fast_ap}
+PAIR_LOSSES = {"circle": circle, "supcon": supcon, "fast-ap": fast_ap, "contrastive": contrastive, "triplet-margin": triplet_margin_batch_hard}
 
 # (loss, options as dmlkit's config takes them: PML's names; rows per class of its table)
 CASES = [
@@ -188,6 +281,20 @@ CASES = [
     ("supcon", {"temperature": 0.5}, 0),
     ("fast-ap", {"numBins": 10}, 0),
     ("fast-ap", {"numBins": 4}, 0),
+    # The pair losses on PML's miners.
+    ("contrastive", {"posMargin": 0, "negMargin": 1, "miner": {"name": "pair-margin", "posMargin": 0.2, "negMargin": 0.8}}, 0),
+    ("contrastive", {"posMargin": 0, "negMargin": 1, "miner": {"name": "multi-similarity", "epsilon": 0.1}}, 0),
+    ("contrastive", {"posMargin": 0.1, "negMargin": 0.9, "miner": {"name": "batch-hard"}}, 0),
+    ("circle", {"m": 0.4, "gamma": 80, "miner": {"name": "multi-similarity", "epsilon": 0.1}}, 0),
+    ("supcon", {"temperature": 0.1, "miner": {"name": "batch-hard"}}, 0),
+    ("triplet-margin", {"margin": 0.2, "miner": "batch-hard"}, 0),
+]
+MINER_CASES = [
+    {"name": "batch-hard"},
+    {"name": "pair-margin", "posMargin": 0.2, "negMargin": 0.8},
+    {"name": "pair-margin", "posMargin": 0.6, "negMargin": 1.2},
+    {"name": "multi-similarity", "epsilon": 0.1},
+    {"name": "multi-similarity", "epsilon": 0.3},
 ]
 
 
@@ -212,7 +319,11 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
     rng = np.random.default_rng(SEED)
     cases = []
+    miners = []
     for batch_name, x, y in batches(rng):
+        e = F.normalize(torch.tensor(x.astype(np.float64)), p=2, dim=1)
+        for miner in MINER_CASES:
+            miners.append({"batch": batch_name, "miner": miner, "labels": y.tolist(), "embeddings": x.tolist(), "mined": MINERS[miner["name"]](e, torch.tensor(y), miner)})
         for name, options, rows_per_class in CASES:
             raw = torch.tensor(x.astype(np.float64), requires_grad=True)
             e = F.normalize(raw, p=2, dim=1)
@@ -237,6 +348,7 @@ def main():
         "generator": "scripts/reference/torch_pml_losses.py (torch %s, float64)" % torch.__version__,
         "description": "PML's losses written out in float64: loss, d loss / d embeddings (before L2 normalisation), d loss / d table",
         "cases": cases,
+        "miners": miners,
     }
     with open(out, "w") as handle:
         json.dump(payload, handle, separators=(",", ":"))

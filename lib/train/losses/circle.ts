@@ -8,7 +8,8 @@
  *
  * averaged over the anchors whose ℓ_i > 0 (PML's AvgNonZeroReducer); an anchor without a positive or
  * without a negative gives 0. Options (PML's names and defaults): `m` = 0.4 (relaxation), `gamma` γ =
- * 80 (scale), the paper's values for fine-grained retrieval (face recognition: m 0.25, γ 256).
+ * 80 (scale), the paper's values for fine-grained retrieval (face recognition: m 0.25, γ 256); `miner`
+ * (default null: every pair; mining/pair-miner.ts) restricts the pairs.
  * `validCount` counts the anchors with ℓ_i > 0, `totalCount` the batch.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -17,6 +18,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { maskTensor } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { defineLoss } from './loss-entry.js';
+import { pairMinerSchema } from '../mining/pair-miner.js';
 import type { LossBatch } from './loss-batch.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import type { LossOutput } from './metric-loss.js';
@@ -28,6 +30,8 @@ export const circleOptionsSchema = z.strictObject({
   m: z.number().default(0.4),
   /** γ, the scale (80). */
   gamma: z.number().positive().default(80),
+  /** The pairs: every pair (null, default) or a miner's (mining/pair-miner.ts). */
+  miner: pairMinerSchema,
 });
 
 /** Options as written in a config. */
@@ -40,8 +44,9 @@ export class CircleLoss extends BaseMetricLoss<z.output<typeof circleOptionsSche
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {
-    const { size, masks, similarities, values } = batch;
+    const { size, similarities, values } = batch;
     const { m, gamma } = this.options;
+    const masks = batch.minedMasks(this.options.miner);
     // Anchors with a positive and a negative; the others give 0.
     const scored = new Float32Array(size);
     for (let i = 0; i < size; i++) {

@@ -6,8 +6,9 @@
  *     l⁺(a, p) = [d_ap − m⁺]_+ ,  l⁻(a, n) = [m⁻ − d_an]_+
  *     loss = Σ l⁺ / |{l⁺ > 0}| + Σ l⁻ / |{l⁻ > 0}|      (a part with no non-zero term is 0)
  *
- * over every ordered positive and negative pair of the batch. Options: `posMargin` m⁺ = 0,
- * `negMargin` m⁻ = 1. `validCount` counts the pairs with a non-zero loss, `totalCount` all pairs.
+ * over every ordered positive and negative pair of the batch, or the pairs of `miner` (one of PML's
+ * miners, mining/pair-miner.ts; default null: every pair). Options: `posMargin` m⁺ = 0, `negMargin`
+ * m⁻ = 1, `miner`. `validCount` counts the pairs with a non-zero loss, `totalCount` all pairs (mined).
  */
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
@@ -17,6 +18,7 @@ import type { LossOutput } from './metric-loss.js';
 import { parseSpec } from '../../util/parse-spec.js';
 import { sumAndNonZeroCount, zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
+import { pairMinerSchema } from '../mining/pair-miner.js';
 
 /** Options of the contrastive loss. */
 export const contrastiveOptionsSchema = z.strictObject({
@@ -24,6 +26,8 @@ export const contrastiveOptionsSchema = z.strictObject({
   posMargin: z.number().default(0),
   /** m⁻: negative pairs closer than this are pushed out (PML default 1). */
   negMargin: z.number().default(1),
+  /** The pairs: every pair (null, default) or a miner's (mining/pair-miner.ts). */
+  miner: pairMinerSchema,
 });
 
 /** Options as written in a config (every field optional). */
@@ -36,8 +40,9 @@ export class ContrastiveLoss extends BaseMetricLoss<z.output<typeof contrastiveO
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {
-    const { size, masks } = batch;
+    const { size } = batch;
     const { posMargin, negMargin } = this.options;
+    const masks = batch.minedMasks(this.options.miner);
     let totalCount = 0;
     for (let k = 0; k < size * size; k++) totalCount += masks.positive[k]! + masks.negative[k]!;
     if (totalCount === 0) return zeroLoss(0);

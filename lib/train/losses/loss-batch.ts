@@ -6,6 +6,7 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import { checkBatch, cosineSimilarityMatrix, distancesFromSimilarities, labelPairMasks, type DistanceKind, type PairMasks } from '../similarity.js';
+import { minedPairMasks, type PairMiner } from '../mining/pair-miner.js';
 
 /** One batch of L2-normalised embeddings and their labels, with its derived matrices made on first use. */
 export class LossBatch {
@@ -43,6 +44,11 @@ export class LossBatch {
   get values(): Float32Array {
     this.#values ??= this.similarities.dataSync() as Float32Array;
     return this.#values;
+  }
+
+  /** The pair masks a loss's `miner` leaves (mining/pair-miner.ts); the label masks without one. */
+  minedMasks(miner: PairMiner): PairMasks {
+    return minedPairMasks(this.values, () => this.distances('euclidean').dataSync(), this.masks, miner);
   }
 
   /** Distances of kind `kind` from the similarities [B, B], on the gradient tape. */

@@ -12,8 +12,8 @@
  * | `epshn` | easy-positive NCA | the same plus semiHardRule strict |
  * | `batch-all` | NTXent-style BA (batch-all.ts) | temperature 0.1, order 1, reduction mean, validity exists |
  * | `npair` | Sohn's N-pair (n-pair.ts) | temperature 0.1, order 1, reduction mean, validity exists |
- * | `triplet-margin` | triplet-margin.ts | margin 0.05, distance euclidean, miner none, minerMargin null |
- * | `contrastive` | contrastive.ts | posMargin 0, negMargin 1 |
+ * | `triplet-margin` | triplet-margin.ts | margin 0.05, distance euclidean, miner none (or all, hard, semihard, batch-hard), minerMargin null |
+ * | `contrastive` | contrastive.ts | posMargin 0, negMargin 1, miner null (mining/pair-miner.ts) |
  * | `multi-similarity` | multi-similarity.ts | alpha 2, beta 50, base 0.5, miner multi-similarity, epsilon 0.1, reduction all-rows |
  * | `lifted-structure` | lifted-structure.ts | negMargin 1, posMargin 0 |
  * | `margin` | margin.ts | margin 0.2, beta 1.2, learnBeta false, numClasses null, nu 0, learningRateScale 1, weightDecay 0 |
@@ -30,8 +30,8 @@
  * | `normalized-softmax` | Normalized Softmax (normalized-softmax.ts) | the class-table options; temperature 0.05 |
  * | `arcface`, `cosface`, `subcenter-arcface` | additive-margin softmax (angular-margin.ts) | the class-table options; margin 28.6 (degrees) / 0.35 / 28.6, scale 64, subCenters 3 |
  * | `soft-triple` | SoftTriple (soft-triple.ts) | the class-table options; centersPerClass 10, la 20, gamma 0.1, margin 0.01 |
- * | `circle` | Circle loss, pair form (circle.ts) | m 0.4, gamma 80 |
- * | `supcon` | supervised contrastive (supcon.ts) | temperature 0.1 |
+ * | `circle` | Circle loss, pair form (circle.ts) | m 0.4, gamma 80, miner null |
+ * | `supcon` | supervised contrastive (supcon.ts) | temperature 0.1, miner null |
  * | `fast-ap` | FastAP (fast-ap.ts) | numBins 10 |
  *
  * The losses with a class table (proxies, class weights) train it beside the network as

@@ -8,7 +8,8 @@
  *
  * averaged over the anchors whose ℓ_i > 0 (PML's AvgNonZeroReducer; an anchor without a positive gives
  * 0). A batch without any positive pair or without any negative pair gives 0, as PML. Options:
- * `temperature` τ = 0.1 (PML's default; the paper's 0.1 too). NT-Xent (SimCLR's loss, PML's
+ * `temperature` τ = 0.1 (PML's default; the paper's 0.1 too); `miner` (default null: every pair;
+ * mining/pair-miner.ts) restricts P(i) and A(i) to the mined pairs. NT-Xent (SimCLR's loss, PML's
  * `NTXentLoss`), its one-positive-per-term form, is `batch-all` (batch-all.ts). `validCount` counts
  * the anchors with ℓ_i > 0, `totalCount` the batch.
  */
@@ -18,6 +19,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { maskTensor } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { defineLoss } from './loss-entry.js';
+import { pairMinerSchema } from '../mining/pair-miner.js';
 import type { LossBatch } from './loss-batch.js';
 import { maskedLogSumExp } from './masked-ops.js';
 import type { LossOutput } from './metric-loss.js';
@@ -27,6 +29,8 @@ import { averageNonZero, zeroLoss } from './reducers.js';
 export const supConOptionsSchema = z.strictObject({
   /** τ, the temperature (0.1). */
   temperature: z.number().positive().default(0.1),
+  /** The pairs: every pair (null, default) or a miner's (mining/pair-miner.ts). */
+  miner: pairMinerSchema,
 });
 
 /** Options as written in a config. */
@@ -39,7 +43,8 @@ export class SupConLoss extends BaseMetricLoss<z.output<typeof supConOptionsSche
   }
 
   protected override lossOf(batch: LossBatch): LossOutput {
-    const { size, masks, similarities } = batch;
+    const { size, similarities } = batch;
+    const masks = batch.minedMasks(this.options.miner);
     if (!masks.positive.includes(1) || !masks.negative.includes(1)) return zeroLoss(size);
     const others = Uint8Array.from(masks.positive, (p, k) => p | masks.negative[k]!);
     const positiveCounts = new Float32Array(size);

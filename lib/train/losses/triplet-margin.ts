@@ -6,7 +6,8 @@
  *
  * over all valid triplets (`miner: 'none'`, the default) or the triplets of the triplet-margin miner
  * (`all`: `d_an − d_ap ≤ μ_m`, `hard`: `≤ 0`, `semihard`: `0 < d_an − d_ap ≤ μ_m`; mining on detached
- * distances, see mining/triplet-margin-miner.ts).
+ * distances, see mining/triplet-margin-miner.ts), or PML's `BatchHardMiner` (`batch-hard`: each
+ * anchor's farthest positive and nearest negative, mining/batch-hard-miner.ts).
  *
  * Options: `margin` μ = 0.05 (PML's default); `distance` (docs/methods.md Q17): `euclidean` (default,
  * PML: non-squared L2 on normalised embeddings) or `squared-euclidean` (Roth et al.'s variant,
@@ -17,6 +18,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { allTriplets, groupTripletsByAnchor, mineTripletsByMargin } from '../mining/triplet-margin-miner.js';
+import { mineBatchHardTriplets } from '../mining/batch-hard-miner.js';
 import { BaseMetricLoss } from './base-loss.js';
 import type { LossBatch } from './loss-batch.js';
 import type { LossOutput } from './metric-loss.js';
@@ -31,8 +33,8 @@ export const tripletMarginOptionsSchema = z.strictObject({
   margin: z.number().default(0.05),
   /** Non-squared (default, PML) or squared Euclidean distance on the unit sphere. */
   distance: z.enum(['euclidean', 'squared-euclidean']).default('euclidean'),
-  /** `none` (all valid triplets, default) or the triplet-margin miner's `all`, `hard`, `semihard`. */
-  miner: z.enum(['none', 'all', 'hard', 'semihard']).default('none'),
+  /** `none` (all valid triplets, default), the triplet-margin miner's `all`, `hard`, `semihard`, or `batch-hard`. */
+  miner: z.enum(['none', 'all', 'hard', 'semihard', 'batch-hard']).default('none'),
   /** The miner's margin; `null` (default) uses `margin`. */
   minerMargin: z.number().nullable().default(null),
 });
@@ -51,7 +53,11 @@ export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMar
     const { margin, distance, miner, minerMargin } = this.options;
     const distances = batch.distances(distance);
     const triplets =
-      miner === 'none' ? allTriplets(masks) : mineTripletsByMargin(distances.dataSync(), masks, miner, minerMargin ?? margin);
+      miner === 'none'
+        ? allTriplets(masks)
+        : miner === 'batch-hard'
+          ? mineBatchHardTriplets(distances.dataSync(), masks)
+          : mineTripletsByMargin(distances.dataSync(), masks, miner, minerMargin ?? margin);
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
     // [B, slots, B]: every (a, p, n) with the entries outside the triplet set masked to 0.

@@ -5,14 +5,18 @@
  * with respect to the embeddings (through the L2 normalisation, as the trainer's model applies it and
  * PML's distances do) and, for the losses with a class table, with respect to the table,
  * on two batches (one with a class absent from the table's batch and a singleton class) and two option
- * sets each; plus what every one of them must refuse (labels outside the table, a missing numClasses,
+ * sets each, and the pair losses on PML's miners (batch-hard, pair-margin, multi-similarity), whose
+ * mined tuples are checked too; plus what every one of them must refuse (labels outside the table, a missing numClasses,
  * an unknown embedding size, embeddings of another size) and survive (degenerate batches).
  */
 import { readFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { createLoss, type LossSpec } from '../../../lib/train/losses/registry.js';
-import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
+import { labelPairMasks, normalizeEmbeddings } from '../../../lib/train/similarity.js';
+import { LossBatch } from '../../../lib/train/losses/loss-batch.js';
+import { mineBatchHardTriplets } from '../../../lib/train/mining/batch-hard-miner.js';
+import type { PairMiner } from '../../../lib/train/mining/pair-miner.js';
 import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { expectZeroOnDegenerateBatches, onCpuBackend } from './loss-test-support.js';
 
@@ -29,7 +33,15 @@ interface GoldenCase {
   gradTable?: number[][];
 }
 
-const fixture = JSON.parse(readFileSync(new URL('../../fixtures/losses/pml-losses.json', import.meta.url), 'utf8')) as { cases: GoldenCase[] };
+interface MinerCase {
+  batch: string;
+  miner: PairMiner & object;
+  labels: number[];
+  embeddings: number[][];
+  mined: { anchors?: number[]; positives?: number[]; negatives?: number[]; positive?: number[][]; negative?: number[][] };
+}
+
+const fixture = JSON.parse(readFileSync(new URL('../../fixtures/losses/pml-losses.json', import.meta.url), 'utf8')) as { cases: GoldenCase[]; miners: MinerCase[] };
 
 /** max |a − b| / max |b|: the largest difference relative to the gradient's scale. */
 function relativeDifference(actual: ArrayLike<number>, expected: readonly number[]): number {
@@ -62,17 +74,42 @@ describe('train/losses: the losses of pytorch-metric-learning, against its formu
       }, [embeddings, ...loss.trainableVariables]);
       const got = value.dataSync()[0]!;
       expect(Math.abs(got - c.value) / Math.max(1, Math.abs(c.value)), `loss ${got} vs ${c.value}`).to.be.below(2e-6);
-      expect(counts).to.deep.equal({ validCount: c.validCount, totalCount: c.labels.length });
+      expect(counts.validCount).to.equal(c.validCount);
+      // The losses over anchors count the batch; contrastive and triplet-margin count pairs and triplets.
+      if (!['contrastive', 'triplet-margin'].includes(c.loss)) expect(counts.totalCount).to.equal(c.labels.length);
       expect(relativeDifference(grads[embeddings.name]!.dataSync(), c.gradEmbeddings.flat()), 'd/d embeddings').to.be.below(2e-4);
       if (c.table) expect(relativeDifference(grads[table!.name]!.dataSync(), c.gradTable!.flat()), 'd/d table').to.be.below(2e-4);
       tf.dispose([value, ...Object.values(grads), embeddings, ...loss.trainableVariables]);
     });
   }
 
-  it('covers every new loss, both batches and two option sets each', () => {
+  it('covers every new loss, both batches and two option sets each, and the pair losses on each miner', () => {
     const names = new Set(fixture.cases.map((c) => c.loss));
-    expect([...names]).to.deep.equal([...TABLE_LOSSES, 'circle', 'supcon', 'fast-ap']);
+    expect([...names]).to.deep.equal([...TABLE_LOSSES, 'circle', 'supcon', 'fast-ap', 'contrastive', 'triplet-margin']);
     for (const name of names) expect(fixture.cases.filter((c) => c.loss === name).length, name).to.be.at.least(2);
+    const miners = fixture.cases.map((c) => c.options['miner']).filter((m) => m !== undefined).map((m) => (typeof m === 'string' ? m : (m as { name: string }).name));
+    expect(new Set(miners)).to.deep.equal(new Set(['batch-hard', 'pair-margin', 'multi-similarity']));
+  });
+
+  describe("PML's miners mine the same tuples", () => {
+    for (const m of fixture.miners) {
+      it(`${JSON.stringify(m.miner)} on ${m.batch}`, () => {
+        const batch = new LossBatch(tf.tensor2d(m.embeddings), Int32Array.from(m.labels));
+        if (m.miner.name === 'batch-hard') {
+          const triplets = mineBatchHardTriplets(batch.distances('euclidean').dataSync(), batch.masks);
+          expect({ anchors: Array.from(triplets.anchors), positives: Array.from(triplets.positives), negatives: Array.from(triplets.negatives) }).to.deep.equal(m.mined);
+        } else {
+          const masks = batch.minedMasks(m.miner);
+          const pairs = (mask: Uint8Array): number[][] => [...mask.keys()].filter((k) => mask[k] === 1).map((k) => [Math.floor(k / m.labels.length), k % m.labels.length]);
+          expect({ positive: pairs(masks.positive), negative: pairs(masks.negative) }).to.deep.equal(m.mined);
+        }
+        // Mined pairs are label pairs.
+        const labels = labelPairMasks(Int32Array.from(m.labels));
+        const mined = batch.minedMasks(m.miner);
+        mined.positive.forEach((v, k) => expect(v <= labels.positive[k]!).to.equal(true));
+        mined.negative.forEach((v, k) => expect(v <= labels.negative[k]!).to.equal(true));
+      });
+    }
   });
 
   describe('bad input: one clear error', () => {
@@ -96,6 +133,11 @@ describe('train/losses: the losses of pytorch-metric-learning, against its formu
         tf.dispose([embeddings, ...loss.trainableVariables]);
       });
     }
+
+    it('a miner of an unknown name, or with an option of another miner, is named', () => {
+      expectDmlErrorSync(() => createLoss({ name: 'contrastive', miner: { name: 'hardest' } } as unknown as LossSpec), 'E_ARG', /^Expected one of multi-similarity, pair-margin, batch-hard for loss\.miner\.name but received "hardest"$/);
+      expectDmlErrorSync(() => createLoss({ name: 'circle', miner: { name: 'batch-hard', epsilon: 0.1 } } as unknown as LossSpec), 'E_ARG', /^Expected no unknown option \(known: name\) for loss\.miner\.epsilon but received 0\.1$/);
+    });
 
     it('the pair losses survive degenerate batches (one class, singletons, one image, none): a constant 0', () => {
       expectZeroOnDegenerateBatches(createLoss({ name: 'circle' }));
