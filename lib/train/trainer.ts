@@ -170,6 +170,8 @@ interface CheckpointState {
   lossGenerator?: number[] | undefined;
   /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
   graphSteps?: number;
+  /** The numbers of the loss's step state (a cross-batch memory; its arrays are the checkpoint's). */
+  lossStepState?: number[];
   /** A `model.kind: "onnx"` run: its resolved `data.image` and where it came from, so that a resume needs no backbone file. */
   backbonePreprocessing?: { image: TrainingImageSpec; preprocessingSources: PreprocessingSources; preprocessorConfig?: string };
 }
@@ -373,6 +375,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     history = state.history;
     // The loss's own parameters (proxies, class weights, the margin loss's β) and their optimiser.
     await lossOptimizer?.restore(loaded, state.lossVariables, checkpointDir);
+    loss.stepState?.restore({ arrays: loaded.arrays ?? new Map(), values: state.lossStepState ?? [] }, checkpointDir);
     if (loss.generator) {
       if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
       resumedGenerator = state.lossGenerator;
@@ -437,6 +440,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
   // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
   const statistics = (model?.nonTrainableWeights ?? []).map((w) => tf.clone(w.read()));
+  const beforeProbe = loss.stepState?.save();
   while (!graph) {
     try {
       const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
@@ -451,6 +455,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   }
   model?.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
   tf.dispose(statistics);
+  if (beforeProbe) loss.stepState?.restore(beforeProbe, 'the probe step');
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
@@ -462,8 +467,10 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const finished = (p: RunPosition): boolean =>
     budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
   const saveState = async (): Promise<void> => {
+    const stepState = loss.stepState?.save();
     const state: CheckpointState & RunPosition = {
       ...position,
+      ...(stepState ? { lossStepState: [...stepState.values] } : {}),
       history,
       configHash,
       identity,
@@ -471,7 +478,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
       ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
-    const arrays = new Map([...(graph?.slots() ?? []), ...(lossOptimizer?.arrays() ?? [])]);
+    const arrays = new Map([...(graph?.slots() ?? []), ...(lossOptimizer?.arrays() ?? []), ...(stepState?.arrays ?? [])]);
     await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, lossOptimizer: lossOptimizer?.optimizer, state, ...(arrays.size > 0 ? { arrays } : {}) });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */

@@ -18,7 +18,11 @@ FastAPLoss), with its default distances and reducers; `logsumexp` is PML's `lmu.
 miners (BatchHardMiner, PairMarginMiner, MultiSimilarityMiner on their default distances): `miners` holds
 what each mines from each batch, and the cases with a `miner` option run a loss on the mined tuples
 (ContrastiveLoss, CircleLoss and SupConLoss on the mined pairs, a triplet miner's (a, p, n) as the pairs
-(a, p) and (a, n); TripletMarginLoss on BatchHardMiner's triplets). The tables are
+(a, p) and (a, n); TripletMarginLoss on BatchHardMiner's triplets). `xbm` holds sequences of batches through
+PML's CrossBatchMemory (each step enqueues its batch, then computes the loss of its embeddings against the
+memory's detached items, each row's own copy excluded) around ContrastiveLoss, MultiSimilarityLoss (with
+MultiSimilarityMiner as XBM's miner) and TripletMarginLoss, after dmlkit's `startStep` plain batch steps:
+every step's loss and gradient. The tables are
 kept as rows, class-major, as dmlkit keeps them (PML's `W` and `fc` are their transposes). The one
 deliberate difference: ArcFace's cos(arccos(c) + m) is computed with arccos here, while dmlkit writes it as
 c cos m - sqrt(1 - c^2) sin m, so the two are independent. Seeded; reruns are byte-identical.
@@ -230,9 +234,8 @@ def mined_masks(e, y, miner):
     return pos, neg
 
 
-def contrastive(e, y, o):
-    pos, neg = mined_masks(e, y, o.get("miner"))
-    d = euclidean(e)
+def contrastive_on(d, pos, neg, o):
+    """PML's ContrastiveLoss on distances d and pair masks: AvgNonZeroReducer per part, the parts summed."""
     total, count = 0, 0
     for part, mask in ((torch.relu(d - o["posMargin"]), pos), (torch.relu(o["negMargin"] - d), neg)):
         losses = part[mask]
@@ -240,7 +243,12 @@ def contrastive(e, y, o):
         if kept > 0:
             total = total + losses.sum() / kept
             count += kept
-    return (total if count > 0 else e.sum() * 0), count
+    return (total if count > 0 else d.sum() * 0), count
+
+
+def contrastive(e, y, o):
+    pos, neg = mined_masks(e, y, o.get("miner"))
+    return contrastive_on(euclidean(e), pos, neg, o)
 
 
 def triplet_margin_batch_hard(e, y, o):
@@ -315,6 +323,88 @@ def batches(rng):
     return normalised
 
 
+def reference_masks(y, ref_y, self_columns):
+    same = y[:, None] == ref_y[None, :]
+    own = torch.zeros_like(same)
+    own[torch.arange(len(y)), self_columns] = True
+    return same & ~own, ~same
+
+
+def xbm_contrastive(e, y, refs, o):
+    ref, ref_y, selves = refs
+    pos, neg = reference_masks(y, ref_y, selves)
+    return contrastive_on(torch.sqrt(torch.clamp(2 - 2 * (e @ ref.T), min=1e-12)), pos, neg, o)
+
+
+def xbm_multi_similarity(e, y, refs, o):
+    ref, ref_y, selves = refs
+    pos, neg = reference_masks(y, ref_y, selves)
+    s = e @ ref.T
+    sd = s.detach()
+    hardest_neg = torch.where(neg, sd, torch.tensor(-math.inf, dtype=s.dtype)).max(dim=1, keepdim=True)[0]
+    hardest_pos = torch.where(pos, sd, torch.tensor(math.inf, dtype=s.dtype)).min(dim=1, keepdim=True)[0]
+    clear_of((sd - o["epsilon"] - hardest_neg)[pos], 0, "xbm multi-similarity positive")
+    clear_of((sd + o["epsilon"] - hardest_pos)[neg & torch.isfinite(hardest_pos)], 0, "xbm multi-similarity negative")
+    mined_pos = pos & (sd - o["epsilon"] < hardest_neg)
+    mined_neg = neg & (sd + o["epsilon"] > hardest_pos)
+    pos_term = logsumexp(-o["alpha"] * (s - o["base"]), mined_pos, True, 1) / o["alpha"]
+    neg_term = logsumexp(o["beta"] * (s - o["base"]), mined_neg, True, 1) / o["beta"]
+    rows = (mined_pos.any(1) | mined_neg.any(1))
+    return (pos_term + neg_term).squeeze(1).mean(), int(rows.sum())
+
+
+def xbm_triplet_margin(e, y, refs, o):
+    ref, ref_y, selves = refs
+    pos, neg = reference_masks(y, ref_y, selves)
+    d = torch.sqrt(torch.clamp(2 - 2 * (e @ ref.T), min=1e-12))
+    losses = torch.relu(d[:, :, None] - d[:, None, :] + o["margin"]) * (pos[:, :, None] & neg[:, None, :]).double()
+    return avg_non_zero(losses)
+
+
+XBM_CASES = [
+    ("contrastive", xbm_contrastive, {"posMargin": 0, "negMargin": 1}),
+    ("multi-similarity", xbm_multi_similarity, {"alpha": 2, "beta": 50, "base": 0.5, "epsilon": 0.1}),
+    ("triplet-margin", xbm_triplet_margin, {"margin": 0.05}),
+]
+
+
+def xbm_sequences(rng):
+    """Five batches of 6 (4 classes, 6 dimensions) through a memory of 14 (it wraps in step 4), plain for 1 step."""
+    size, start_step, dim = 14, 1, 6
+    centres = rng.standard_normal((4, dim))
+    batches = []
+    for _ in range(5):
+        y = rng.integers(0, 4, 6)
+        x = centres[y] + 0.8 * rng.standard_normal((6, dim))
+        batches.append(((x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), y))
+    sequences = []
+    for name, fn, options in XBM_CASES:
+        memory_e = torch.zeros((size, dim), dtype=torch.float64)
+        memory_y = torch.zeros(size, dtype=torch.long)
+        position, filled = 0, False
+        steps = []
+        for step, (x, y) in enumerate(batches, 1):
+            raw = torch.tensor(x.astype(np.float64), requires_grad=True)
+            e = F.normalize(raw, p=2, dim=1)
+            labels = torch.tensor(y)
+            if step <= start_step:
+                refs = (e, labels, torch.arange(len(y)))
+                # The plain batch loss: the batch against itself, live on both sides.
+            else:
+                slots = (position + torch.arange(len(y))) % size
+                memory_e[slots] = e.detach()
+                memory_y[slots] = labels
+                filled = filled or position + len(y) >= size
+                position = (position + len(y)) % size
+                count = size if filled else position
+                refs = (memory_e[:count].clone(), memory_y[:count].clone(), slots)
+            value, valid = fn(e, labels, refs, options)
+            value.backward()
+            steps.append({"labels": y.tolist(), "embeddings": x.tolist(), "value": value.item(), "validCount": valid, "gradEmbeddings": raw.grad.tolist()})
+        sequences.append({"loss": name, "options": {**options, "memory": {"size": size, "startStep": start_step}}, "steps": steps})
+    return sequences
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_OUT
     rng = np.random.default_rng(SEED)
@@ -349,6 +439,7 @@ def main():
         "description": "PML's losses written out in float64: loss, d loss / d embeddings (before L2 normalisation), d loss / d table",
         "cases": cases,
         "miners": miners,
+        "xbm": xbm_sequences(rng),
     }
     with open(out, "w") as handle:
         json.dump(payload, handle, separators=(",", ":"))

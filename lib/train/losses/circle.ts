@@ -18,6 +18,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { maskTensor } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { defineLoss } from './loss-entry.js';
+import { crossBatchMemorySchema, withCrossBatchMemory } from './cross-batch-memory.js';
 import { pairMinerSchema } from '../mining/pair-miner.js';
 import type { LossBatch } from './loss-batch.js';
 import { maskedLogSumExp } from './masked-ops.js';
@@ -32,6 +33,8 @@ export const circleOptionsSchema = z.strictObject({
   gamma: z.number().positive().default(80),
   /** The pairs: every pair (null, default) or a miner's (mining/pair-miner.ts). */
   miner: pairMinerSchema,
+  /** A cross-batch memory the batch is compared with (null, default: none; cross-batch-memory.ts). */
+  memory: crossBatchMemorySchema,
 });
 
 /** Options as written in a config. */
@@ -47,28 +50,28 @@ export class CircleLoss extends BaseMetricLoss<z.output<typeof circleOptionsSche
     const { size, similarities, values } = batch;
     const { m, gamma } = this.options;
     const masks = batch.minedMasks(this.options.miner);
+    const columns = masks.columns;
     // Anchors with a positive and a negative; the others give 0.
     const scored = new Float32Array(size);
     for (let i = 0; i < size; i++) {
-      const row = (mask: Uint8Array): boolean => mask.subarray(i * size, (i + 1) * size).includes(1);
+      const row = (mask: Uint8Array): boolean => mask.subarray(i * columns, (i + 1) * columns).includes(1);
       if (row(masks.positive) && row(masks.negative)) scored[i] = 1;
     }
     if (!scored.includes(1)) return zeroLoss(size);
     // The weights α from the detached similarities, 0 outside their kind of pair.
-    const weights = new Float32Array(size * size);
-    for (let k = 0; k < size * size; k++) {
+    const weights = new Float32Array(size * columns);
+    for (let k = 0; k < size * columns; k++) {
       if (masks.positive[k] === 1) weights[k] = -gamma * Math.max(0, 1 + m - values[k]!);
       else if (masks.negative[k] === 1) weights[k] = gamma * Math.max(0, values[k]! + m);
     }
-    const offsets = new Float32Array(size * size);
-    for (let k = 0; k < size * size; k++) offsets[k] = masks.positive[k] === 1 ? 1 - m : m;
-    const logits = tf.mul(tf.tensor2d(weights, [size, size]), tf.sub(similarities, tf.tensor2d(offsets, [size, size]))) as tf.Tensor2D;
-    const positiveTerm = maskedLogSumExp(logits, maskTensor(masks.positive, size), false);
-    const negativeTerm = maskedLogSumExp(logits, maskTensor(masks.negative, size), false);
+    const offsets = Float32Array.from(masks.positive, (p) => (p === 1 ? 1 - m : m));
+    const logits = tf.mul(tf.tensor2d(weights, [size, columns]), tf.sub(similarities, tf.tensor2d(offsets, [size, columns]))) as tf.Tensor2D;
+    const positiveTerm = maskedLogSumExp(logits, maskTensor(masks.positive, size, columns), false);
+    const negativeTerm = maskedLogSumExp(logits, maskTensor(masks.negative, size, columns), false);
     const losses = tf.mul(tf.softplus(tf.add(positiveTerm, negativeTerm)), tf.tensor1d(scored));
     return averageNonZero(losses, size);
   }
 }
 
 /** Registry entry: `circle`. */
-export const CIRCLE_LOSS = defineLoss('circle', circleOptionsSchema, (options) => new CircleLoss(options));
+export const CIRCLE_LOSS = defineLoss('circle', circleOptionsSchema, (options) => withCrossBatchMemory(new CircleLoss(options)));

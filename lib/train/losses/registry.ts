@@ -35,7 +35,9 @@
  * | `fast-ap` | FastAP (fast-ap.ts) | numBins 10 |
  *
  * The losses with a class table (proxies, class weights) train it beside the network as
- * parameter-options.ts says (`learningRateScale`, `weightDecay`).
+ * parameter-options.ts says (`learningRateScale`, `weightDecay`). `contrastive`, `multi-similarity`,
+ * `triplet-margin`, `circle` and `supcon` also take `memory` (null; a cross-batch memory,
+ * cross-batch-memory.ts).
  */
 import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';

@@ -19,6 +19,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { maskTensor } from '../similarity.js';
 import { BaseMetricLoss } from './base-loss.js';
 import { defineLoss } from './loss-entry.js';
+import { crossBatchMemorySchema, withCrossBatchMemory } from './cross-batch-memory.js';
 import { pairMinerSchema } from '../mining/pair-miner.js';
 import type { LossBatch } from './loss-batch.js';
 import { maskedLogSumExp } from './masked-ops.js';
@@ -31,6 +32,8 @@ export const supConOptionsSchema = z.strictObject({
   temperature: z.number().positive().default(0.1),
   /** The pairs: every pair (null, default) or a miner's (mining/pair-miner.ts). */
   miner: pairMinerSchema,
+  /** A cross-batch memory the batch is compared with (null, default: none; cross-batch-memory.ts). */
+  memory: crossBatchMemorySchema,
 });
 
 /** Options as written in a config. */
@@ -45,13 +48,14 @@ export class SupConLoss extends BaseMetricLoss<z.output<typeof supConOptionsSche
   protected override lossOf(batch: LossBatch): LossOutput {
     const { size, similarities } = batch;
     const masks = batch.minedMasks(this.options.miner);
+    const columns = masks.columns;
     if (!masks.positive.includes(1) || !masks.negative.includes(1)) return zeroLoss(size);
     const others = Uint8Array.from(masks.positive, (p, k) => p | masks.negative[k]!);
     const positiveCounts = new Float32Array(size);
-    for (let k = 0; k < size * size; k++) positiveCounts[Math.floor(k / size)]! += masks.positive[k]!;
+    for (let k = 0; k < size * columns; k++) positiveCounts[Math.floor(k / columns)]! += masks.positive[k]!;
     const scaled = tf.div(similarities, this.options.temperature) as tf.Tensor2D;
-    const logProbabilities = tf.sub(scaled, tf.expandDims(maskedLogSumExp(scaled, maskTensor(others, size), false), 1));
-    const positive = tf.tensor2d(Float32Array.from(masks.positive), [size, size]);
+    const logProbabilities = tf.sub(scaled, tf.expandDims(maskedLogSumExp(scaled, maskTensor(others, size, columns), false), 1));
+    const positive = tf.tensor2d(Float32Array.from(masks.positive), [size, columns]);
     // Anchors without a positive: a sum of 0 over a count of 0, kept 0 (PML divides by the count + tiny).
     const means = tf.div(tf.sum(tf.mul(positive, logProbabilities), 1), tf.tensor1d(positiveCounts.map((c) => Math.max(c, 1))));
     return averageNonZero(tf.neg(means), size);
@@ -59,4 +63,4 @@ export class SupConLoss extends BaseMetricLoss<z.output<typeof supConOptionsSche
 }
 
 /** Registry entry: `supcon`. */
-export const SUPCON_LOSS = defineLoss('supcon', supConOptionsSchema, (options) => new SupConLoss(options));
+export const SUPCON_LOSS = defineLoss('supcon', supConOptionsSchema, (options) => withCrossBatchMemory(new SupConLoss(options)));

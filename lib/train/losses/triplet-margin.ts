@@ -26,6 +26,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { averageNonZero, zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
 import { defineLoss } from './loss-entry.js';
+import { crossBatchMemorySchema, withCrossBatchMemory } from './cross-batch-memory.js';
 
 /** Options of the triplet margin loss. */
 export const tripletMarginOptionsSchema = z.strictObject({
@@ -37,6 +38,8 @@ export const tripletMarginOptionsSchema = z.strictObject({
   miner: z.enum(['none', 'all', 'hard', 'semihard', 'batch-hard']).default('none'),
   /** The miner's margin; `null` (default) uses `margin`. */
   minerMargin: z.number().nullable().default(null),
+  /** A cross-batch memory the batch is compared with (null, default: none; cross-batch-memory.ts). */
+  memory: crossBatchMemorySchema,
 });
 
 /** Options as written in a config (every field optional). */
@@ -61,11 +64,11 @@ export class TripletMarginLoss extends BaseMetricLoss<z.output<typeof tripletMar
     const count = triplets.anchors.length;
     if (count === 0) return zeroLoss(0);
     // [B, slots, B]: every (a, p, n) with the entries outside the triplet set masked to 0.
-    const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size));
+    const t = tripletTensors(distances, groupTripletsByAnchor(triplets, size, masks.columns));
     const losses = tf.mul(tf.relu(tf.add(tf.sub(tf.expandDims(t.positive, 2), t.negative), margin)), t.tripletMask);
     return averageNonZero(losses, count);
   }
 }
 
 /** Registry entry: `triplet-margin`. */
-export const TRIPLET_MARGIN_LOSS = defineLoss('triplet-margin', tripletMarginOptionsSchema, (options) => new TripletMarginLoss(options));
+export const TRIPLET_MARGIN_LOSS = defineLoss('triplet-margin', tripletMarginOptionsSchema, (options) => withCrossBatchMemory(new TripletMarginLoss(options)));

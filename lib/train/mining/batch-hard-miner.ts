@@ -13,17 +13,17 @@ import type { TripletList } from './triplet-margin-miner.js';
 /** The hardest triplet of every anchor (see the file comment); `distances` row-major B×B. */
 export function mineBatchHardTriplets(distances: ArrayLike<number>, masks: PairMasks): TripletList {
   checkMatrix(distances, masks, 'distances');
-  const size = masks.size;
+  const { size, columns } = masks;
   const anchors: number[] = [];
   const positives: number[] = [];
   const negatives: number[] = [];
   for (let a = 0; a < size; a++) {
     let positive = -1;
     let negative = -1;
-    for (let j = 0; j < size; j++) {
-      const d = distances[a * size + j]!;
-      if (masks.positive[a * size + j] === 1 && (positive < 0 || d > distances[a * size + positive]!)) positive = j;
-      if (masks.negative[a * size + j] === 1 && (negative < 0 || d < distances[a * size + negative]!)) negative = j;
+    for (let j = 0; j < columns; j++) {
+      const d = distances[a * columns + j]!;
+      if (masks.positive[a * columns + j] === 1 && (positive < 0 || d > distances[a * columns + positive]!)) positive = j;
+      if (masks.negative[a * columns + j] === 1 && (negative < 0 || d < distances[a * columns + negative]!)) negative = j;
     }
     if (positive < 0 || negative < 0) continue;
     anchors.push(a);

@@ -17,9 +17,9 @@ export function minePairsByMargin(distances: ArrayLike<number>, masks: PairMasks
   checkMatrix(distances, masks, 'distances');
   if (!Number.isFinite(posMargin)) throw invalidParameterError('posMargin', 'a finite number', posMargin);
   if (!Number.isFinite(negMargin)) throw invalidParameterError('negMargin', 'a finite number', negMargin);
-  const size = masks.size;
+  const { size, columns } = masks;
   return {
-    positive: pairsWhere(size, (a, j) => masks.positive[a * size + j] === 1 && distances[a * size + j]! > posMargin),
-    negative: pairsWhere(size, (a, j) => masks.negative[a * size + j] === 1 && distances[a * size + j]! < negMargin),
+    positive: pairsWhere(size, columns, (a, j) => masks.positive[a * columns + j] === 1 && distances[a * columns + j]! > posMargin),
+    negative: pairsWhere(size, columns, (a, j) => masks.negative[a * columns + j] === 1 && distances[a * columns + j]! < negMargin),
   };
 }

@@ -39,7 +39,7 @@ export type PairMiner = z.output<typeof pairMinerSchema>;
  */
 export function minedPairMasks(similarities: ArrayLike<number>, euclidean: () => ArrayLike<number>, masks: PairMasks, miner: PairMiner): PairMasks {
   if (miner === null) return masks;
-  const size = masks.size;
+  const { size, columns } = masks;
   let pairs: MinedPairs;
   if (miner.name === 'multi-similarity') pairs = mineMultiSimilarityPairs(similarities, masks, miner.epsilon);
   else if (miner.name === 'pair-margin') pairs = minePairsByMargin(euclidean(), masks, miner.posMargin, miner.negMargin);
@@ -48,9 +48,9 @@ export function minedPairMasks(similarities: ArrayLike<number>, euclidean: () =>
     pairs = { positive: { anchors: triplets.anchors, others: triplets.positives }, negative: { anchors: triplets.anchors, others: triplets.negatives } };
   }
   const maskOf = (list: PairList): Uint8Array => {
-    const mask = new Uint8Array(size * size);
-    list.anchors.forEach((a, k) => (mask[a * size + list.others[k]!] = 1));
+    const mask = new Uint8Array(size * columns);
+    list.anchors.forEach((a, k) => (mask[a * columns + list.others[k]!] = 1));
     return mask;
   };
-  return { size, positive: maskOf(pairs.positive), negative: maskOf(pairs.negative) };
+  return { size, columns, positive: maskOf(pairs.positive), negative: maskOf(pairs.negative) };
 }

@@ -109,7 +109,7 @@ describe('train/losses/registry', () => {
     expectDmlErrorSync(
       () => createLoss({ name: 'contrastive', margin: 1 } as unknown as LossSpec),
       'E_ARG',
-      'Expected no unknown option (known: posMargin, negMargin, miner) for loss.margin but received 1',
+      'Expected no unknown option (known: posMargin, negMargin, miner, memory) for loss.margin but received 1',
     );
     expectDmlErrorSync(
       () => createLoss({ name: 'margin', learnBeta: 'yes' } as unknown as LossSpec),
