@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { DmlError, invalidParameterError } from '../../errors.js';
 import type { BaseMetricLoss } from './base-loss.js';
 import { LossBatch } from './loss-batch.js';
-import type { LossOutput, LossStepState, MetricLoss } from './metric-loss.js';
+import type { LossOutput, LossStepState, LossStepStore, MetricLoss } from './metric-loss.js';
 
 /** `loss.memory`: null (no memory, default) or the queue's size and the step it starts at. */
 export const crossBatchMemorySchema = z
@@ -54,7 +54,7 @@ export class CrossBatchMemoryLoss implements MetricLoss {
   readonly name: string;
   readonly config: Readonly<Record<string, unknown>>;
   readonly trainableVariables: readonly tf.Variable[];
-  readonly stepState: { save(): LossStepState; restore(state: LossStepState, where: string): void };
+  readonly stepState: LossStepStore;
   /** Row-major [size, D] once the first batch is in (D from it). */
   private embeddings: Float32Array | undefined;
   private readonly labels: Int32Array;

@@ -31,6 +31,14 @@ export interface LossStepState {
   readonly values: readonly number[];
 }
 
+/** Saves and restores a loss's {@link LossStepState}. */
+export interface LossStepStore {
+  /** The state now, in checkpoint form. */
+  save(): LossStepState;
+  /** Puts `state` back; an E_ARG error naming `where` when `state` is not one of this loss's. */
+  restore(state: LossStepState, where: string): void;
+}
+
 /** A metric-learning loss. */
 export interface MetricLoss {
   /** Registry name, e.g. `ephn`. */
@@ -64,7 +72,7 @@ export interface MetricLoss {
   /**
    * The state a loss carries from step to step (XBM's memory, cross-batch-memory.ts): saved in each
    * checkpoint, restored on resume, and put back after the trainer's probe step, so that only training
-   * steps change it. `restore` throws an E_ARG error naming `where` when `state` is not one of its own.
+   * steps change it.
    */
-  readonly stepState?: { save(): LossStepState; restore(state: LossStepState, where: string): void };
+  readonly stepState?: LossStepStore;
 }
