@@ -98,7 +98,7 @@ describe('train: the loss parameters beside the network', function () {
     expect(shapes).to.include('784x16').and.not.include('5x4');
   });
 
-  it('a training set with more classes than the table fails before any work, naming the first label without a proxy', async () => {
+  it('a training set with more classes than the table, or no numClasses, fails before any work (the first names the label without a proxy)', async () => {
     const out = path.join(dir, 'too-few');
     const config = tinyTrainConfig(out, { loss: { name: 'proxy-anchor', numClasses: 3 } }) as TrainConfigInput;
     await expectDmlError(
@@ -106,6 +106,10 @@ describe('train: the loss parameters beside the network', function () {
       'E_ARG',
       'Expected at most 3 training classes for loss.numClasses (the proxy-anchor loss\'s class table) but the training data has 5: label "pullover" (class 3) is not in the table; set loss.numClasses to 5',
     );
+    expect(existsSync(out)).to.equal(false);
+    // numClasses missing: the loss's options fail first.
+    const missing = tinyTrainConfig(out, { loss: { name: 'arcface' } }) as TrainConfigInput;
+    await expectDmlError(train(parseTrainConfig(missing, 'test')), 'E_ARG', 'Expected a number for loss.numClasses but received undefined');
     expect(existsSync(out)).to.equal(false);
   });
 });

@@ -16,6 +16,8 @@ import { createLoss, type LossSpec } from '../../../lib/train/losses/registry.js
 import { labelPairMasks, normalizeEmbeddings } from '../../../lib/train/similarity.js';
 import { LossBatch } from '../../../lib/train/losses/loss-batch.js';
 import { mineBatchHardTriplets } from '../../../lib/train/mining/batch-hard-miner.js';
+import { minePairsByMargin } from '../../../lib/train/mining/pair-margin-miner.js';
+import { mineMultiSimilarityPairs } from '../../../lib/train/mining/multi-similarity-miner.js';
 import type { PairMiner } from '../../../lib/train/mining/pair-miner.js';
 import { expectDmlErrorSync } from '../../helpers/expect-dml-error.js';
 import { expectZeroOnDegenerateBatches, onCpuBackend } from './loss-test-support.js';
@@ -133,6 +135,13 @@ describe('train/losses: the losses of pytorch-metric-learning, against its formu
         tf.dispose([embeddings, ...loss.trainableVariables]);
       });
     }
+
+    it('the miners name a matrix of the wrong size and a margin that is not a number', () => {
+      const masks = labelPairMasks(Int32Array.of(0, 0, 1));
+      expectDmlErrorSync(() => mineBatchHardTriplets(new Float32Array(4), masks), 'E_ARG', /^Expected a row-major 3x3 matrix \(9 values\) for distances but received/);
+      expectDmlErrorSync(() => minePairsByMargin(new Float32Array(9), masks, Number.NaN, 0.8), 'E_ARG', 'Expected a finite number for posMargin but received NaN');
+      expectDmlErrorSync(() => mineMultiSimilarityPairs(new Float32Array(9), masks, -1), 'E_ARG', 'Expected a finite number >= 0 for epsilon but received -1');
+    });
 
     it('a miner of an unknown name, or with an option of another miner, is named', () => {
       expectDmlErrorSync(() => createLoss({ name: 'contrastive', miner: { name: 'hardest' } } as unknown as LossSpec), 'E_ARG', /^Expected one of multi-similarity, pair-margin, batch-hard for loss\.miner\.name but received "hardest"$/);
