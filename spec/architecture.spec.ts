@@ -2,9 +2,10 @@
  * @file The house's floors: each folder of lib/ (a room) imports only rooms on lower floors, so data
  * flows one way; docs/architecture.md lists the same floors. A new import that runs back up fails here, naming the file.
  * `lib/errors.ts` counts as part of util; the entry files at lib/'s top (index.ts, train.ts, facade.ts,
- * ...) stand above every room.
+ * ...) stand above every room. And a path a comment names (lib/..., docs/..., scripts/...) exists, so
+ * a moved file leaves no comment pointing at nothing.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 
@@ -59,4 +60,77 @@ describe('architecture: every room imports only rooms below it', () => {
     }
     expect(upward).to.deep.equal([]);
   });
+});
+
+describe('architecture: comments point at files that exist', () => {
+  /** Source files whose comments name repository files: lib/, bin/, scripts/ and spec/. */
+  const sources = ['lib', 'bin', 'scripts', 'spec'].flatMap(function walk(dir: string): string[] {
+    return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) return entry.name === 'fixtures' || entry.name === 'node_modules' ? [] : walk(full);
+      return /\.(ts|py|sh)$/.test(entry.name) ? [full] : [];
+    });
+  });
+
+  it('every path under lib/, docs/, scripts/, spec/, schema/, bin/, models/ or tools/ that a source file names exists (from the repository root or the file\'s folder)', () => {
+    const missing: string[] = [];
+    for (const file of sources) {
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          for (const [, named] of line.matchAll(/(?<![\w./-])((?:lib|docs|scripts|spec|schema|bin|models|tools)\/[\w./-]*\.(?:ts|md|py|sh|json|onnx|mjs))/g)) {
+            const target = (named as string).replace(/\.$/, '');
+            if (!existsSync(target) && !existsSync(path.join(path.dirname(file), target))) missing.push(`${file}:${i + 1} names ${target}`);
+          }
+        });
+    }
+    expect(sources.length).to.be.above(300);
+    expect(missing).to.deep.equal([]);
+  });
+});
+
+describe('architecture: no import cycles in the training rooms', () => {
+  /** The groups of files under `dir` that import each other in a circle (Tarjan's strongly connected components of more than one file). */
+  function importCycles(dir: string): string[][] {
+    const files = typeScriptFiles(path.resolve(dir));
+    const edges = new Map(
+      files.map((file) => [
+        file,
+        relativeImports(readFileSync(file, 'utf8'))
+          .map((specifier) => path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts'))
+          .filter((target) => files.includes(target)),
+      ]),
+    );
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const cycles: string[][] = [];
+    const visit = (file: string): void => {
+      index.set(file, index.size);
+      low.set(file, index.get(file) as number);
+      stack.push(file);
+      for (const target of edges.get(file) ?? []) {
+        if (!index.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file) as number, low.get(target) as number));
+        } else if (stack.includes(target)) low.set(file, Math.min(low.get(file) as number, index.get(target) as number));
+      }
+      if (low.get(file) !== index.get(file)) return;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop() as string;
+        component.push(path.relative(lib, member));
+      } while (member !== file);
+      if (component.length > 1) cycles.push(component.sort());
+    };
+    for (const file of files) if (!index.has(file)) visit(file);
+    return cycles;
+  }
+
+  for (const room of ['train', 'engine']) {
+    it(`lib/${room} has none (type imports included)`, () => {
+      expect(importCycles(path.join('lib', room))).to.deep.equal([]);
+    });
+  }
 });

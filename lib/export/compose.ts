@@ -31,7 +31,7 @@ import {
   type TensorProto,
   type ValueInfoProto,
 } from '../onnx/builder.js';
-import { GraphContext, l2Normalize } from '../engine/tfjs/onnx-graph.js';
+import { GraphBuilder, l2Normalize } from '../engine/graph/graph-builder.js';
 import type { ConvertedModel } from '../engine/tfjs/tfjs-to-onnx.js';
 
 /** Default-domain opsets a backbone may use (the head's operators are stable over this range). */
@@ -154,7 +154,7 @@ export function composeBackboneAndHead(options: ComposeOptions): ComposedModel {
   }
 
   const renamed = renameGraph(graph, (n) => (n === inputName ? n : `backbone/${n}`));
-  const seam = new GraphContext();
+  const seam = new GraphBuilder();
   const features = l2Normalize(seam, `backbone/${featureName}`, 'seam/features', SEAM_EPSILON);
   const headRenamed = renameGraph(
     { input: head.inputs, output: head.outputs, node: head.nodes, initializer: head.initializers },

@@ -7,8 +7,10 @@
  * ```
  * index.json           metadata (format, model sha256, preprocessing, dim, HNSW parameters) and the
  *                      current generation G; replacing this file is the commit point of a snapshot
- * model.onnx           the embedder, copied at build time (its identity, a sha256, is in index.json),
- *                      with its external data files (e.g. model.onnx_data) beside it if it has any
+ * model/model.onnx     the embedder, copied at build time (its identity, a sha256, is in index.json),
+ *                      with its external data files (e.g. model.onnx_data) beside it in model/, so
+ *                      that no name the model gives them meets a file of the index (an index written
+ *                      before this folder keeps model.onnx at the top; layout.ts, indexModelPath)
  * gen-G/hnsw.bin       hnswlib graph of snapshot G (hnswlib label = the item's slot)
  * gen-G/items.json     the live items of snapshot G: slot, id, label, source
  * journal-G.jsonl      changes since snapshot G: one line per acknowledged write (a batch of adds or
@@ -34,9 +36,9 @@
  * Concurrency: reads (search, list, vector) are synchronous and see every write that has returned;
  * writes are serialised. A snapshot's graph file is written on the libuv pool while searches go on
  * (both only read the graph) and writes wait. Only one process may hold an index open for writing
- * (the `lock` file); read-only opens take no lock.
+ * (the `lock` file, util/folder-lock.ts); read-only opens take no lock.
  *
- * The parts live beside this file: layout.ts (file names, formats, checks), lock.ts, journal.ts and
+ * The parts live beside this file: layout.ts (file names, formats, checks), journal.ts and
  * snapshot.ts; the graph is a {@link HnswIndex} (search/hnsw.ts, the only hnswlib wrapper).
  */
 import { randomBytes } from 'node:crypto';
@@ -58,7 +60,7 @@ import {
   encodeVector,
   ioError,
   METADATA_FILE,
-  MODEL_FILE,
+  indexModelPath,
   removeUnusedUploads,
   SEARCH_INDEX_FORMAT,
   storeUpload,
@@ -74,7 +76,7 @@ import {
   type SearchIndexMetadata,
 } from './layout.js';
 import type { IndexStore, OptimizeOptions } from './index-store.js';
-import { acquireLock, releaseLock } from './lock.js';
+import { acquireFolderLock, releaseFolderLock } from '../util/folder-lock.js';
 import { readSnapshot, removeGeneration, removeLeftovers, writeGeneration, writeMetadata, writeSnapshot } from './snapshot.js';
 import { checkPositiveInteger } from '../util/check.js';
 
@@ -92,6 +94,7 @@ export class SearchIndexStore implements IndexStore {
   readonly #writable: boolean;
   readonly #snapshotEvery: number;
   readonly #lockFile: string | undefined;
+  readonly #modelPath: string;
   readonly #items = new Map<number, IndexedItem>();
   readonly #slots = new Map<string, number>();
   readonly #labelCounts = new Map<string, number>();
@@ -111,8 +114,10 @@ export class SearchIndexStore implements IndexStore {
     writable: boolean;
     snapshotEvery: number;
     lockFile: string | undefined;
+    modelPath: string;
   }) {
     this.#dir = init.dir;
+    this.#modelPath = init.modelPath;
     this.#metadata = init.metadata;
     this.#graph = init.graph;
     this.#generation = init.generation;
@@ -177,25 +182,32 @@ export class SearchIndexStore implements IndexStore {
     if (!(await stat(path.join(root, METADATA_FILE)).catch(() => undefined))) {
       throw new DmlError('E_NOT_FOUND', `No search index at ${dir} (${METADATA_FILE} is missing)`);
     }
-    const lockFile = writable ? await acquireLock(root) : undefined;
+    // Before the lock: an old index's model data file may be what sits in its place (layout.ts).
+    const modelPath = await indexModelPath(root, dir);
+    const lockFile = writable ? await acquireFolderLock(root, `Index ${dir}`) : undefined;
     try {
       // A reader racing a writer's snapshot may find the generation it read gone: it reads index.json again.
       for (let attempt = 1; ; attempt++) {
         try {
-          return await SearchIndexStore.#load(root, dir, writable, snapshotEvery, lockFile);
+          return await SearchIndexStore.#load(root, dir, { writable, snapshotEvery, lockFile, modelPath });
         } catch (err) {
           if (writable || attempt === 3 || (err as DmlError).code !== 'E_NOT_FOUND') throw err;
         }
       }
     } catch (err) {
-      if (lockFile !== undefined) await releaseLock(lockFile);
+      if (lockFile !== undefined) await releaseFolderLock(lockFile);
       throw err;
     }
   }
 
-  static async #load(root: string, dir: string, writable: boolean, snapshotEvery: number, lockFile: string | undefined): Promise<SearchIndexStore> {
+  static async #load(
+    root: string,
+    dir: string,
+    opened: { writable: boolean; snapshotEvery: number; lockFile: string | undefined; modelPath: string },
+  ): Promise<SearchIndexStore> {
+    const { writable } = opened;
     const { metadata, generation, items, graph } = await readSnapshot(root, dir);
-    const store = new SearchIndexStore({ dir: root, metadata, graph, generation, items, writable, snapshotEvery, lockFile });
+    const store = new SearchIndexStore({ dir: root, metadata, graph, generation, items, ...opened });
     await store.#journal.replay((ops, where) => store.#apply(ops, where));
     if (writable) await removeLeftovers(root, generation);
     return store;
@@ -249,7 +261,7 @@ export class SearchIndexStore implements IndexStore {
 
   /** Path of the model copy. */
   get modelPath(): string {
-    return path.join(this.#dir, MODEL_FILE);
+    return this.#modelPath;
   }
 
   /** What index.json records (a copy). */
@@ -280,6 +292,11 @@ export class SearchIndexStore implements IndexStore {
   /** Whether the index was opened for writing. */
   get writable(): boolean {
     return this.#writable;
+  }
+
+  /** No data file is read by a search: the graph is in memory. */
+  dataFiles(): null {
+    return null;
   }
 
   /** Changes not folded into a snapshot yet: the journal's lines. */
@@ -416,7 +433,7 @@ export class SearchIndexStore implements IndexStore {
     try {
       await done;
     } finally {
-      if (this.#lockFile !== undefined) await releaseLock(this.#lockFile);
+      if (this.#lockFile !== undefined) await releaseFolderLock(this.#lockFile);
     }
   }
 

@@ -3,22 +3,34 @@
  * vector checks every writer applies, and the small file helpers (fsync, error mapping) the store's
  * parts share. See hnsw-store.ts for the layout, durability and concurrency guarantees.
  */
-import { open, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { IndexStoreMetadata } from './index-store.js';
 import type { HnswParams } from '../search/hnsw.js';
-import { copyModelFiles, readModelFiles } from '../onnx/model-files.js';
+import { readExternalDataLocations } from '../onnx/metadata.js';
+import { copyModelFiles, readModelBytes, readModelFiles } from '../onnx/model-files.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { LOCK_FILE } from '../util/folder-lock.js';
 import { sha256 } from '../util/hash.js';
 
 /** Format tag of `index.json`. */
 export const SEARCH_INDEX_FORMAT = 'dmlkit.search-index/1';
 
-/** File name of the model copy inside an index folder. */
-export const MODEL_FILE = 'model.onnx';
+/**
+ * Folder of the model copy inside an index folder: the model file and its external data files, under
+ * whatever names the model gives them, kept apart from the index's own files (a data file named `lock`
+ * or `index.json` must never meet the index's).
+ */
+export const MODEL_FOLDER = 'model';
+
+/** The model copy, relative to the index folder. */
+export const MODEL_FILE = `${MODEL_FOLDER}/model.onnx`;
+
+/** Where indexes written before {@link MODEL_FOLDER} keep their model copy: at the top of the folder, beside the index's own files. */
+export const LEGACY_MODEL_FILE = 'model.onnx';
 
 /** The metadata file: its replacement is the commit point of a snapshot. */
 export const METADATA_FILE = 'index.json';
@@ -26,10 +38,14 @@ export const METADATA_FILE = 'index.json';
 export const ITEMS_FILE = 'items.json';
 /** The hnswlib graph of a snapshot generation. */
 export const GRAPH_FILE = 'hnsw.bin';
-/** The write lock. */
-export const LOCK_FILE = 'lock';
 /** Folder of images added over HTTP. */
 export const UPLOADS = 'uploads';
+
+/**
+ * The names at the top of an index folder that belong to the index (either store's): the metadata,
+ * the lock, uploads, snapshot generations and journals, the LanceDB table and temporary files.
+ */
+const INDEX_OWN_NAMES = [/^index\.json$/, new RegExp(`^${LOCK_FILE}$`), new RegExp(`^${UPLOADS}$`), /^gen-\d+$/, /^journal-\d+\.jsonl$/, /^items\.lance$/, /^\..*\.tmp$/];
 
 /** Journal lines after which a writable index takes a snapshot by itself. */
 export const DEFAULT_SNAPSHOT_EVERY = 1000;
@@ -214,15 +230,44 @@ export function checkNewItems(items: NewItem[], dim: number): void {
 
 /**
  * Copies the model `modelPath` (with its external data files, if any, so that the folder serves alone)
- * to `MODEL_FILE` in `folder`, fsynced, and checks that the copy has the identity `expectedSha256`.
+ * to {@link MODEL_FILE} in `folder` (its data files beside it in {@link MODEL_FOLDER}, apart from the
+ * index's own files), fsynced, and checks that the copy has the identity `expectedSha256`.
  * Errors: E_MODEL when the model changed while the index was built; E_IO.
  */
 export async function copyIndexModel(folder: string, modelPath: string, expectedSha256: string): Promise<void> {
+  await mkdir(path.join(folder, MODEL_FOLDER));
   for (const file of await copyModelFiles(modelPath, path.join(folder, MODEL_FILE))) await syncPath(file);
+  await syncPath(path.join(folder, MODEL_FOLDER));
   const copied = (await readModelFiles(path.join(folder, MODEL_FILE))).sha256;
   if (copied !== expectedSha256) {
     throw new DmlError('E_MODEL', `Model ${modelPath} changed while the index was built (sha256 ${copied}, expected ${expectedSha256})`);
   }
+}
+
+/**
+ * The model copy of index folder `root` (`location` names the index in messages): {@link MODEL_FILE},
+ * or {@link LEGACY_MODEL_FILE} in a folder written before the model folder existed. A legacy model whose
+ * external data file has the name of one of the index's own files (`lock`, `index.json`, `gen-1/...`)
+ * shared its place with that file (its weights overwritten, or taken for a stale lock and deleted):
+ * E_DATASET naming the file and asking for a rebuild. Errors: E_NOT_FOUND when neither model exists.
+ */
+export async function indexModelPath(root: string, location: string): Promise<string> {
+  const current = path.join(root, MODEL_FILE);
+  if (await stat(current).catch(() => undefined)) return current;
+  const legacy = path.join(root, LEGACY_MODEL_FILE);
+  if (!(await stat(legacy).catch(() => undefined))) throw new DmlError('E_NOT_FOUND', `Index ${location} holds no model copy (${MODEL_FILE} is missing)`);
+  const locations = readExternalDataLocations(await readModelBytes(legacy), legacy);
+  const clash = locations.find((name) => {
+    const top = path.posix.normalize(name.replaceAll('\\', '/')).split('/')[0] as string;
+    return INDEX_OWN_NAMES.some((own) => own.test(top));
+  });
+  if (clash !== undefined) {
+    throw new DmlError(
+      'E_DATASET',
+      `Index ${location} was written by an older dmlkit that kept the model's external data file ${JSON.stringify(clash)} beside the index's own files, where it met one of them; build the index again (dml index build now keeps the model in ${MODEL_FOLDER}/)`,
+    );
+  }
+  return legacy;
 }
 
 /** Stores uploaded image bytes under `uploads/<sha256>` of index folder `dir` (atomically) and returns their source (relative path). */

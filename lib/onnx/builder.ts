@@ -99,6 +99,9 @@ export interface ModelProtoSpec {
   irVersion?: number;
 }
 
+/** ONNX's TensorProto.DataType of bool. */
+const BOOL_TYPE_CODE = 9;
+
 const ELEMENT_TYPE_CODES: Readonly<Record<ElementType, number>> = {
   float32: onnx.TensorProto.DataType.FLOAT,
   int64: onnx.TensorProto.DataType.INT64,
@@ -151,6 +154,12 @@ export function int64Tensor(name: string, dims: readonly number[], values: reado
     data[i] = BigInt(v);
   });
   return { name, dims: [...dims], dataType: ELEMENT_TYPE_CODES.int64, rawData: bytesOf(data) };
+}
+
+/** A bool initializer named `name` with shape `dims`, one byte per value in `raw_data` (ONNX's bool storage). */
+export function boolTensor(name: string, dims: readonly number[], values: ArrayLike<boolean | number>): TensorProto {
+  validateDims(name, dims, values.length);
+  return { name, dims: [...dims], dataType: BOOL_TYPE_CODE, rawData: Uint8Array.from(Array.from(values, (v) => (v ? 1 : 0))) };
 }
 
 /** A graph value `name` of `elementType` with shape `dims` (numbers fixed, strings symbolic). */

@@ -60,12 +60,19 @@ export interface ExecutionDevice {
   readonly providers: readonly InferenceSession.ExecutionProviderConfig[];
   /** Why the device cannot work on this machine, found before onnxruntime is asked; undefined when it may. */
   readonly unavailable?: () => Promise<string | undefined>;
+  /**
+   * Where a session on this device can leave an output so that the next run reads it without a copy
+   * (onnxruntime's IO binding: `preferredOutputLocation`); undefined when outputs always come back to
+   * JavaScript memory. onnxruntime-node 1.30 binds WebGPU's `gpu-buffer` tensors only: its tensors have
+   * no CUDA location, so CUDA outputs are copied to JavaScript after each run.
+   */
+  readonly outputLocation?: 'gpu-buffer';
 }
 
 /** The execution devices by name: adding one is its name in {@link AUTO_PROVIDER_ORDER} and its entry here. */
 export const EXECUTION_DEVICES: Readonly<Record<ExecutionProviderName, ExecutionDevice>> = {
   cuda: { providers: [{ name: 'cuda', deviceId: 0 }, 'cpu'] },
-  webgpu: { providers: ['webgpu', 'cpu'], unavailable: webgpuUnavailable },
+  webgpu: { providers: ['webgpu', 'cpu'], unavailable: webgpuUnavailable, outputLocation: 'gpu-buffer' },
   cpu: { providers: ['cpu'] },
 };
 

@@ -46,6 +46,12 @@ export interface CreateSessionOptions {
    * sessions (the graph trainer's micro-batches), a little slower.
    */
   memoryArena?: boolean;
+  /**
+   * Outputs to leave on the device where the provider can ({@link ExecutionDevice.outputLocation}:
+   * WebGPU's `gpu-buffer` tensors, fed to a later run as they are and read with `getData()`); on
+   * other providers every output comes back to JavaScript memory as usual. Default none.
+   */
+  deviceOutputs?: readonly string[];
 }
 
 /** A created session with the provider that runs it and the history of attempts. */
@@ -135,6 +141,7 @@ export async function createSession(model: string | Uint8Array, options: CreateS
           logSeverityLevel: 3,
           ...(options.memoryArena === false ? { enableCpuMemArena: false } : {}),
           ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
+          ...deviceOutputLocations(provider, options.deviceOutputs),
         };
         const session = typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);
         return { value: session };
@@ -146,6 +153,13 @@ export async function createSession(model: string | Uint8Array, options: CreateS
     if (!(err instanceof FallbackExhausted)) throw err;
     throw new DmlError('E_MODEL', `Cannot create an onnxruntime session for ${name} (device ${device}) — ${err.message}`, { cause: err.cause });
   }
+}
+
+/** The session option leaving `outputs` on `provider`'s device, when it can (see {@link CreateSessionOptions.deviceOutputs}). */
+function deviceOutputLocations(provider: ExecutionProviderName, outputs: readonly string[] | undefined): Pick<ort.InferenceSession.SessionOptions, 'preferredOutputLocation'> {
+  const location = EXECUTION_DEVICES[provider].outputLocation;
+  if (!location || !outputs || outputs.length === 0) return {};
+  return { preferredOutputLocation: Object.fromEntries(outputs.map((o) => [o, location])) };
 }
 
 /** A fallback attempt as reports record it (`provider`, `error`). */

@@ -18,14 +18,14 @@ import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
 import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
-import { permuteArray } from '../engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../util/permute-array.js';
 import { graphLossOf } from './graph-loss.js';
 import { GraphTrainer, type GraphTrainerOptions } from '../engine/graph-trainer/graph-trainer.js';
 import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
-import type { TrainConfig } from './config.js';
+import type { OptimizerConfig } from './optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { TrainingData } from './training-data.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -33,7 +33,7 @@ import ort from '../onnx/ort.js';
 import { concatFloat32 } from '../util/concat.js';
 
 /** The graph optimiser for a run's `optimizer` section (see the file comment). */
-export function graphOptimizerSettings(optimizer: TrainConfig['optimizer']): GraphOptimizerSettings {
+export function graphOptimizerSettings(optimizer: OptimizerConfig): GraphOptimizerSettings {
   const weightDecay = optimizer.weightDecay;
   switch (optimizer.kind) {
     case 'adam':
@@ -113,7 +113,7 @@ export class GraphNetwork {
    * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
    * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step.
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: OptimizerConfig, device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
@@ -128,17 +128,18 @@ export class GraphNetwork {
    * the embeddings, `loss` their gradient, the step graph the update, applied when the batch has a
    * valid tuple and a finite loss. The loss's own variables (the margin loss's β) are updated by
    * `lossOptimizer`. When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
+   * `momentum`: the step's Adam β1 or SGD momentum when the schedule sets it (OneCycle's `cycleMomentum`).
    */
-  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number): Promise<GraphBatch> {
+  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number, momentum?: number): Promise<GraphBatch> {
     const images = x.dataSync() as Float32Array;
     if (this.trainer.hasFusedStep) {
-      const result = await this.trainer.trainStep(images, labels, lr);
+      const result = await this.trainer.trainStep(images, labels, lr, momentum);
       return { value: result.value, validCount: result.validCount, totalCount: labels.length };
     }
     const gradient = embeddingLossGradient(loss, await this.trainer.forward(images), labels);
     try {
       if (gradient.validCount > 0 && Number.isFinite(gradient.value)) {
-        await this.trainer.step(images, gradient.embeddings, lr);
+        await this.trainer.step(images, gradient.embeddings, lr, momentum);
         if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(gradient.lossVariables);
       }
       return { value: gradient.value, validCount: gradient.validCount, totalCount: gradient.totalCount };
@@ -160,7 +161,7 @@ export class GraphNetwork {
   static async fromOnnx(
     bytes: Uint8Array,
     itemDims: readonly number[],
-    optimizer: TrainConfig['optimizer'],
+    optimizer: OptimizerConfig,
     device: DeviceChoice,
     batchSize: number,
     name: string,
@@ -203,6 +204,15 @@ export class GraphNetwork {
     } finally {
       await session.release();
     }
+  }
+
+  /**
+   * Reads the trained state back from the device, where the graph trainer kept it between steps
+   * (WebGPU); before {@link nonFiniteWeight}, {@link writeBack}, {@link slots}, {@link embedAll} and a
+   * checkpoint of the trained graph. Nothing to do on the CPU provider.
+   */
+  async synchronize(): Promise<void> {
+    await this.trainer.synchronize();
   }
 
   /** The name of a trained weight or running statistic holding NaN or Inf, or undefined. */

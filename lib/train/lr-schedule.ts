@@ -10,8 +10,11 @@
  *   and then the cosine over the remaining T - w steps (SequentialLR of LinearLR and CosineAnnealingLR).
  * - `onecycle`: OneCycleLR (two phases) with `max_lr = lr` over T steps: from `lr / divFactor` up to
  *   `lr` until step `pctStart * T - 1`, then down to `lr / divFactor / finalDivFactor` at step T - 1,
- *   each phase annealed by cosine or linearly. Only the learning rate is scheduled (PyTorch's
- *   `cycle_momentum=False`; PyTorch cycles Adam's beta1 by default).
+ *   each phase annealed by cosine or linearly. With `cycleMomentum` (the default for `adam` and
+ *   `momentum`, as OneCycleLR's `cycle_momentum=True`), the momentum runs the other way over the same
+ *   phases: from `maxMomentum` (0.95) down to `baseMomentum` (0.85) and back up, and replaces Adam's
+ *   β1 or SGD's momentum at every step ({@link scheduledMomentum}). PyTorch's OneCycleLR would also
+ *   give a plain SGD (momentum 0) this momentum; dmlkit's `sgd` stays plain (use `momentum`).
  * - warm-up (LinearLR): the factor `startFactor + (1 - startFactor) min(t, w) / w`.
  *
  * `t` is the number of optimiser steps taken before the step the rate is for (a scheduler's
@@ -19,10 +22,20 @@
  * PyTorch's own values, which the spec compares step by step.
  */
 import { DmlError } from '../errors.js';
-import type { TrainConfig } from './config.js';
+
 import { z } from 'zod';
 
-type OptimizerConfig = TrainConfig['optimizer'];
+/** The fields of the training config's `optimizer` section that the schedule reads. */
+export interface ScheduledOptimizer {
+  readonly kind: 'sgd' | 'momentum' | 'adam';
+  readonly learningRate: number;
+  readonly milestones: readonly number[];
+  readonly gamma: number;
+  readonly schedule: z.infer<typeof scheduleSchema>;
+  readonly warmup?: { readonly steps: number; readonly startFactor: number } | undefined;
+}
+
+type OptimizerConfig = ScheduledOptimizer;
 
 /** Where a step lies in the run. */
 export interface SchedulePosition {
@@ -53,21 +66,45 @@ function anneal(kind: 'cos' | 'linear', start: number, end: number, pct: number)
   return kind === 'cos' ? end + ((start - end) / 2) * (Math.cos(Math.PI * pct) + 1) : (end - start) * pct + start;
 }
 
+/** OneCycleLR's two phases (`three_phase=False`): the value at step `t` of `total` going from `start` to `peak` until step `pctStart * total - 1`, then to `end` at step `total - 1`. */
+function oneCyclePhases(t: number, total: number, pctStart: number, kind: 'cos' | 'linear', start: number, peak: number, end: number): number {
+  const phases = [
+    { end: pctStart * total - 1, from: start, to: peak },
+    { end: total - 1, from: peak, to: end },
+  ];
+  let phaseStart = 0;
+  for (let i = 0; i < phases.length; i++) {
+    const phase = phases[i] as (typeof phases)[number];
+    if (t <= phase.end || i === phases.length - 1) return anneal(kind, phase.from, phase.to, (t - phaseStart) / (phase.end - phaseStart));
+    phaseStart = phase.end;
+  }
+  throw new Error('unreachable');
+}
+
 /** OneCycleLR (two phases, `three_phase=False`) at step `t` of `total`, with `max_lr = maxLr`. */
 export function oneCycle(maxLr: number, t: number, total: number, options: { pctStart: number; divFactor: number; finalDivFactor: number; anneal: 'cos' | 'linear' }): number {
   const initial = maxLr / options.divFactor;
-  const min = initial / options.finalDivFactor;
-  const phases = [
-    { end: options.pctStart * total - 1, from: initial, to: maxLr },
-    { end: total - 1, from: maxLr, to: min },
-  ];
-  let start = 0;
-  for (let i = 0; i < phases.length; i++) {
-    const phase = phases[i] as (typeof phases)[number];
-    if (t <= phase.end || i === phases.length - 1) return anneal(options.anneal, phase.from, phase.to, (t - start) / (phase.end - start));
-    start = phase.end;
-  }
-  throw new Error('unreachable');
+  return oneCyclePhases(t, total, options.pctStart, options.anneal, initial, maxLr, initial / options.finalDivFactor);
+}
+
+/** OneCycleLR's momentum (`cycle_momentum=True`) at step `t` of `total`: from `maxMomentum` down to `baseMomentum` while the rate rises, back up while it falls. */
+export function oneCycleMomentum(t: number, total: number, options: { pctStart: number; baseMomentum: number; maxMomentum: number; anneal: 'cos' | 'linear' }): number {
+  return oneCyclePhases(t, total, options.pctStart, options.anneal, options.maxMomentum, options.baseMomentum, options.maxMomentum);
+}
+
+/** Whether `config`'s schedule cycles the momentum (OneCycle with `cycleMomentum`, by default for `adam` and `momentum`). */
+function cyclesMomentum(config: OptimizerConfig): boolean {
+  return config.schedule.kind === 'onecycle' && (config.schedule.cycleMomentum ?? config.kind !== 'sgd');
+}
+
+/**
+ * The momentum of the step at `position` when the schedule sets it (Adam's β1, SGD's momentum;
+ * see the file comment), else undefined: the optimiser's own.
+ */
+export function scheduledMomentum(config: OptimizerConfig, position: SchedulePosition): number | undefined {
+  const schedule = config.schedule;
+  if (schedule.kind !== 'onecycle' || !cyclesMomentum(config)) return undefined;
+  return oneCycleMomentum(position.step, position.totalSteps, schedule);
 }
 
 /** The learning rate of the step at `position` under `config`'s schedule (see the file comment). */
@@ -96,15 +133,16 @@ export function scheduledLearningRate(config: OptimizerConfig, position: Schedul
 /**
  * Checks `config`'s schedule against the run's `totalSteps` (0 when no schedule needs it); throws
  * E_ARG naming the field. OneCycle needs a rising phase that ends after step 0 (pctStart x steps > 1,
- * PyTorch divides by zero otherwise); a warm-up before a cosine must leave steps for the cosine.
+ * PyTorch divides by zero otherwise); a warm-up must end before the run does (before a cosine, it
+ * must leave steps for the cosine).
  */
 export function checkSchedule(config: OptimizerConfig, totalSteps: number): void {
   const schedule = config.schedule;
   if (schedule.kind === 'onecycle' && !(schedule.pctStart * totalSteps > 1)) {
     throw new DmlError('E_ARG', `optimizer.schedule.pctStart: pctStart x the run's steps must be above 1 (the rising phase ends at step pctStart x steps - 1), got ${schedule.pctStart} x ${totalSteps} steps`);
   }
-  if (schedule.kind === 'cosine' && config.warmup && config.warmup.steps >= totalSteps) {
-    throw new DmlError('E_ARG', `optimizer.warmup.steps: must be below the run's ${totalSteps} steps with the cosine schedule, got ${config.warmup.steps}`);
+  if (config.warmup && config.warmup.steps >= totalSteps) {
+    throw new DmlError('E_ARG', `optimizer.warmup.steps: must be below the run's ${totalSteps} steps (a longer warm-up never reaches the learning rate), got ${config.warmup.steps}`);
   }
 }
 
@@ -131,6 +169,15 @@ export const scheduleSchema = z.discriminatedUnion('kind', [
       finalDivFactor: z.number().positive().default(1e4),
       /** Annealing within each phase: cosine (PyTorch's default) or linear. */
       anneal: z.enum(['cos', 'linear']).default('cos'),
+      /**
+       * Cycle the momentum (Adam's β1, SGD's momentum) the other way, as OneCycleLR's `cycle_momentum`;
+       * default true for `adam` and `momentum`; `sgd` has no momentum to cycle.
+       */
+      cycleMomentum: z.boolean().optional(),
+      /** The momentum at the top of the learning rate (OneCycleLR's `base_momentum`). */
+      baseMomentum: z.number().min(0).lt(1).default(0.85),
+      /** The momentum at the start and the end (OneCycleLR's `max_momentum`). */
+      maxMomentum: z.number().min(0).lt(1).default(0.95),
     })
     .strict(),
 ]);

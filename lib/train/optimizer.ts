@@ -11,7 +11,6 @@
  * ({@link FUSED_OPTIMIZER_BACKENDS}), where they save a dozen full-size kernels per variable.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { TrainConfig } from './config.js';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from '../engine/tfjs/fused-optimizer.js';
 import { ORT_CPU_BACKEND_NAME } from '../engine/tfjs/ort-cpu/ort-cpu-backend.js';
 import { z } from 'zod';
@@ -33,13 +32,13 @@ export interface OptimizerOptions {
 }
 
 /** The fields of `optimizer` that choose the optimiser (the learning rate is given separately). */
-type OptimizerConfig = Pick<TrainConfig['optimizer'], 'kind' | 'momentum' | 'weightDecay'>;
+type OptimizerKindConfig = Pick<OptimizerConfig, 'kind' | 'momentum' | 'weightDecay'>;
 
 /**
  * A fresh optimiser of the configured kind at learning rate `lr`; with `options.fused`, the fused
  * implementation, which applies the weight decay itself ({@link appliesWeightDecay}).
  */
-export function createOptimizer(config: OptimizerConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
+export function createOptimizer(config: OptimizerKindConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
   if (options?.fused) {
     const decay: FusedWeightDecay = { rate: config.weightDecay, appliesTo: options.decayed };
     switch (config.kind) {
@@ -66,7 +65,7 @@ export function createOptimizer(config: OptimizerConfig, lr: number, options?: O
  * setter), so a new optimiser of the same kind is made and the old one's state (moments, step count)
  * copied into it; the old one is disposed.
  */
-export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
+export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerKindConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
   const next = createOptimizer(config, lr, options);
   const weights = await optimizer.getWeights();
   if (weights.length > 0) await setOptimizerWeights(next, weights);
@@ -108,6 +107,36 @@ export function setLearningRate(optimizer: tf.Optimizer, lr: number): void {
   if (typeof target.setLearningRate === 'function') target.setLearningRate(lr);
   else if (optimizer.getClassName() === 'Adam') target.learningRate = lr;
   else throw new Error(`cannot set the learning rate of a ${optimizer.getClassName()} optimizer`);
+}
+
+/** tfjs's Adam's and Momentum's fields a momentum schedule sets (TypeScript-private fields of tf.AdamOptimizer and tf.MomentumOptimizer). */
+interface MomentumFields {
+  beta1: number;
+  readonly accBeta1: tf.Variable;
+  momentum: number;
+  m: tf.Scalar;
+  readonly iterations: number;
+}
+
+/**
+ * Sets the momentum of `optimizer`'s next step in place (a schedule's, OneCycle's `cycle_momentum`),
+ * keeping its state: Adam's β1, with the bias correction `1 - β1^t` of that step t computed from it
+ * (as PyTorch does), or SGD's momentum. tfjs's own `setMomentum` leaves the scalar its step multiplies
+ * by unchanged, so the fields are set here.
+ */
+export function setMomentum(optimizer: tf.Optimizer, momentum: number): void {
+  const fused = optimizer as tf.Optimizer & { setBeta1?: (beta1: number) => void; setMomentum?: (momentum: number) => void };
+  const fields = optimizer as unknown as MomentumFields;
+  if (isFusedOptimizer(optimizer) && fused.setBeta1) fused.setBeta1(momentum);
+  else if (isFusedOptimizer(optimizer) && fused.setMomentum) fused.setMomentum(momentum);
+  else if (!isFusedOptimizer(optimizer) && optimizer.getClassName() === 'Adam') {
+    fields.beta1 = momentum;
+    fields.accBeta1.assign(tf.scalar(Math.fround(momentum ** (fields.iterations + 1))));
+  } else if (!isFusedOptimizer(optimizer) && optimizer.getClassName() === 'Momentum') {
+    fields.momentum = momentum;
+    fields.m.dispose();
+    fields.m = tf.keep(tf.scalar(momentum));
+  } else throw new Error(`cannot set the momentum of a ${optimizer.getClassName()} optimizer`);
 }
 
 /**
@@ -170,7 +199,17 @@ export const optimizerSchema = z
     if (o.schedule.kind !== 'milestones' && o.milestones.length > 0) {
       context.addIssue({ code: 'custom', path: ['milestones'], message: `milestones apply to the milestones schedule only, got [${o.milestones.join(', ')}] with schedule ${o.schedule.kind}` });
     }
+    if (o.schedule.kind === 'onecycle' && o.schedule.cycleMomentum === true && o.kind === 'sgd') {
+      context.addIssue({
+        code: 'custom',
+        path: ['schedule', 'cycleMomentum'],
+        message: "kind sgd has no momentum to cycle; use kind momentum (PyTorch's OneCycleLR gives SGD with momentum 0 a momentum of 0.85-0.95), or remove cycleMomentum (got true)",
+      });
+    }
     if (o.schedule.kind === 'onecycle' && o.warmup !== undefined) {
       context.addIssue({ code: 'custom', path: ['warmup'], message: `onecycle warms up by itself (schedule.pctStart); remove optimizer.warmup (got ${JSON.stringify(o.warmup)})` });
     }
   });
+
+/** The training config's `optimizer` section, resolved. */
+export type OptimizerConfig = z.infer<typeof optimizerSchema>;

@@ -28,7 +28,8 @@
  * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
  * and the epoch loop that ties them together.
  */
-import { appendFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { appendFile, rm } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
@@ -36,9 +37,10 @@ import type { Preprocessing } from '../image/preprocessing.js';
 import { collectVersions } from '../util/versions.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
+import { RunFolder } from './run-folder.js';
 import { createProgress } from '../util/progress.js';
 import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
-import { loadCheckpoint, loadOnnxCheckpoint, saveCheckpoint } from './checkpoint-io.js';
+import { loadCheckpoint, loadOnnxCheckpoint, readCheckpointState, saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
 import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
@@ -47,11 +49,11 @@ import { LossOptimizer } from './loss-optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import { buildModel } from './models/build-model.js';
 import { specEmbeddingDim, type ModelSpec } from './models/model-spec.js';
-import { checkSchedule, needsTotalSteps, scheduledLearningRate } from './lr-schedule.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, withLearningRate } from './optimizer.js';
+import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
 import { createSampler } from './samplers/sampler.js';
-import { validateBatchAugmentation } from './batch-augmentation.js';
+import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
 import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
@@ -59,51 +61,15 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { readModelBytes } from '../onnx/model-files.js';
 import { definedFields } from '../util/defined-fields.js';
 import { backboneImageSpec } from './backbone-preprocessing.js';
+import { selectEngine, type EngineSelection } from './training-engine.js';
+import { foldedBatchNormWarning } from './folded-batch-norm.js';
+import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
+import type { EpochRecord } from './epoch-record.js';
 import { GraphNetwork } from './graph-network.js';
 import { relabelTrainingData, type TrainingData, type TrainingImageSpec } from './training-data.js';
 import { DEFAULT_DEVICE, type ProviderChoice } from '../onnx/devices.js';
-
-/** Validation metrics of one epoch (epoch 0 = before training). */
-export interface EpochRecord {
-  /** The epoch (1-based) of the period's last step; 0 for the untrained model. */
-  epoch: number;
-  /** Optimiser steps taken since the start of the run when the record was made (absent in records of older runs). */
-  globalStep?: number;
-  /** Mean loss over steps with a valid tuple (null for epoch 0 and for epochs without any). */
-  loss: number | null;
-  /** Fraction of anchors (or tuples) with a valid tuple, over the epoch. */
-  validFraction: number | null;
-  /** Steps that updated the weights / all steps, of this period (an epoch, or `validation.everySteps` steps of a `steps` run). */
-  updates: number;
-  steps: number;
-  /** The learning rate of the period's last step. */
-  learningRate: number;
-  seconds: number;
-  stepsPerSecond: number | null;
-  /** Held-out metrics (fine labels, also with `data.trainLabelGroups`); see {@link ValidationRecord}. */
-  validation?: ValidationRecord;
-  /**
-   * The triplet scatter diagram's summary: fraction of anchors below the diagonal and their count;
-   * for LoOp losses also the fraction of the synthetic-negative series below it (lib/train/scatter.ts).
-   */
-  scatter?: { correctFraction: number; points: number; loopCorrectFraction?: number };
-}
-
-/** The metrics of one validation, from the evaluation spine (lib/eval/evaluate-embeddings.ts). */
-export interface ValidationRecord {
-  /** Recall@K keyed by K (validation.ks). */
-  recall: Record<string, number>;
-  mapAtR: number | null;
-  /** NMI with K = the number of held-out labels. */
-  nmi: number;
-  /** NMI at each cluster count of validation.clusterCounts (resolved, ascending; always holds 1x). */
-  nmiCurve: Array<{ clusters: number; nmi: number }>;
-  /** NMI+ (paper 004): the curve's NMI at 10x the label count; null unless 10x is in validation.clusterCounts. */
-  nmiPlus: number | null;
-  queryCount: number;
-}
 
 /** Options of {@link train}. */
 export interface TrainOptions {
@@ -126,6 +92,8 @@ export interface TrainResult {
   out: string;
   /** The TensorFlow.js backend that trained, or `onnx` (the graph trainer). */
   backend: string;
+  /** Which engine trained and why (with `backend: "auto"`, the choice lib/train/training-engine.ts made). */
+  engineSelection: EngineSelection;
   /** The onnx backend's execution provider and each provider tried (as `dml eval` reports them). */
   device?: ProviderChoice;
   history: EpochRecord[];
@@ -193,8 +161,9 @@ function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): st
 async function truncateLog(file: string, position: RunPosition): Promise<void> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readRegular(file, 'log')).toString('utf8');
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
@@ -230,10 +199,27 @@ export function describeEpoch(r: EpochRecord, epochs: number): string {
   return parts.join(', ');
 }
 
-/** Runs a training as `config` says. See the file comment. */
+/**
+ * Runs a training as `config` says. See the file comment. The run holds its folder's lock throughout,
+ * and a fresh start that fails before its first step leaves no run behind (run-folder.ts).
+ */
 export async function train(config: TrainConfig, options: TrainOptions = {}): Promise<TrainResult> {
+  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
+  const folder = await RunFolder.lock(path.resolve(config.out));
+  try {
+    return await trainInFolder(config, options, folder);
+  } catch (err) {
+    await folder.discardUnstarted();
+    throw err;
+  } finally {
+    await folder.release();
+  }
+}
+
+/** {@link train} in its locked folder; marks the folder started when the first step begins. */
+async function trainInFolder(config: TrainConfig, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const log = options.log ?? (() => undefined);
-  const out = path.resolve(config.out);
+  const { out } = folder;
   const warnings: string[] = [];
   const warn = (message: string): void => {
     warnings.push(message);
@@ -241,7 +227,6 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
 
   // ---- setup: everything that can fail, before the first step ----
-  if (options.resume && options.overwrite) throw new DmlError('E_ARG', 'Give --resume (continue the run) or --overwrite (replace it), not both');
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
   const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
   // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
@@ -275,16 +260,22 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (resolved.defaultsUsed.length > 0) {
       warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
     }
+    const folded = foldedBatchNormWarning(readOnnxGraph(backboneBytes, onnxSpec.path), onnxSpec.path);
+    if (folded) warn(folded);
     backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
     config = { ...config, data: { ...config.data, image: resolved.image } };
   }
   const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
+  const resumedState = options.resume ? ((resumedOnnx?.state ?? (await readCheckpointState(checkpointDir))) as CheckpointState | undefined) : undefined;
+  const engine = selectEngine(config, backend.name, resumedState ? (resumedState.graphSteps !== undefined ? 'onnx' : 'tfjs') : undefined, model);
+  const onGraph = engine.engine === 'onnx';
   const image = config.data.image;
   const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
   const loaded = config.data.features
     ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
     : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
   const { validationData, preprocessing } = loaded;
+  if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
   // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
   const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
   loss.checkTrainingLabels?.(trainData.labelNames);
@@ -292,7 +283,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   for (const message of sampler.warnings) warn(message);
 
   if (model) {
-    const check = await ensureBackendSupports(model, { training: config.backend !== 'onnx' });
+    const check = await ensureBackendSupports(model, { training: !onGraph });
     if (check.warning) warn(check.warning);
   }
 
@@ -322,6 +313,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   checkSchedule(config.optimizer, scheduleSteps);
   const milestoneUnit = budget.unit;
   const lrAt = (step: number, epoch0: number): number => scheduledLearningRate(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
+  const momentumAt = (step: number, epoch0: number): number | undefined => scheduledMomentum(config.optimizer, { step, epoch: epoch0, totalSteps: scheduleSteps, milestoneUnit });
   /** A `steps` run validates and saves a checkpoint every this many steps (and after the last). */
   const everySteps = budget.unit === 'steps' ? (config.validation.everySteps ?? Math.min(budget.steps, stepsOfEpoch(0))) : 0;
 
@@ -349,7 +341,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
     const graphCheckpoint = state.graphSteps !== undefined;
-    if (graphCheckpoint !== (config.backend === 'onnx')) {
+    if (graphCheckpoint !== onGraph) {
       throw new DmlError(
         'E_ARG',
         `Cannot resume from ${checkpointDir} on backend ${config.backend}: it was written by ${graphCheckpoint ? 'the onnx backend' : 'a TensorFlow.js backend'}, whose optimiser state the other cannot continue; resume it with ${graphCheckpoint ? '--backend onnx' : 'a TensorFlow.js backend (not onnx)'}`,
@@ -394,7 +386,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
     folderReady = true;
     if (options.resume) await truncateLog(logFile, resumedAt);
     else {
-      await mkdir(out, { recursive: true });
+      folder.written = true;
       await rm(logFile, { force: true });
     }
     await writeFileAtomic(path.join(out, 'config.json'), `${JSON.stringify(resolvedConfig, null, 2)}\n`);
@@ -431,10 +423,11 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       frozenBatchNorm: onnxSpec.frozenBatchNorm,
       microBatch: config.microBatch,
     });
-  } else if (config.backend === 'onnx') {
+  } else if (onGraph) {
     graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss, config.microBatch);
   }
   if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
+  log(`engine: ${onGraph ? 'the graph trainer (onnxruntime)' : `TensorFlow.js (${backend.name})`}: ${engine.reason}`);
 
   // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
   // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
@@ -483,6 +476,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
+    if (record.steps > 0 && record.updates === 0) {
+      const period = budget.unit === 'steps' ? `steps ${position.globalStep - record.steps + 1}-${position.globalStep}` : `epoch ${record.epoch}`;
+      warn(
+        `${period} trained nothing: none of its ${record.steps} batches had a valid tuple for the ${loss.name} loss (valid fraction ${record.validFraction ?? 0}); check the settings that make the images or embeddings alike (data.augmentation, data.image, the sampler, the model's pooling)`,
+      );
+    }
     const last = finished(position);
     const point: ValidationPoint =
       budget.unit === 'steps'
@@ -532,7 +531,13 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         lossOptimizer?.setLearningRate(lr);
         currentLearningRate = lr;
       }
+      // A momentum the schedule sets (OneCycle's cycleMomentum) replaces the optimiser's for this step.
+      const momentum = momentumAt(position.globalStep, epoch - 1);
+      if (momentum !== undefined && !graph) setMomentum(optimizer, momentum);
+      if (momentum !== undefined) lossOptimizer?.setMomentum(momentum);
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
+      // From here a failure (a divergence at this step) keeps the run and its last good checkpoint.
+      folder.started = true;
       const counts = { valid: 0, total: 0 };
       const draw = drawInputs(rows, inputRng);
       let lossValue: number;
@@ -542,7 +547,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
         const x = inputsOf(rows, draw);
         try {
           const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-          const result = await graph.trainBatch(x, labels, loss, lossOptimizer?.optimizer ?? optimizer, lr);
+          const result = await graph.trainBatch(x, labels, loss, lossOptimizer?.optimizer ?? optimizer, lr, momentum);
           [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
         } finally {
           x.dispose();
@@ -575,11 +580,12 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
       period.totalSum += totalCount;
       period.steps++;
       position = { epoch, epochStep: step + 1, globalStep: position.globalStep + 1 };
-      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr });
+      await writeLog({ type: 'step', epoch, step: step + 1, globalStep: position.globalStep, loss: validCount > 0 ? lossValue : null, validCount, totalCount, learningRate: lr, ...(momentum !== undefined ? { momentum } : {}) });
       progress.update(step + 1, batches.length);
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
+      await graph?.synchronize();
       graph?.writeBack();
       const badGraphWeight = model ? undefined : graph?.nonFiniteWeight();
       if (badGraphWeight !== undefined) {
@@ -614,6 +620,7 @@ export async function train(config: TrainConfig, options: TrainOptions = {}): Pr
   const result: TrainResult = {
     out,
     backend: graph ? 'onnx' : tf.getBackend(),
+    engineSelection: engine,
     ...(graph?.trainer.provider ? { device: { provider: graph.trainer.provider, attempts: [...graph.trainer.attempts] } } : {}),
     history,
     config: resolvedConfig,

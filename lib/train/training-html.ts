@@ -4,9 +4,10 @@
  * below the plot), the last epoch's triplet scatter diagram (its range fitted to the points, with a
  * legend) and the epochs as a table. One self-contained file: inline SVG, no scripts.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
+import { readRegularFile } from '../util/regular-file.js';
 import path from 'node:path';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 import type { TripletScatter } from './scatter.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { htmlTable, reportPageStart } from '../report/html.js';
@@ -104,7 +105,7 @@ export async function writeTrainingReportHtml(out: string, backend: string, hist
   const files = await readdir(path.join(out, 'scatter')).catch(() => [] as string[]);
   const latest = files.filter((f) => /^epoch-\d+\.json$/.test(f)).sort().at(-1);
   const scatter =
-    latest === undefined ? undefined : { epoch: Number(latest.slice(6, -5)), scatter: JSON.parse(await readFile(path.join(out, 'scatter', latest), 'utf8')) as TripletScatter };
+    latest === undefined ? undefined : { epoch: Number(latest.slice(6, -5)), scatter: JSON.parse((await readRegularFile(path.join(out, 'scatter', latest), 'scatter file')).toString('utf8')) as TripletScatter };
   const file = path.join(out, 'report.html');
   await writeFileAtomic(file, trainingReportHtml({ out, backend, history, ...(scatter !== undefined ? { scatter } : {}) }));
   return file;

@@ -5,12 +5,12 @@
  * - `head`: a 2048 -> 512 embedding head (Dense + L2 normalisation, the recipe-(c) head on
  *   ResNet-50-sized features) at batch 128 (32 classes x 4);
  * - `cnn`: the trainer's default small CNN on 28 x 28 x 1 images (conv 32 - pool - conv 64 - pool -
- *   Dense 128 - embedding 64, models/cnn.ts) at batch 128;
+ *   Dense 128 - embedding 64, lib/train/models/cnn.ts) at batch 128;
  * - `cnn-bn`: the same CNN with `batchNorm: true` (batch norm after each convolution and the hidden
  *   Dense layer); not in the default `--models`;
  * - `convnet`: the compact strided CNN with its default widths and depth on 64 x 64 x 3 images (four
  *   stages of 3x3 stride-2 conv + batch norm + ReLU, 32 - 64 - 128 - 256 channels, global average
- *   pooling, embedding 64, models/convnet.ts) at batch 128; not in the default `--models`, since a
+ *   pooling, embedding 64, lib/train/models/convnet.ts) at batch 128; not in the default `--models`, since a
  *   step takes seconds on ort-cpu and minutes on cpu;
  * - `recipe-r`: Recipe R's network (`convnet` widths 32-64-128, depth 2, max-pool downsampling,
  *   [average, max] pooling, pooled batch norm, embedding 128) on 64 x 64 x 3 at batch 128; not in the
@@ -311,7 +311,7 @@ elif "${which}" == "recipe-r":
             return self.fc(self.neck(x))
     model = RecipeR(); x = torch.randn(B, 3, 64, 64)
 elif "${which}" == "cnn-bn":
-    # Keras's batch-norm defaults (momentum 0.99 = PyTorch 0.01, epsilon 1e-3), as models/cnn.ts builds it
+    # Keras's batch-norm defaults (momentum 0.99 = PyTorch 0.01, epsilon 1e-3), as lib/train/models/cnn.ts builds it
     bn2, bn1 = (lambda c: torch.nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)), (lambda c: torch.nn.BatchNorm1d(c, eps=1e-3, momentum=0.01))
     model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3, padding=1, bias=False), bn2(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Conv2d(32, 64, 3, padding=1, bias=False), bn2(64), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),

@@ -2,8 +2,10 @@
  * @file Where a graph-trainer step spends its time, for one network: the training forward run with
  * and without its saved activations fetched (what carrying them to the step run costs), the step run
  * (backward and Adam), and the network's inference graph for comparison; with `--profile DIR`,
- * onnxruntime's per-node profiles of both training graphs and a table of the operators that took the
- * most time.
+ * onnxruntime's per-node profiles of both training graphs and, per graph: kernel time by operator type,
+ * the 20 slowest nodes, the nodes each execution provider ran (on `--device webgpu`, the ones on
+ * `CPUExecutionProvider` fell back to the CPU) and the device <-> host copies onnxruntime put inside the
+ * run (Memcpy nodes).
  *
  *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--device cpu|webgpu] [--profile DIR]
  *
@@ -117,12 +119,53 @@ async function main(): Promise<void> {
   for (const [session, name] of [[forward, 'forward'], [step, 'step']] as const) {
     session.endProfiling();
     const file = readdirSync(profileDir).filter((f) => f.startsWith(`${name}_`)).sort().pop() as string;
-    const events = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as Array<{ cat: string; name: string; dur: number; args?: { op_name?: string } }>;
-    const byOperator = new Map<string, number>();
-    const sessionRuns = name === 'forward' ? 2 * runs : runs; // the forward ran with and without its saved activations
-    for (const e of events) if (e.cat === 'Node' && e.name.endsWith('_kernel_time')) byOperator.set(e.args?.op_name ?? '?', (byOperator.get(e.args?.op_name ?? '?') ?? 0) + e.dur / 1000 / sessionRuns);
-    console.log(`  ${name} graph, kernel ms per run by operator: ${[...byOperator].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([op, ms]) => `${op} ${ms.toFixed(0)}`).join(', ')}`);
+    const events = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as ProfileEvent[];
+    // The forward ran with and without its saved activations.
+    for (const line of profileSummary(`${name} graph`, events, name === 'forward' ? 2 * runs : runs)) console.log(line);
   }
+}
+
+/** One event of onnxruntime's profile (Chrome trace format). */
+interface ProfileEvent {
+  cat: string;
+  name: string;
+  dur: number;
+  args?: { op_name?: string; provider?: string };
+}
+
+/**
+ * What a session's profile says, per run: kernel time by operator type, the 20 slowest nodes, how many
+ * nodes each execution provider ran (a node on `CPUExecutionProvider` in a WebGPU session fell back to
+ * the CPU) and the copies between the device and JavaScript memory onnxruntime inserted (`MemcpyToHost`,
+ * `MemcpyFromHost` nodes).
+ */
+function profileSummary(title: string, events: readonly ProfileEvent[], runs: number): string[] {
+  const kernels = events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
+  const byOperator = new Map<string, number>();
+  const byNode = new Map<string, { op: string; provider: string; ms: number }>();
+  for (const e of kernels) {
+    const op = e.args?.op_name ?? '?';
+    const ms = e.dur / 1000 / runs;
+    byOperator.set(op, (byOperator.get(op) ?? 0) + ms);
+    const node = e.name.slice(0, -'_kernel_time'.length);
+    const entry = byNode.get(node) ?? { op, provider: e.args?.provider ?? '?', ms: 0 };
+    entry.ms += ms;
+    byNode.set(node, entry);
+  }
+  const providers = new Map<string, number>();
+  for (const { provider } of byNode.values()) providers.set(provider, (providers.get(provider) ?? 0) + 1);
+  const copies = [...byNode].filter(([, n]) => n.op.startsWith('Memcpy'));
+  const total = [...byOperator.values()].reduce((a, b) => a + b, 0);
+  return [
+    `  ${title}: ${total.toFixed(1)} ms of kernels per run, ${byNode.size} nodes; by provider: ${[...providers].map(([p, n]) => `${p} ${n}`).join(', ')}`,
+    `    by operator (ms per run): ${[...byOperator].sort((a, b) => b[1] - a[1]).map(([op, ms]) => `${op} ${ms.toFixed(1)}`).join(', ')}`,
+    `    device <-> host copies inside the run: ${copies.length}${copies.length > 0 ? ` (${copies.map(([name, n]) => `${name} ${n.ms.toFixed(2)} ms`).join(', ')})` : ''}`,
+    '    slowest nodes (ms per run, operator, provider):',
+    ...[...byNode]
+      .sort((a, b) => b[1].ms - a[1].ms)
+      .slice(0, 20)
+      .map(([name, n]) => `      ${n.ms.toFixed(2).padStart(8)}  ${n.op.padEnd(20)} ${n.provider.padEnd(24)} ${name}`),
+  ];
 }
 
 await main();

@@ -12,12 +12,15 @@
  *   initialisation): the path that sat at ln 2 on Recipe R's settings.
  * The table (`<out>/table.md`, `table.json`) gives held-out R@1, MAP@R and NMI before and after, the mean
  * loss over all steps, and seconds per step. The config's `data.augmentation` is dropped for all
- * three (the PyTorch side does not mirror dmlkit's augmentation), and so is any validation between the
- * first and the last step.
+ * three unless `--augmentation keep`: then PyTorch mirrors its random rescale and translation (with its
+ * own draws; a config that also crops or flips is refused). Any validation between the first and the
+ * last step is dropped too. `--export user` has PyTorch write its initial file as users write the call
+ * (eval mode, opset 13: fresh BatchNorms share initializers through Identity aliases), instead of with
+ * the initializers apart. The momentum follows the config's `cycleMomentum` on both sides.
  *
  *   npx tsx scripts/experiments/outcome-parity.ts [--config scripts/configs/fashion-mnist-convnet-variants.json] [--steps 2400]
  *        [--out runs/outcome-parity/fashion-mnist] [--runs torch,onnx,tfjs] [--threads 2] [--downsample stride|maxpool] [--pooling avg|avgmax]
- *        [--torch-batch-seeds 0,1,2]
+ *        [--torch-batch-seeds 0,1,2] [--augmentation drop|keep] [--export preserve|user]
  *
  * `--downsample` and `--pooling` replace the config's `convnet` options (the defaults are Recipe R's
  * maxpool and avgmax; stride and avg are the `convnet` that collapsed).
@@ -33,8 +36,9 @@ import { encodeNpy } from '../../lib/embed/npy.js';
 import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import type { ConvnetModelSpec } from '../../lib/train/models/model-spec.js';
 import { loadImageData, selectRunItems } from '../../lib/train/run-inputs.js';
-import { trainingImagePreprocessing } from '../../lib/train/training-data.js';
-import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import { trainingImagePreprocessing, type TrainingImageSpec } from '../../lib/train/training-data.js';
+import type { EpochRecord } from '../../lib/train/epoch-record.js';
+import { train } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation } from './table-support.js';
 
@@ -58,7 +62,7 @@ interface Row {
 const scores = (v: NonNullable<EpochRecord['validation']>): Scores => ({ r1: 100 * (v.recall['1'] ?? Number.NaN), mapAtR: 100 * (v.mapAtR ?? Number.NaN), nmi: 100 * v.nmi });
 
 /** Writes the config's training images (preprocessed, NHWC) and labels, and the recipe, for the PyTorch side. */
-async function writeTorchInputs(config: TrainConfig, folder: string, threads: number, batchSeed: number): Promise<void> {
+async function writeTorchInputs(config: TrainConfig, folder: string, threads: number, batchSeed: number, exportMode: string): Promise<void> {
   const model = config.model as ConvnetModelSpec;
   const image = trainingImagePreprocessing(config.data.image, []);
   if (model.kind !== 'convnet' || !image) throw new Error('outcome-parity compares a `convnet` model on images (data.image with height, width and channels)');
@@ -70,8 +74,13 @@ async function writeTorchInputs(config: TrainConfig, folder: string, threads: nu
   const sampler = config.sampler as { groupSize?: number; batchSize?: number };
   const loss = config.loss as { name: string; order?: number; temperature?: number };
   if (loss.name !== 'ephn') throw new Error(`outcome-parity runs the EPHN loss (Recipe R's); the config has ${loss.name}`);
-  const schedule = config.optimizer.schedule as { kind: string; pctStart?: number } | undefined;
-  if (config.optimizer.kind !== 'adam' || schedule?.kind !== 'onecycle') throw new Error('outcome-parity runs Adam with the onecycle schedule (Recipe R\'s)');
+  const schedule = config.optimizer.schedule;
+  if (config.optimizer.kind !== 'adam' || schedule.kind !== 'onecycle') throw new Error('outcome-parity runs Adam with the onecycle schedule (Recipe R\'s)');
+  const augmentation = config.data.augmentation;
+  if (augmentation && (augmentation.scale[0] !== 1 || augmentation.scale[1] !== 1 || augmentation.ratio[0] !== 1 || augmentation.ratio[1] !== 1 || augmentation.flipProbability !== 0 || !['white', 'black'].includes(augmentation.fill ?? 'black'))) {
+    throw new Error('outcome-parity --augmentation keep mirrors rescale, translate and a white or black fill only: set scale and ratio to [1, 1] and flipProbability to 0');
+  }
+  const fillPixel = augmentation?.fill === 'white' ? 1 : 0;
   const groupSize = sampler.groupSize ?? 4;
   const recipe = {
     network: { widths: model.widths, depth: model.depth, downsample: model.downsample ?? 'maxpool', pooling: model.pooling ?? 'avgmax', embeddingDim: model.embeddingDim },
@@ -79,7 +88,14 @@ async function writeTorchInputs(config: TrainConfig, folder: string, threads: nu
     groupSize,
     classes: (sampler.batchSize ?? 0) / groupSize,
     learningRate: config.optimizer.learningRate,
-    pctStart: schedule.pctStart ?? 0.3,
+    pctStart: schedule.pctStart,
+    cycleMomentum: schedule.cycleMomentum ?? true,
+    baseMomentum: schedule.baseMomentum,
+    maxMomentum: schedule.maxMomentum,
+    export: exportMode,
+    ...(augmentation
+      ? { augmentation: { rescale: augmentation.rescale ?? [1, 1], translate: augmentation.translate ?? 0, fill: image.mean.map((m, c) => (fillPixel - m) / (image.std[c] as number)) } }
+      : {}),
     steps: config.steps,
     seed: config.seed,
     batchSeed,
@@ -99,7 +115,15 @@ async function main(): Promise<void> {
     if (value !== '') base.model = { ...base.model, [option]: value } as TrainConfigInput['model'];
   }
   const out = path.resolve(argument('--out', path.join('runs/outcome-parity', path.basename(configFile, '.json'))));
-  const { augmentation: _dropped, ...data } = base.data as NonNullable<TrainConfigInput['data']> & { augmentation?: unknown };
+  const keepAugmentation = argument('--augmentation', 'drop') === 'keep';
+  const exportMode = argument('--export', 'preserve');
+  if (!['preserve', 'user'].includes(exportMode)) throw new Error(`--export: preserve or user, got ${exportMode}`);
+  const { augmentation: dropped, ...kept } = base.data as NonNullable<TrainConfigInput['data']> & { augmentation?: unknown };
+  // The images of the config's model (resized to the larger side, its mean and std) for every run: a
+  // `model.kind: "onnx"` run would otherwise fill the fields left out with a backbone's defaults (a crop margin).
+  const image = trainingImagePreprocessing(kept.image as TrainingImageSpec | undefined, []);
+  const pinned = image ? { ...kept, image: { ...kept.image, resizeShorter: image.resizeShorter, mean: image.mean, std: image.std } } : kept;
+  const data = keepAugmentation && dropped !== undefined ? { ...pinned, augmentation: dropped } : pinned;
   const configOf = (name: string, overrides: Partial<TrainConfigInput>): TrainConfig =>
     parseTrainConfig({ ...base, data, steps, validation: { ...(base.validation ?? {}), everySteps: steps }, out: path.join(out, name), ...overrides } as TrainConfigInput, configFile);
   const torchFolder = path.join(out, 'torch');
@@ -118,7 +142,7 @@ async function main(): Promise<void> {
       // The first seed's folder holds the initial ONNX file the graph trainer starts from.
       const folder = i === 0 ? torchFolder : `${torchFolder}-batches-${batchSeed}`;
       mkdirSync(folder, { recursive: true });
-      await writeTorchInputs(configOf('torch', {}), folder, threads, batchSeed);
+      await writeTorchInputs(configOf('torch', {}), folder, threads, batchSeed, exportMode);
       const made = spawnSync(PYTHON, [fileURLToPath(new URL('../reference/torch_outcome.py', import.meta.url)), folder], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
       if (made.status !== 0) throw new Error(`scripts/reference/torch_outcome.py failed (python3-torch and python3-numpy needed): exit ${made.status}`);
       const torch = JSON.parse(readFileSync(path.join(folder, 'torch.json'), 'utf8')) as { torch: string; seconds: number; lossPer100Steps: number[] };
@@ -144,7 +168,7 @@ async function main(): Promise<void> {
   }
   const f = (v: number): string => v.toFixed(2);
   const table = [
-    `${configFile}, ${steps} steps, augmentation off; held-out R@1, MAP@R and NMI in %, untrained -> trained; loss: mean over all steps`,
+    `${configFile}, ${steps} steps, augmentation ${keepAugmentation && dropped !== undefined ? 'on (rescale and translate, each side its own draws)' : 'off'}, PyTorch's initial file exported ${exportMode === 'user' ? 'as users write the call (eval mode, opset 13, aliased initializers)' : 'with the initializers apart (opset 17)'}; held-out R@1, MAP@R and NMI in %, untrained -> trained; loss: mean over all steps`,
     '',
     '| run | R@1 | MAP@R | NMI | mean loss | s/step |',
     '|---|---|---|---|---|---|',

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The graph trainer on a GPU machine, in one run (the default parts at most about 11 minutes, about 5 when
+# The graph trainer on a GPU machine, in one run (the default parts at most about 15 minutes, about 7 when
 # all goes well: each part has a time limit, each benchmark row 50-60 s):
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
@@ -15,7 +15,11 @@
 #      CUDA (float32, TF32 off), all on this one machine in this one run;
 #   6. bench-resnet50 (only when PARTS names it; up to 5 minutes): ResNet-50 (batch 32, 224 px), the same
 #      way, each row allowed 120 s (compiling its step graph and opening the sessions take most of it);
-#   7. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
+#   7. profile-webgpu (up to 4 minutes): where a step's time goes on WebGPU (scripts/bench/profile-graph-trainer.ts
+#      --profile): kernel time by operator type, the 20 slowest nodes, the nodes that fell back to the CPU
+#      provider and the device <-> host copies inside each run, for Recipe R's network (batch 128, 64 px) and
+#      ResNet-18 (batch 64, 128 px); the same on the CPU provider beside it;
+#   8. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
 #      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
 #      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
@@ -36,7 +40,7 @@ ln -sfn "$repo/spec/fixtures/graph-trainer" "$app/dist/spec/fixtures/graph-train
 cd "$app" || exit 1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; node --version; "$DML_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'; } 2>&1 | tee "$out/machine.txt"
 status=0
-parts=${PARTS:-device-check steps-webgpu parity-webgpu inference-webgpu bench-recipe-r bench-resnet18}
+parts=${PARTS:-device-check steps-webgpu parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
 part() { # name, time limit (s), command...
   local name=$1 limit=$2; shift 2
   [[ " $parts " == *" $name "* ]] || return 0
@@ -55,6 +59,14 @@ bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends on
 part bench-recipe-r 150 "${bench[@]}" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5
 part bench-resnet18 200 "${bench[@]}" --child-seconds 50 --warmup 2 --models resnet18 --image-size 128 --batch 64 --convnet-steps 5
 part bench-resnet50 290 "${bench[@]}" --child-seconds 120 --warmup 1 --models resnet50 --batch 32 --convnet-steps 2
+profile_webgpu() { # each network's step profile on WebGPU, then on the CPU provider
+  "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet18 128 "$out/resnet18-128.onnx" 128 > /dev/null || return 1
+  for device in webgpu cpu; do
+    mkdir -p "$out/profile-$device"
+    node dist/scripts/bench/profile-graph-trainer.js --model recipe-r --batch 128 --size 64 --runs 3 --device "$device" --profile "$out/profile-$device" || return 1
+    node dist/scripts/bench/profile-graph-trainer.js --model "$out/resnet18-128.onnx" --batch 64 --size 128 --runs 3 --device "$device" --profile "$out/profile-$device" || return 1
+  done
+}
 memory() { # step-memory.ts arguments...: one run with nvidia-smi sampled beside it, the largest sample recorded
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$out/memory-samples.txt" & local sampler=$!
   node --single-threaded-gc dist/scripts/bench/step-memory.js "$out/resnet50-224.onnx" --device webgpu "$@"; local rc=$?
@@ -66,7 +78,8 @@ memory_resnet50() {
   "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-224.onnx" 128 > /dev/null || return 1
   memory --batches 16 && memory --batches 32 && memory --batches 64 --micro-batch 16 --steps 1
 }
-export -f memory memory_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+export -f memory memory_resnet50 profile_webgpu; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+part profile-webgpu 240 bash -c profile_webgpu
 part memory-resnet50 290 bash -c memory_resnet50
 cat "$out/summary.txt"
 exit $status

@@ -63,6 +63,7 @@ export async function* compareTrajectories(cpu: GraphTrainer, device: GraphTrain
       await trainer.step(x, embeddings.map((e, i) => e - (fixed[i] as number)), lr);
       outputs.push(embeddings);
     }
+    await Promise.all([cpu.synchronize(), device.synchronize()]);
     const onDevice = device.weights();
     const differences = [
       compare(cpu.hasFusedStep ? 'loss' : 'embeddings', outputs[0] as Float32Array, outputs[1] as Float32Array),

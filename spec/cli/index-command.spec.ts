@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -36,7 +36,7 @@ describe('dml index', function () {
     expect(metadata['hnsw']).to.deep.equal({ space: 'cosine', m: 8, efConstruction: 200, ef: 32, seed: 7 });
     expect(metadata['model']).to.deep.equal({ sha256: sha256(readFileSync(MODEL)), source: MODEL, outputName: 'embedding' });
     expect(metadata['preprocessing']).to.deep.equal({ height: 28, width: 28, resizeShorter: 28, channels: 1, layout: 'NCHW', mean: [0], std: [1] });
-    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx']);
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model']);
     expect(readdirSync(path.join(dir, 'cache'))).to.have.length(2);
 
     const second = await build(path.join(dir, 'again'));
@@ -56,8 +56,9 @@ describe('dml index', function () {
     const out = path.join(dir, 'external');
     const built = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', out]);
     expect(built.code, built.stderr).to.equal(0);
-    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx', 'model.onnx_data']);
-    expect(readFileSync(path.join(out, 'model.onnx_data'))).to.deep.equal(readFileSync(path.join(models, 'model.onnx_data')));
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model']);
+    expect(readdirSync(path.join(out, 'model')).sort()).to.deep.equal(['model.onnx', 'model.onnx_data']);
+    expect(readFileSync(path.join(out, 'model', 'model.onnx_data'))).to.deep.equal(readFileSync(path.join(models, 'model.onnx_data')));
     const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as { model: { sha256: string } };
     expect(metadata.model.sha256).to.equal((await readModelFiles(model)).sha256);
     rmSync(models, { recursive: true });
@@ -71,6 +72,56 @@ describe('dml index', function () {
     } finally {
       await app.close();
     }
+  });
+
+  it("a model's external data file named like one of the index's own files stays apart from them: build, add and serve keep its weights", async () => {
+    const models = path.join(dir, 'models');
+    for (const [n, location] of ['lock', 'index.json', 'journal-1.jsonl', 'gen-1/items.json', 'gen-1/hnsw.bin', 'uploads/x', '.x.tmp'].entries()) {
+      mkdirSync(path.join(models, String(n)), { recursive: true });
+      const model = writeExternalDataModel(path.join(models, String(n)), 5, 'model.onnx', location);
+      const weights = readFileSync(path.join(models, String(n), location));
+      const out = path.join(dir, `clash-${n}`);
+      const built = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', out, '--no-cache']);
+      expect(built.code, `${location}: ${built.stderr}`).to.equal(0);
+      // A writable open (dml index add, dml serve --allow-writes) takes the lock and folds the journal.
+      const added = await runCliCaptured(['index', 'add', out, `folder:${images}`, '--skip-existing']);
+      expect(added.code, `${location}: ${added.stderr}`).to.equal(0);
+      const store = await SearchIndexStore.open(out);
+      expect(store.modelPath, location).to.equal(path.join(out, 'model', 'model.onnx'));
+      expect(readFileSync(path.join(out, 'model', location)), location).to.deep.equal(weights);
+      expect((await readModelFiles(store.modelPath)).sha256, location).to.equal(store.metadata.model.sha256);
+      expect(store.count, location).to.equal(12);
+      await store.close();
+    }
+  });
+
+  it('an index written before the model folder (model.onnx at the top) still opens and serves; one whose model data met an index file is refused, naming it', async () => {
+    const out = path.join(dir, 'legacy');
+    expect((await build(out)).code).to.equal(0);
+    renameSync(path.join(out, 'model', 'model.onnx'), path.join(out, 'model.onnx'));
+    rmSync(path.join(out, 'model'), { recursive: true });
+    const store = await SearchIndexStore.open(out, { writable: true });
+    expect(store.modelPath).to.equal(path.join(out, 'model.onnx'));
+    await store.close();
+    const app = await createSearchApp({ dir: out, device: 'cpu' });
+    try {
+      const id = readdirSync(images).sort()[0] as string;
+      const file = readdirSync(path.join(images, id)).sort()[0] as string;
+      const res = await app.inject({ method: 'POST', url: '/search?k=1', headers: { 'content-type': 'image/png' }, payload: readFileSync(path.join(images, id, file)) });
+      expect(res.statusCode, res.body).to.equal(200);
+    } finally {
+      await app.close();
+    }
+
+    // The old layout with a data file named lock: its weights sat where the lock goes.
+    writeExternalDataModel(out, 5, 'model.onnx', 'lock');
+    const weights = readFileSync(path.join(out, 'lock'));
+    const refused = await runCliCaptured(['index', 'add', out, `folder:${images}`, '--skip-existing']);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.equal(
+      `dml: Index ${out} was written by an older dmlkit that kept the model's external data file "lock" beside the index's own files, where it met one of them; build the index again (dml index build now keeps the model in model/)\n`,
+    );
+    expect(readFileSync(path.join(out, 'lock'))).to.deep.equal(weights);
   });
 
   it('build takes the preprocessing overrides of dml eval, records them, and add embeds with them', async () => {
@@ -151,7 +202,7 @@ describe('dml index', function () {
     // build = 1, the add's final snapshot = 2, the remove's = 3; the failed commands wrote nothing.
     expect(store.generation).to.equal(3);
     await store.close();
-    expect(readdirSync(out).sort()).to.deep.equal(['gen-3', 'index.json', 'model.onnx']);
+    expect(readdirSync(out).sort()).to.deep.equal(['gen-3', 'index.json', 'model']);
   });
 
   it('fails with one line, the right exit code and nothing written on bad input', async () => {
@@ -168,7 +219,7 @@ describe('dml index', function () {
       [['index', 'add', path.join(dir, 'o4'), `folder:${images}`], 1, /^dml: No search index at .*o4 \(index\.json is missing\)\n$/],
       [['index', 'remove', path.join(dir, 'o5'), 'a'], 1, /^dml: No search index at .*o5/],
       // A model path that is a device (it used to be read until memory ran out), absurd parallelism, a batch that cannot be held.
-      [['index', 'build', '/dev/zero', `folder:${images}`, '--out', path.join(dir, 'o6'), '--no-cache'], 2, /^dml: Cannot read model \/dev\/zero: not a regular file \(expected an \.onnx file\)\n$/],
+      [['index', 'build', '/dev/zero', `folder:${images}`, '--out', path.join(dir, 'o6'), '--no-cache'], 2, /^dml: Cannot read model \/dev\/zero: a character device, not a regular file\n$/],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o7'), '--workers', '100000'], 2, new RegExp(`^dml: Expected an integer in \\[0, ${16 * availableParallelism()}\\] \\(at most 16 per core; this machine has ${availableParallelism()}\\) for --workers but received "100000"\n$`)],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o8'), '--threads', '100000'], 2, /^dml: Expected an integer in \[1, \d+\] \(at most 16 per core; this machine has \d+\) for --threads but received "100000"\n$/],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o9'), '--batch-size', '1000000000', '--no-cache'], 2, /^dml: Expected a batch whose float32 input fits in memory: at most \d+ images of 28x28x1 \(\d+ MiB, a quarter of this machine's memory or 4 GiB\) for batchSize but received "1000000000 \(\d+ MiB\)"\n$/],

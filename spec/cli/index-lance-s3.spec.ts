@@ -63,7 +63,7 @@ describe('dml index and dml serve on lance: with the table on S3 (s3rver on loop
     const built = await runCliCaptured(['index', 'build', MODEL, `folder:${images}`, '--out', `lance:${out}`, '--lance-table', 's3://dmlkit/images', '--no-cache', '--device', 'cpu']);
     expect(built.code, built.stderr).to.equal(0);
     // The folder holds the metadata and the model; the table is on the S3 server.
-    expect(readdirSync(out).sort()).to.deep.equal(['index.json', 'model.onnx']);
+    expect(readdirSync(out).sort()).to.deep.equal(['index.json', 'model']);
     expect(readdirSync(path.join(dir, 's3', 'dmlkit'), { recursive: true }).some((name) => String(name).startsWith('images/items.lance'))).to.equal(true);
     const info = JSON.parse((await runCliCaptured(['index', 'info', `lance:${out}`])).stdout) as Record<string, unknown>;
     expect(info).to.deep.include({ kind: 'lance', items: 12, table: 's3://dmlkit/images' });

@@ -6,12 +6,14 @@
  * Skipped with a note where `@lancedb/lancedb` is not installed, except in CI (CI=true), where .ci/run
  * installs it and a missing package fails the cases.
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { LanceIndexStore } from '../../lib/index-store/lance-store.js';
 import { exited, killAfterAcknowledged, startDml, startServer } from '../helpers/dml-process.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
+import { writeExternalDataModel } from '../helpers/external-data-model.js';
+import { readModelFiles } from '../../lib/onnx/model-files.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 import { copyImages, MODEL } from '../serve/fixtures.js';
 import { lancedbInstalled, requireLancedb } from '../helpers/lancedb.js';
@@ -33,11 +35,30 @@ describe('dml index and dml serve on lance:<folder>', function () {
   const build = (out: string, ...extra: string[]): ReturnType<typeof runCliCaptured> =>
     runCliCaptured(['index', 'build', MODEL, `folder:${images}`, '--out', `lance:${out}`, '--no-cache', '--device', 'cpu', ...extra]);
 
+  it("a model's external data file named like one of the index's own files stays apart from them (model/), and add keeps its weights", async () => {
+    for (const [n, location] of ['lock', 'index.json', 'items.lance/_versions/1.manifest'].entries()) {
+      const models = path.join(dir, 'models', String(n));
+      mkdirSync(models, { recursive: true });
+      const model = writeExternalDataModel(models, 5, 'model.onnx', location);
+      const out = path.join(dir, `clash-${n}`);
+      const built = await runCliCaptured(['index', 'build', model, `folder:${images}`, '--out', `lance:${out}`, '--no-cache', '--device', 'cpu']);
+      expect(built.code, `${location}: ${built.stderr}`).to.equal(0);
+      const added = await runCliCaptured(['index', 'add', `lance:${out}`, `folder:${images}`, '--skip-existing', '--device', 'cpu']);
+      expect(added.code, `${location}: ${added.stderr}`).to.equal(0);
+      const store = await LanceIndexStore.open(out);
+      expect(store.modelPath, location).to.equal(path.join(out, 'model', 'model.onnx'));
+      expect(readFileSync(path.join(out, 'model', location)), location).to.deep.equal(readFileSync(path.join(models, location)));
+      expect((await readModelFiles(store.modelPath)).sha256, location).to.equal(store.metadata.model.sha256);
+      expect(store.count, location).to.equal(12);
+      await store.close();
+    }
+  });
+
   it('build writes a LanceDB folder with the ANN parameters; info, add, remove and optimize work on it', async () => {
     const out = path.join(dir, 'index');
     const built = await build(out, '--lance-min-rows', '10', '--lance-partitions', '1', '--lance-refine-factor', '8');
     expect(built).to.deep.equal({ code: 0, stdout: `Indexed 12 items (3 labels, 64-d, embedded on cpu) from folder:${images} into lance:${out}\n`, stderr: '' });
-    expect(readdirSync(out).sort()).to.deep.equal(['index.json', 'items.lance', 'model.onnx']);
+    expect(readdirSync(out).sort()).to.deep.equal(['index.json', 'items.lance', 'model']);
     const metadata = JSON.parse(readFileSync(path.join(out, 'index.json'), 'utf8')) as Record<string, unknown>;
     expect(metadata).to.deep.include({ format: 'dmlkit.lance-index/1', dim: 64 });
     expect(metadata['ann']).to.deep.equal({ minRows: 10, partitions: 1, m: 20, efConstruction: 300, ef: 64, nprobes: 20, refineFactor: 8 });

@@ -13,7 +13,7 @@ import { OnnxEmbedder } from '../../lib/embed/embedder.js';
 import { composeBackboneAndHead } from '../../lib/export/compose.js';
 import { exportCheckpoint, exportEmbedder } from '../../lib/export/export-model.js';
 import { registerLayerConverter } from '../../lib/engine/tfjs/layer-converters.js';
-import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../../lib/util/permute-array.js';
 import { convertLayersModel } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
 import type { Preprocessing } from '../../lib/image/preprocessing.js';
 import { decodeModel, encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';

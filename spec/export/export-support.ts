@@ -5,7 +5,7 @@
  * few channels, 32x32 input).
  */
 import * as tf from '@tensorflow/tfjs';
-import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../../lib/util/permute-array.js';
 import { compareOutputs, runOnnxModel, type ParityReport } from '../../lib/export/parity.js';
 import { convertLayersModel, type ConvertOptions } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
 import { encodeModel } from '../../lib/onnx/builder.js';

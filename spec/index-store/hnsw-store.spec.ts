@@ -92,7 +92,7 @@ describe('index-store/SearchIndexStore (the hnswlib store)', function () {
     const again = await SearchIndexStore.open(dir);
     expect(again.generation).to.equal(2);
     expect(again.journalLines).to.equal(0);
-    expect(readdirSync(dir).sort()).to.deep.equal(['gen-2', 'index.json', 'model.onnx', 'uploads']);
+    expect(readdirSync(dir).sort()).to.deep.equal(['gen-2', 'index.json', 'model', 'uploads']);
     expect(again.get(a)).to.equal(undefined);
     expect(again.get('new/two')?.source).to.deep.equal({ kind: 'file', path: '/elsewhere/two.png' });
     const upload = again.get('new/one')?.source;
@@ -163,7 +163,7 @@ describe('index-store/SearchIndexStore (the hnswlib store)', function () {
     writeFileSync(path.join(dir, 'journal-2.jsonl'), 'garbage');
     mkdirSync(path.join(dir, '.gen-2.123.abcd.tmp'));
     const store = await SearchIndexStore.open(dir, { writable: true });
-    expect(readdirSync(dir).sort()).to.deep.equal(['gen-1', 'index.json', 'lock', 'model.onnx']);
+    expect(readdirSync(dir).sort()).to.deep.equal(['gen-1', 'index.json', 'lock', 'model']);
     expect(JSON.parse(readFileSync(path.join(dir, 'lock'), 'utf8'))).to.include({ pid: process.pid });
     expect(store.count).to.equal(24);
     await store.close();
@@ -219,7 +219,7 @@ describe('index-store/SearchIndexStore (the hnswlib store)', function () {
       expect(store.count).to.equal(24);
       expect(store.journalLines).to.equal(0);
       await store.close();
-      expect(readdirSync(dir).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx']);
+      expect(readdirSync(dir).sort()).to.deep.equal(['gen-1', 'index.json', 'model']);
     });
 
     it('reports a corrupt journal line that is not the last one', async () => {

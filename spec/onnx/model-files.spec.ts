@@ -4,7 +4,7 @@
  * misplaced data file is one clear error, the model loads by path from any working directory, and a
  * copy carries its data files along.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { OnnxEmbedder } from '../../lib/embed/embedder.js';
@@ -96,5 +96,17 @@ describe('onnx/model-files (external data)', () => {
     const copied = await copyModelFiles(model, path.join(dir, 'copy', 'model.onnx'));
     expect(copied).to.deep.equal([path.join(dir, 'copy', 'model.onnx'), path.join(dir, 'copy', 'weights', 'src.bin')]);
     expect((await readModelFiles(copied[0] as string)).sha256).to.equal((await readModelFiles(model)).sha256);
+  });
+
+  it('refuses to copy a model whose data file would take the copy\'s own name (the copy would be overwritten by its weights)', async () => {
+    const model = writeExternalDataModel(dir, 3, 'src.onnx', 'model.onnx');
+    const target = path.join(dir, 'copy', 'model.onnx');
+    mkdirSync(path.join(dir, 'copy'));
+    await expectDmlError(
+      copyModelFiles(model, target),
+      'E_MODEL',
+      `${model} keeps weights in external data file "model.onnx", the name its copy ${target} takes; rename the data file (and its location in the model)`,
+    );
+    expect(readdirSync(path.join(dir, 'copy'))).to.deep.equal([]);
   });
 });

@@ -10,8 +10,9 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
 import { exportCheckpoint } from '../../lib/export/export-model.js';
+import { evaluate } from '../../lib/facade.js';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
-import { permuteArray } from '../../lib/engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../../lib/util/permute-array.js';
 import ort from '../../lib/onnx/ort.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { GraphNetwork, graphOptimizerSettings } from '../../lib/train/graph-network.js';
@@ -141,6 +142,26 @@ describe('train: the onnx backend (graph trainer)', function () {
     const initial = readOnnxGraph(new Uint8Array(readFileSync(model.path)), 'initial').initializers;
     const trained = readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers;
     for (const name of ['cls', 'pos', 'norm1.weight', 'patch.weight']) expect(Array.from(trained.get(name)?.data ?? []), name).to.not.deep.equal(Array.from(initial.get(name)?.data ?? []));
+  });
+
+  it("trains PyTorch's eval-mode export of fresh BatchNorms (aliased initializers): the checkpoint holds each tensor under its own name, and its validation is what dml eval of the export measures", async () => {
+    const model = { kind: 'onnx', path: fileURLToPath(new URL('../fixtures/user-exports/aliased.onnx', import.meta.url)), preprocessorConfig: false };
+    const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 8, width: 8, channels: 3 } };
+    const out = path.join(dir, 'aliased');
+    const result = await train(parseTrainConfig(tinyTrainConfig(out, { backend: 'onnx', device: 'cpu', model, data }), 'spec'));
+    const checkpoint = readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers;
+    // In the file, features.0.1.running_var and features.1.1.weight were aliases of features.0.1.weight: each trained or updated apart.
+    const values = (name: string): number[] => Array.from(checkpoint.get(name)?.data ?? []);
+    expect(values('features.0.1.running_var')).to.have.length(4).and.not.deep.equal(values('features.0.1.weight'));
+    expect(values('features.1.1.weight')).to.not.deep.equal(values('features.0.1.weight'));
+    expect(values('neck.running_mean')).to.not.deep.equal(values('neck.bias'));
+    const exported = await exportCheckpoint(out, { out: path.join(dir, 'aliased-export.onnx') });
+    expect(exported.parity.maxAbsDiff).to.be.below(1e-5);
+    const evaluated = await evaluate({ model: exported.out, data: data.dataset, trainClasses: data.trainClasses.split(','), clusterCounts: ['1x'], workers: 0 });
+    const validation = result.history.at(-1)?.validation;
+    expect(validation?.queryCount).to.equal(evaluated.runs[0]?.metrics.queryCount);
+    expect(evaluated.runs[0]?.metrics.recall['1']).to.be.closeTo(validation?.recall['1'] as number, 1e-9);
+    expect(evaluated.runs[0]?.metrics.mapAtR).to.be.closeTo(validation?.mapAtR as number, 1e-6);
   });
 
   it('runs each batch in micro-batches (microBatch): with frozen BatchNorm, the steps of the whole batches; with batch statistics, not', async () => {

@@ -55,6 +55,10 @@ describe('train: the loss parameters beside the network', function () {
     const now = Float64Array.from(proxies.dataSync());
     optimizer.applyOwnGradients({ [proxies.name]: gradient });
     for (let i = 0; i < 6; i++) expect(proxies.dataSync()[i]).to.be.closeTo(now[i]! - 0.2 * g[i]!, 1e-6);
+    // A momentum a schedule sets (OneCycle's cycleMomentum) reaches this parameter group too.
+    const adam = LossOptimizer.create(loss, parseTrainConfig(tinyTrainConfig('x'), 'test').optimizer, 0.1, false)!;
+    adam.setMomentum(0.85);
+    expect((adam.optimizer as unknown as { beta1: number }).beta1).to.equal(0.85);
     tf.dispose([gradient, other, proxies]);
     // A loss without parameters has no such optimiser.
     expect(LossOptimizer.create(createLoss({ name: 'ephn' }), parseTrainConfig(tinyTrainConfig('x'), 'test').optimizer, 0.1, false)).to.equal(undefined);

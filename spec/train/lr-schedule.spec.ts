@@ -2,13 +2,14 @@
  * @file The learning-rate schedules against PyTorch's schedulers, step by step: the golden rates in
  * spec/fixtures/train/lr-schedules.json come from scripts/reference/torch_lr_schedules.py (MultiStepLR,
  * LinearLR chained with MultiStepLR, CosineAnnealingLR, SequentialLR of LinearLR and CosineAnnealingLR,
- * OneCycleLR with cosine and linear annealing), and the schedule's checks and config errors.
+ * OneCycleLR with cosine and linear annealing, its momentum cycled or not), and the schedule's checks and
+ * config errors.
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
 import { optimizerSchema } from '../../lib/train/optimizer.js';
-import { checkSchedule, cosineAnnealing, oneCycle, scheduledLearningRate, warmupFactor } from '../../lib/train/lr-schedule.js';
+import { checkSchedule, cosineAnnealing, oneCycle, oneCycleMomentum, scheduledLearningRate, scheduledMomentum, warmupFactor } from '../../lib/train/lr-schedule.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 interface GoldenCase {
@@ -17,6 +18,8 @@ interface GoldenCase {
   totalSteps: number;
   milestoneUnit: 'steps';
   learningRates: number[];
+  /** Adam's β1 or SGD's momentum at each step. */
+  momenta: number[];
 }
 
 const golden = JSON.parse(readFileSync(new URL('../fixtures/train/lr-schedules.json', import.meta.url), 'utf8')) as { torch: string; cases: GoldenCase[] };
@@ -33,8 +36,30 @@ describe('train/lr-schedule', () => {
         // form here agrees to rounding.
         expect(Math.abs(got - expected), `step ${t}: ${got} vs ${expected}`).to.be.at.most(1e-12 * Math.abs(expected) + 1e-18);
       });
+      // The momentum a schedule sets, else the optimiser's own (Adam's β1 0.9, the configured SGD momentum, none).
+      const own = optimizer.kind === 'adam' ? 0.9 : optimizer.kind === 'momentum' ? optimizer.momentum : 0;
+      expect(c.momenta).to.have.length(c.totalSteps);
+      c.momenta.forEach((expected, t) => {
+        const got = scheduledMomentum(optimizer, { step: t, epoch: 0, totalSteps: c.totalSteps, milestoneUnit: c.milestoneUnit }) ?? own;
+        expect(Math.abs(got - expected), `momentum at step ${t}: ${got} vs ${expected}`).to.be.at.most(1e-12);
+      });
     });
   }
+
+  it("OneCycle's momentum at hand-computed points, and only where there is a momentum to cycle", async () => {
+    const options = { pctStart: 0.25, baseMomentum: 0.85, maxMomentum: 0.95, anneal: 'cos' as const };
+    // 20 steps: the momentum falls while the rate rises (to step 4), then rises back.
+    expect(oneCycleMomentum(0, 20, options)).to.be.closeTo(0.95, 1e-15);
+    expect(oneCycleMomentum(2, 20, options)).to.be.closeTo(0.9, 1e-15);
+    expect(oneCycleMomentum(4, 20, options)).to.be.closeTo(0.85, 1e-15);
+    expect(oneCycleMomentum(19, 20, options)).to.be.closeTo(0.95, 1e-15);
+    const at = (o: Record<string, unknown>): number | undefined => scheduledMomentum(optimizerSchema.parse({ learningRate: 0.1, ...o }), { step: 2, epoch: 0, totalSteps: 20, milestoneUnit: 'steps' });
+    expect(at({ kind: 'adam', schedule: { kind: 'onecycle', pctStart: 0.25 } })).to.be.closeTo(0.9, 1e-15);
+    expect(at({ kind: 'adam', schedule: { kind: 'onecycle', pctStart: 0.25, cycleMomentum: false } })).to.equal(undefined);
+    expect(at({ kind: 'sgd', schedule: { kind: 'onecycle', pctStart: 0.25 } })).to.equal(undefined);
+    expect(at({ kind: 'adam', schedule: { kind: 'cosine' } })).to.equal(undefined);
+    expect(() => optimizerSchema.parse({ kind: 'sgd', learningRate: 0.1, schedule: { kind: 'onecycle', cycleMomentum: true } })).to.throw(/kind sgd has no momentum to cycle; use kind momentum/);
+  });
 
   it('the formulas at hand-computed points', () => {
     expect(warmupFactor(0, 4, 0.25)).to.equal(0.25);
@@ -67,6 +92,10 @@ describe('train/lr-schedule', () => {
     await expectDmlError(() => checkSchedule(onecycle, 10), 'E_ARG', /^optimizer\.schedule\.pctStart: .*got 0\.1 x 10 steps$/);
     const cosine = optimizerSchema.parse({ learningRate: 0.1, schedule: { kind: 'cosine' }, warmup: { steps: 10 } });
     await expectDmlError(() => checkSchedule(cosine, 10), 'E_ARG', /^optimizer\.warmup\.steps: must be below the run's 10 steps .*got 10$/);
+    // An epochs run knows its steps only here: a warm-up longer than the run is refused under any schedule.
+    const milestones = optimizerSchema.parse({ learningRate: 0.1, warmup: { steps: 12 } });
+    expect(() => checkSchedule(milestones, 13)).not.to.throw();
+    await expectDmlError(() => checkSchedule(milestones, 12), 'E_ARG', "optimizer.warmup.steps: must be below the run's 12 steps (a longer warm-up never reaches the learning rate), got 12");
   });
 
   const minimal: TrainConfigInput = {
@@ -81,13 +110,15 @@ describe('train/lr-schedule', () => {
   const withOptimizer = (optimizer: Record<string, unknown>, extra: Partial<TrainConfigInput> = {}): TrainConfigInput =>
     ({ ...minimal, optimizer: { learningRate: 0.01, ...optimizer }, ...extra }) as TrainConfigInput;
 
-  it('config: fills the schedule defaults (milestones; onecycle pctStart 0.3, divFactor 25, finalDivFactor 1e4, cos; warm-up from 1/3)', () => {
+  it('config: fills the schedule defaults (milestones; onecycle pctStart 0.3, divFactor 25, finalDivFactor 1e4, cos, momentum 0.85-0.95; warm-up from 1/3)', () => {
     expect(parseTrainConfig(minimal, 'a.json').optimizer.schedule).to.deep.equal({ kind: 'milestones' });
     expect(parseTrainConfig(withOptimizer({ schedule: { kind: 'onecycle' } }), 'a.json').optimizer.schedule).to.deep.equal({
       kind: 'onecycle',
       pctStart: 0.3,
       divFactor: 25,
       finalDivFactor: 1e4,
+      baseMomentum: 0.85,
+      maxMomentum: 0.95,
       anneal: 'cos',
     });
     expect(parseTrainConfig(withOptimizer({ schedule: { kind: 'cosine' } }), 'a.json').optimizer.schedule).to.deep.equal({ kind: 'cosine', minLearningRate: 0 });
@@ -109,6 +140,12 @@ describe('train/lr-schedule', () => {
     await bad({ warmup: { steps: 3, startFactor: 0 } }, /^a\.json: optimizer\.warmup\.startFactor: /);
     await bad({ schedule: { kind: 'cosine' }, milestones: [3] }, /^a\.json: optimizer\.milestones: milestones apply to the milestones schedule only, got \[3\] with schedule cosine$/);
     await bad({ schedule: { kind: 'onecycle' }, warmup: { steps: 3 } }, /^a\.json: optimizer\.warmup: onecycle warms up by itself .*got \{"steps":3,"startFactor":0\.333/);
-    await bad({ schedule: { kind: 'cosine' }, warmup: { steps: 50 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\) with the cosine schedule, got 50$/, { epochs: undefined, steps: 50 });
+    await bad({ schedule: { kind: 'cosine' }, warmup: { steps: 50 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\): a longer warm-up never reaches the learning rate, got 50$/, { epochs: undefined, steps: 50 });
+    // Impossible values that used to train: a warm-up longer than the run under any schedule, a cosine that climbs.
+    await bad({ warmup: { steps: 80 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\): a longer warm-up never reaches the learning rate, got 80$/, { epochs: undefined, steps: 50 });
+    await bad(
+      { learningRate: 0.01, schedule: { kind: 'cosine', minLearningRate: 0.1 } },
+      /^a\.json: optimizer\.schedule\.minLearningRate: must be at most optimizer\.learningRate \(0\.01\), which the cosine anneals down from \(a larger one makes the rate climb\), got 0\.1$/,
+    );
   });
 });

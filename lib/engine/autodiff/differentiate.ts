@@ -14,11 +14,11 @@ import { describeNode, type IrNode } from '../graph/onnx-ir.js';
 import type { ShapedGraph } from '../graph/shapes.js';
 import type { StepEmitter } from './emitter.js';
 import { PLAIN_FORWARD, type ForwardRecord, type StateUpdate } from './rule.js';
-import { differentiableOperators, gradientRule, NON_DIFFERENTIABLE_OPERATORS } from './rules/registry.js';
+import { differentiableOperators, gradientRule, operatorEntry } from './rules/registry.js';
 
-/** Outputs of a node that can carry a gradient (the first one for nodes with auxiliary outputs). */
+/** Outputs of a node that can carry a gradient (its entry's `gradientOutputs` first ones; all by default). */
 function differentiableOutputs(node: IrNode): readonly string[] {
-  return node.opType === 'BatchNormalization' || node.opType === 'MaxPool' || node.opType === 'Dropout' ? node.outputs.slice(0, 1) : node.outputs;
+  return node.outputs.slice(0, operatorEntry(node.opType)?.gradientOutputs ?? node.outputs.length);
 }
 
 /**
@@ -32,7 +32,7 @@ export function checkDifferentiable(graph: ShapedGraph, trained: ReadonlySet<str
     const reached = node.inputs.some((name, i) => name !== '' && requiresGrad.has(name) && (rule ? rule.differentiableInputs(node).includes(i) : true));
     if (!reached) continue;
     if (!rule) {
-      if (NON_DIFFERENTIABLE_OPERATORS.has(node.opType)) continue;
+      if (operatorEntry(node.opType)?.gradient === 'none') continue;
       throw new DmlError('E_MODEL', `${describeNode(node)}: the graph trainer has no gradient rule for ${node.opType} (it differentiates ${differentiableOperators().join(', ')})`);
     }
     for (const output of differentiableOutputs(node)) if (output) requiresGrad.add(output);

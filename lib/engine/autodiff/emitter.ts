@@ -1,12 +1,12 @@
 /**
- * @file The graph a compilation writes: lib/export's {@link GraphContext} (unique names, float and int64
+ * @file The graph a compilation writes: a {@link GraphBuilder} (lib/engine/graph/graph-builder.ts: unique names, float and int64
  * initializers, shared scalars) plus what gradient rules need: nodes with several outputs, a forward
  * node copied under its own names, 1-D int64 constants shared by value, zeros of a static shape, and
  * the shapes of the forward values.
  */
 import { DmlError } from '../../errors.js';
 import { node as protoNode, type AttributeValue } from '../../onnx/builder.js';
-import { GraphContext } from '../tfjs/onnx-graph.js';
+import { GraphBuilder } from '../graph/graph-builder.js';
 import { describeNode, type IrAttribute, type IrElementType, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import type { ValueShape } from '../graph/shapes.js';
 
@@ -16,7 +16,7 @@ function attributeValue(node: IrNode, name: string, a: IrAttribute): AttributeVa
 }
 
 /** The step graph under construction. */
-export class StepEmitter extends GraphContext {
+export class StepEmitter extends GraphBuilder {
   private readonly intConstants = new Map<string, string>();
 
   /**

@@ -6,9 +6,10 @@
  * A step is two runs: the training forward gives the embeddings and keeps the activations the
  * backward needs; the caller computes the loss and its gradient with respect to the embeddings
  * (dmlkit's losses, unchanged); the step graph back-propagates that gradient from the kept activations
- * and applies the optimiser. The weights, optimiser slots, running statistics and kept activations live
- * in JavaScript between runs (onnxruntime-node cannot keep tensors on a device between runs) and go in
- * and out of each run.
+ * and applies the optimiser. The weights, optimiser slots, running statistics and kept activations go
+ * from one run to the next as onnxruntime tensors: on WebGPU they stay in device memory (IO binding,
+ * trainer-state.ts) and are read back only by {@link GraphTrainer.synchronize}; on the CPU provider
+ * they are JavaScript memory anyway.
  *
  * ```ts
  * const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, 64, 64], optimizer: { kind: 'adam' } });
@@ -19,15 +20,17 @@
  * ```
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
-import { decodeModel, encodeModel, floatTensor, int64Value, type TensorProto } from '../../onnx/builder.js';
+import { decodeModel, encodeModel, floatTensor, int64Value, type ModelProto, type TensorProto } from '../../onnx/builder.js';
 import type { DeviceChoice, ExecutionProviderName, ProviderAttempt } from '../../onnx/devices.js';
 import ort from '../../onnx/ort.js';
 import { createSession } from '../../onnx/session.js';
 import { concatFloat32 } from '../../util/concat.js';
+import { withConstantInitializers } from '../graph/constant-initializers.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
 import { createGraphOptimizer, type GraphOptimizer, type GraphOptimizerSettings } from './optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers, initializersUpTo, runningStatistics, slotName, type StepGraphIo } from './step-graph.js';
 import { FROZEN_BATCH_NORM_ATTRIBUTE } from '../autodiff/rules/normalization.js';
+import { releaseUnkept, TrainerState } from './trainer-state.js';
 
 /**
  * A loss written as ONNX nodes after the network's output, so that a training step is one graph run
@@ -116,6 +119,13 @@ export interface GraphTrainerOptions {
    * loss in a graph run sees only that run's items). Default: every batch in one run.
    */
   readonly microBatch?: number;
+  /**
+   * `device` (default): on a provider with IO binding (WebGPU) the state and the kept activations stay
+   * in device memory between runs, read back by {@link GraphTrainer.synchronize}; `host`: every output
+   * comes back to JavaScript memory after each run. The same numbers either way; on the CPU provider
+   * the same runs.
+   */
+  readonly stateResidency?: 'device' | 'host';
 }
 
 /** The fused step of one batch size. */
@@ -197,7 +207,9 @@ export class GraphTrainer {
     private readonly decayed: ReadonlySet<string>,
     private readonly learningRateScales: ReadonlyMap<string, number>,
     private readonly optimizer: GraphOptimizer,
-    private readonly state: Map<string, Float32Array>,
+    private readonly state: TrainerState,
+    /** The model as given, with its constant tensors as initializers of their own: what {@link exportModel} writes the trained values into. */
+    private readonly source: ModelProto,
   ) {}
 
   /**
@@ -208,6 +220,8 @@ export class GraphTrainer {
   static async create(options: GraphTrainerOptions): Promise<GraphTrainer> {
     const name = options.name ?? 'model';
     const read = readOnnxGraph(options.model, name);
+    const decoded = decodeModel(options.model, name);
+    const source: ModelProto = { ...decoded, graph: withConstantInitializers(decoded.graph ?? {}, name).graph };
     const graph: IrGraph = options.frozenBatchNorm ? withFrozenBatchNorm(read) : read;
     const [input, ...otherInputs] = graph.inputs;
     if (!input || otherInputs.length > 0) throw new DmlError('E_MODEL', `${name} has ${graph.inputs.length} data inputs; the graph trainer trains networks with one image input`);
@@ -238,12 +252,15 @@ export class GraphTrainer {
     const decayedOf = options.decayed ?? ((_n: string, dims: readonly number[]) => dims.length > 1);
     const decayed = new Set(trained.filter((n) => decayedOf(n, graph.initializers.get(n)?.dims ?? [])));
     const optimizer = createGraphOptimizer(options.optimizer);
-    const state = new Map<string, Float32Array>();
-    for (const w of [...trained, ...runningStatistics(graph)]) state.set(w, Float32Array.from(graph.initializers.get(w)?.data ?? []));
-    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, learningRateScales, optimizer, state);
+    const state = new TrainerState();
+    for (const w of [...trained, ...runningStatistics(graph)]) {
+      const initial = graph.initializers.get(w);
+      state.setValues(w, Float32Array.from(initial?.data ?? []), initial?.dims ?? []);
+    }
+    const trainer = new GraphTrainer(graph, options, input.name, output.name, trained, decayed, learningRateScales, optimizer, state, source);
     const probeBatch = typeof input.dims[0] === 'number' ? input.dims[0] : 2;
     const probe = trainer.compile(probeBatch);
-    for (const v of probe.io.variables) if (!state.has(v.input)) state.set(v.input, new Float32Array(elementCount(v.dims)));
+    for (const v of probe.io.variables) if (!state.has(v.input)) state.setValues(v.input, new Float32Array(elementCount(v.dims)), v.dims);
     if (options.loss) trainer.compileFused(probeBatch);
     return trainer;
   }
@@ -281,7 +298,14 @@ export class GraphTrainer {
       fused = (async () => {
         const { compiled, built } = this.compileFused(batch);
         const name = this.options.name ?? 'model';
-        const opened = await createSession(compiled.fusedModel as Uint8Array, { device: this.provider ?? this.options.device ?? 'cpu', name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) });
+        const io = compiled.io;
+        const opened = await createSession(compiled.fusedModel as Uint8Array, {
+          device: this.provider ?? this.options.device ?? 'cpu',
+          name,
+          optimization: STEP_GRAPH_OPTIMIZATION,
+          ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
+          ...this.deviceOutputs([...nextStateOutputs(io), ...io.forwardUpdates.map((u) => u.next)]),
+        });
         if (this.provider === undefined) {
           this.provider = opened.provider;
           this.attempts = opened.attempts;
@@ -303,37 +327,38 @@ export class GraphTrainer {
    * One optimiser step on `images` with `labels` at learning rate `lr`, the loss computed in the same
    * graph run as the forward, the backward and the update (needs {@link GraphTrainerOptions.loss}).
    * Applied only when the batch has a valid tuple and a finite loss; otherwise nothing changes.
+   * `momentum`: this step's Adam β1 or SGD momentum when a schedule sets it (OneCycle's
+   * `cycle_momentum`); default the optimiser's.
    */
-  async trainStep(images: Float32Array, labels: Int32Array, lr: number): Promise<FusedStepResult> {
+  async trainStep(images: Float32Array, labels: Int32Array, lr: number, momentum?: number): Promise<FusedStepResult> {
     const loss = this.options.loss;
     if (!loss) throw new DmlError('E_ARG', 'trainStep needs the loss compiled into the step (GraphTrainer.create with `loss`)');
-    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    const hyper = this.hyperValues(lr, momentum);
     const batch = this.batchOf(images);
     if (!(labels instanceof Int32Array) || labels.length !== batch) throw invalidParameterError('labels', `an Int32Array of ${batch} labels (one per image)`, labels instanceof Int32Array ? labels.length : labels);
     const fused = await this.fusedFor(batch);
     const io = fused.io;
     const feeds: Record<string, ort.Tensor> = {};
-    const inputs = new Set(fused.session.inputNames);
-    for (const name of inputs) {
-      const value = this.state.get(name);
-      if (value) feeds[name] = new ort.Tensor('float32', value, [...(this.dimsOf(io, name) ?? [value.length])]);
+    for (const name of fused.session.inputNames) {
+      const tensor = this.state.tensor(name);
+      if (tensor) feeds[name] = tensor;
     }
     feeds[this.inputName] = new ort.Tensor('float32', images, [batch, ...this.options.itemDims]);
     for (const [name, value] of loss.inputValues(labels)) feeds[name] = new ort.Tensor('float32', value, [...(fused.dataInputs.get(name) ?? [value.length])]);
     feeds[io.seed] = new ort.Tensor('float32', Float32Array.of(1), []);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     const out = await fused.session.run(feeds);
     const value = (out[fused.loss]?.data as Float32Array)[0] as number;
     const validCount = (out[fused.validCount]?.data as Float32Array)[0] as number;
     const applied = validCount > 0 && Number.isFinite(value);
     if (applied) {
-      for (const v of io.variables) if (v.next && out[v.next]) this.state.set(v.input, out[v.next]?.data as Float32Array);
-      for (const u of io.forwardUpdates) this.state.set(u.input, out[u.next]?.data as Float32Array);
+      for (const v of io.variables) if (v.next && out[v.next]) this.state.set(v.input, out[v.next] as ort.Tensor);
+      for (const u of io.forwardUpdates) this.state.set(u.input, out[u.next] as ort.Tensor);
       this.lastGradients.clear();
       for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
       this.steps += 1;
     }
+    releaseUnkept(out, this.state);
     this.lastForward = undefined;
     return { value, validCount, applied };
   }
@@ -341,6 +366,11 @@ export class GraphTrainer {
   /** The dimensions of state input `name` in `io`. */
   private dimsOf(io: StepGraphIo, name: string): readonly number[] | undefined {
     return io.forwardVariables.find((v) => v.input === name)?.dims ?? io.variables.find((v) => v.input === name)?.dims;
+  }
+
+  /** The session option leaving `outputs` in device memory ({@link GraphTrainerOptions.stateResidency}). */
+  private deviceOutputs(outputs: readonly string[]): { deviceOutputs?: readonly string[] } {
+    return (this.options.stateResidency ?? 'device') === 'device' ? { deviceOutputs: outputs } : {};
   }
 
   private compile(batch: number, accumulation = false): ReturnType<typeof compileStep> {
@@ -367,12 +397,14 @@ export class GraphTrainer {
         const name = this.options.name ?? 'model';
         const device = this.provider ?? this.options.device ?? 'cpu';
         const sessionOptions = { device, name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
-        const step = await createSession(compiled.stepModel, sessionOptions);
+        const io = compiled.io;
+        const step = await createSession(compiled.stepModel, { ...sessionOptions, ...this.deviceOutputs(nextStateOutputs(io)) });
         if (this.provider === undefined) {
           this.provider = step.provider;
           this.attempts = step.attempts;
         }
-        const forward = await createSession(compiled.forwardModel, { ...sessionOptions, device: step.provider });
+        // The embeddings come back for the loss; the kept activations and the running statistics stay for the step.
+        const forward = await createSession(compiled.forwardModel, { ...sessionOptions, device: step.provider, ...this.deviceOutputs([...io.saved, ...io.forwardUpdates.map((u) => u.next)]) });
         return { io: compiled.io, step: step.session, forward: forward.session };
       })();
       this.graphs.set(batch, graphs);
@@ -462,7 +494,11 @@ export class GraphTrainer {
   ): Record<string, ort.Tensor> {
     const inputs = new Set(session.inputNames);
     const feeds: Record<string, ort.Tensor> = {};
-    for (const v of variables) if (inputs.has(v.input)) feeds[v.input] = new ort.Tensor('float32', overrides?.get(v.input) ?? (this.state.get(v.input) as Float32Array), [...v.dims]);
+    for (const v of variables) {
+      if (!inputs.has(v.input)) continue;
+      const override = overrides?.get(v.input);
+      feeds[v.input] = override ? new ort.Tensor('float32', override, [...v.dims]) : (this.state.tensor(v.input) as ort.Tensor);
+    }
     return feeds;
   }
 
@@ -498,7 +534,7 @@ export class GraphTrainer {
    * optimiser once; the running statistics of the first pass become the state. Returns the first
    * pass's embeddings.
    */
-  private async stepInMicroBatches(images: Float32Array, outputGradient: Float32Array, lr: number, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
+  private async stepInMicroBatches(images: Float32Array, outputGradient: Float32Array, hyper: Record<string, number>, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
     const kept = this.lastMicroForward;
     if (!kept || kept.images !== images || kept.atStep !== this.steps) await this.forwardInMicroBatches(images, parts);
     const { embeddings, runningStatistics: running } = this.lastMicroForward as MicroBatchForward;
@@ -533,15 +569,14 @@ export class GraphTrainer {
     const { io, gradients } = last as MicroBatchGraphs;
     const update = await (this.updateGraph as Promise<ort.InferenceSession>);
     const feeds = this.stateFeeds(update, io.variables);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) if (update.inputNames.includes(input)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     for (const [param, input] of Object.entries(gradients)) feeds[input] = new ort.Tensor('float32', sums.get(param) as Float32Array, [...(this.dimsOf(io, param) ?? [])]);
     const out = await update.run(feeds);
     for (const v of io.variables) {
-      const next = v.next ? (out[v.next]?.data as Float32Array | undefined) : undefined;
+      const next = v.next ? (out[v.next] as ort.Tensor | undefined) : undefined;
       if (next) this.state.set(v.input, next);
     }
-    for (const [name, value] of running) this.state.set(name, value);
+    for (const [name, value] of running) this.state.setValues(name, value, this.dimsOf(io, name) ?? [value.length]);
     this.lastGradients.clear();
     if (this.options.recordGradients) for (const [param, sum] of sums) this.lastGradients.set(param, sum);
     this.steps += 1;
@@ -556,6 +591,8 @@ export class GraphTrainer {
     const feeds = this.stateFeeds(graphs.forward, graphs.io.forwardVariables);
     feeds[this.inputName] = new ort.Tensor('float32', images, [batch, ...this.options.itemDims]);
     const run: ForwardRun = { images, atStep: this.steps, outputs: await graphs.forward.run(feeds) };
+    // A forward no step used: its kept activations are not needed any more.
+    if (this.lastForward) releaseUnkept(this.lastForward.outputs, this.state);
     this.lastForward = run;
     return { graphs, run };
   }
@@ -577,13 +614,14 @@ export class GraphTrainer {
    * embeddings {@link forward} gave for `images` (the same array, no step in between: its kept
    * activations are used; otherwise the forward runs again). Returns those embeddings. In
    * micro-batches, each micro-batch's forward runs again with its backward, the gradients are summed
-   * and the optimiser steps once ({@link GraphTrainerOptions.microBatch}).
+   * and the optimiser steps once ({@link GraphTrainerOptions.microBatch}). `momentum`: this step's
+   * Adam β1 or SGD momentum when a schedule sets it (OneCycle's `cycle_momentum`); default the optimiser's.
    */
-  async step(images: Float32Array, outputGradient: Float32Array, lr: number): Promise<Float32Array> {
-    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+  async step(images: Float32Array, outputGradient: Float32Array, lr: number, momentum?: number): Promise<Float32Array> {
+    const hyper = this.hyperValues(lr, momentum);
     const parts = this.microBatchesOf(this.batchOf(images));
     if (parts.length > 1) {
-      return this.stepInMicroBatches(images, outputGradient, lr, parts);
+      return this.stepInMicroBatches(images, outputGradient, hyper, parts);
     }
     const kept = this.lastForward;
     const { graphs, run } = kept && kept.images === images && kept.atStep === this.steps ? { graphs: await this.graphsFor(this.batchOf(images)), run: kept } : await this.runForward(images);
@@ -595,21 +633,30 @@ export class GraphTrainer {
     feeds[io.seed] = new ort.Tensor('float32', outputGradient, [...io.outputDims]);
     for (const name of io.saved) feeds[name] = run.outputs[name] as ort.Tensor;
     for (const name of io.stepData) feeds[name] = new ort.Tensor('float32', images, [this.batchOf(images), ...this.options.itemDims]);
-    const hyper = this.optimizer.hyperValues(this.steps + 1, lr);
     for (const [h, input] of Object.entries(io.hyper)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
     const out = await graphs.step.run(feeds);
     for (const v of io.variables) {
       if (!v.next) continue;
-      const next = out[v.next]?.data as Float32Array | undefined;
+      const next = out[v.next] as ort.Tensor | undefined;
       if (!next) throw new DmlError('E_MODEL', `the step graph returned no ${v.next}`);
       this.state.set(v.input, next);
     }
-    for (const u of io.forwardUpdates) this.state.set(u.input, run.outputs[u.next]?.data as Float32Array);
+    for (const u of io.forwardUpdates) this.state.set(u.input, run.outputs[u.next] as ort.Tensor);
     this.lastGradients.clear();
     for (const [p, g] of Object.entries(io.gradients)) this.lastGradients.set(p, out[g]?.data as Float32Array);
     this.steps += 1;
+    // The kept activations are used up.
+    releaseUnkept(run.outputs, this.state);
+    releaseUnkept(out, this.state);
     this.lastForward = undefined;
     return run.outputs[io.output]?.data as Float32Array;
+  }
+
+  /** The optimiser's per-step scalars of the next step at `lr` and `momentum` (both checked). */
+  private hyperValues(lr: number, momentum: number | undefined): Record<string, number> {
+    if (!(lr >= 0) || !Number.isFinite(lr)) throw invalidParameterError('lr', 'a finite non-negative number', lr);
+    if (momentum !== undefined && !(momentum >= 0 && momentum < 1)) throw invalidParameterError('momentum', 'a number in [0, 1)', momentum);
+    return this.optimizer.hyperValues(this.steps + 1, lr, momentum);
   }
 
   /** The names of the trained initializers. */
@@ -632,17 +679,30 @@ export class GraphTrainer {
       for (const slot of this.optimizer.slots) {
         const name = slotName(param, slot);
         const value = slots.get(name);
-        const size = this.state.get(param)?.length ?? 0;
+        const dims = this.state.tensor(param)?.dims ?? [];
+        const size = elementCount(dims);
         if (!value || value.length !== size) throw new DmlError('E_ARG', `optimizer slot ${name}: expected ${size} values, found ${value?.length ?? 'none'}`);
-        this.state.set(name, value.slice());
+        this.state.setValues(name, value.slice(), dims);
       }
     }
     this.steps = stepCount;
   }
 
-  /** The current value of a trained weight, running statistic or optimiser slot (`<param>:<slot>`). */
+  /**
+   * Reads the state back from device memory ({@link GraphTrainerOptions.stateResidency}), so that
+   * {@link value}, {@link weights}, {@link slots} and {@link exportModel} can read it: call it after
+   * steps and before those. Nothing to do on the CPU provider.
+   */
+  async synchronize(): Promise<void> {
+    await this.state.synchronize();
+  }
+
+  /**
+   * The current value of a trained weight, running statistic or optimiser slot (`<param>:<slot>`).
+   * E_ARG for a value in device memory since the last step: {@link synchronize} first.
+   */
   value(name: string): Float32Array | undefined {
-    return this.state.get(name);
+    return this.state.value(name);
   }
 
   /** The gradient of trained parameter `name` in the last step (with `recordGradients`). */
@@ -650,22 +710,28 @@ export class GraphTrainer {
     return this.lastGradients.get(name);
   }
 
-  /** Every trained weight and running statistic by initializer name (not the optimiser slots). */
+  /** Every trained weight and running statistic by initializer name (not the optimiser slots); {@link synchronize} first after steps on a device. */
   weights(): Map<string, Float32Array> {
-    return new Map([...this.state].filter(([name]) => this.graph.initializers.has(name)));
+    return new Map(this.state.names().filter((name) => this.graph.initializers.has(name)).map((name) => [name, this.state.value(name) as Float32Array]));
   }
 
-  /** The optimiser slots of trained parameter `param`, by slot name. */
+  /** The optimiser slots of trained parameter `param`, by slot name; {@link synchronize} first after steps on a device. */
   slots(param: string): Record<string, Float32Array | undefined> {
-    return Object.fromEntries(this.optimizer.slots.map((s) => [s, this.state.get(slotName(param, s))]));
+    return Object.fromEntries(this.optimizer.slots.map((s) => [s, this.state.value(slotName(param, s))]));
   }
 
-  /** The forward model (inference mode, as given) with the trained weights and running statistics. */
+  /**
+   * The forward model (inference mode, as given) with the trained weights and running statistics.
+   * Every tensor the trainer holds is an initializer under its own name: `Constant` nodes and the
+   * aliases PyTorch's exporter writes for equal initializers (`Identity` nodes) are replaced by
+   * initializers (lib/engine/graph/constant-initializers.ts), so no trained value is lost and no layer
+   * reads another's. {@link synchronize} first after steps on a device.
+   */
   exportModel(): Uint8Array {
-    const model = decodeModel(this.options.model, 'model');
+    const model = this.source;
     const graph = model.graph ?? {};
     const initializers: TensorProto[] = (graph.initializer ?? []).map((t) => {
-      const value = this.state.get(t.name ?? '');
+      const value = this.state.value(t.name ?? '');
       return value ? floatTensor(t.name ?? '', (t.dims ?? []).map((d) => int64Value(d) ?? 0), value) : t;
     });
     const opsetImports = (model.opsetImport ?? []).map((o) => ({ domain: o.domain ?? '', version: int64Value(o.version) ?? 0 }));
@@ -682,8 +748,11 @@ export class GraphTrainer {
     });
   }
 
-  /** Closes every session. */
+  /** Closes every session and releases the state's device memory. */
   async release(): Promise<void> {
+    if (this.lastForward) releaseUnkept(this.lastForward.outputs, this.state);
+    this.lastForward = undefined;
+    this.state.release();
     const micro = await Promise.allSettled([...this.microGraphs.values()]);
     this.microGraphs.clear();
     for (const r of micro) if (r.status === 'fulfilled') await Promise.all([r.value.embed.release(), r.value.forward.release(), r.value.gradient.release()]);
@@ -697,6 +766,11 @@ export class GraphTrainer {
     this.fusedGraphs.clear();
     for (const r of fused) if (r.status === 'fulfilled') await r.value.session.release();
   }
+}
+
+/** The step graph's outputs holding the next values of the state it updates. */
+function nextStateOutputs(io: StepGraphIo): string[] {
+  return io.variables.flatMap((v) => (v.next ? [v.next] : []));
 }
 
 /** `graph` with every BatchNormalization marked frozen (see normalization.ts). */

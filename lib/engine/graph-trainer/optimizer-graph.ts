@@ -13,9 +13,11 @@
  *       g ← g + λ p;   b ← g at the first step, else μ b + (1 - τ) g
  *       d ← g + μ b (nesterov) or b;   p ← p - lr d
  *
- * The per-step scalars (the learning rate, `lr / (1 - β1^t)`, `sqrt(1 - β2^t)`, `1 - lr λ`, the
- * momentum factors) are computed in double precision in JavaScript, as PyTorch computes them in Python,
- * and fed to the step graph as float32 inputs. Weight decay applies to the parameters the caller marks
+ * The per-step scalars (the learning rate, β1 and `1 - β1`, `lr / (1 - β1^t)`, `sqrt(1 - β2^t)`,
+ * `1 - lr λ`, the momentum factors) are computed in double precision in JavaScript, as PyTorch computes
+ * them in Python, and fed to the step graph as float32 inputs. So a schedule may set the momentum (β1,
+ * μ) of every step, as OneCycleLR's `cycle_momentum` does: PyTorch then uses that step's β1 in
+ * `1 - β1^t` too. Weight decay applies to the parameters the caller marks
  * `decayed` (by dmlkit's convention convolution and linear weights, not biases or normalisation
  * parameters).
  */
@@ -56,8 +58,11 @@ export interface GraphOptimizer {
   readonly slots: readonly string[];
   /** Per-step scalar inputs of the step graph. */
   readonly hyperParameters: readonly string[];
-  /** The values of {@link hyperParameters} for 1-based step `t` at learning rate `lr`. */
-  hyperValues(t: number, lr: number): Record<string, number>;
+  /**
+   * The values of {@link hyperParameters} for 1-based step `t` at learning rate `lr`, with `momentum`
+   * (Adam's β1, SGD's μ) when a schedule sets it for this step, else the settings'.
+   */
+  hyperValues(t: number, lr: number, momentum?: number): Record<string, number>;
   /**
    * The per-step scalars of a parameter group whose learning rate is `scale` times the step's (a
    * PyTorch param group with its own lr): the scalars proportional to the rate scaled, decay factors
@@ -103,9 +108,11 @@ function adam(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
   return {
     settings,
     slots: ['exp_avg', 'exp_avg_sq'],
-    hyperParameters: ['step_size', 'bias_correction2_sqrt', 'decay_factor'],
-    hyperValues: (t, lr) => ({
-      step_size: lr / (1 - beta1 ** t),
+    hyperParameters: ['beta1', 'one_minus_beta1', 'step_size', 'bias_correction2_sqrt', 'decay_factor'],
+    hyperValues: (t, lr, momentum = beta1) => ({
+      beta1: momentum,
+      one_minus_beta1: 1 - momentum,
+      step_size: lr / (1 - momentum ** t),
       bias_correction2_sqrt: Math.sqrt(1 - beta2 ** t),
       decay_factor: 1 - lr * settings.weightDecay,
     }),
@@ -121,7 +128,7 @@ function adam(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
       let g = gradient;
       if (decay && decoupled) p = emit.op('Mul', [param, hyper.decay_factor as string], `${base}/decayed`);
       if (decay && !decoupled) g = emit.op('Add', [gradient, emit.op('Mul', [param, emit.scalar(settings.weightDecay)], `${base}/l2`)], `${base}/g_l2`);
-      const m = emit.op('Add', [emit.op('Mul', [slots.exp_avg as string, emit.scalar(beta1)], `${base}/m_kept`), emit.op('Mul', [g, emit.scalar(1 - beta1)], `${base}/m_added`)], `${base}/exp_avg`);
+      const m = emit.op('Add', [emit.op('Mul', [slots.exp_avg as string, hyper.beta1 as string], `${base}/m_kept`), emit.op('Mul', [g, hyper.one_minus_beta1 as string], `${base}/m_added`)], `${base}/exp_avg`);
       const v = emit.op('Add', [emit.op('Mul', [slots.exp_avg_sq as string, emit.scalar(beta2)], `${base}/v_kept`), emit.op('Mul', [emit.op('Mul', [g, g], `${base}/g2`), emit.scalar(1 - beta2)], `${base}/v_added`)], `${base}/exp_avg_sq`);
       const denominator = emit.op('Add', [emit.op('Div', [emit.op('Sqrt', [v], `${base}/v_sqrt`), hyper.bias_correction2_sqrt as string], `${base}/v_corrected`), emit.scalar(settings.epsilon)], `${base}/denominator`);
       const step = emit.op('Div', [emit.op('Mul', [m, hyper.step_size as string], `${base}/m_scaled`), denominator], `${base}/step`);
@@ -135,12 +142,12 @@ function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
   return {
     settings,
     slots: momentum > 0 ? ['momentum_buffer'] : [],
-    hyperParameters: momentum > 0 ? ['lr', 'decay_factor', 'buffer_keep', 'buffer_add'] : ['lr', 'decay_factor'],
+    hyperParameters: momentum > 0 ? ['lr', 'decay_factor', 'momentum', 'buffer_keep', 'buffer_add'] : ['lr', 'decay_factor'],
     // The first step copies the gradient into the buffer (keep 0, add 1), as PyTorch does.
-    hyperValues: (t, lr) => ({
+    hyperValues: (t, lr, stepMomentum = momentum) => ({
       lr,
       decay_factor: 1 - lr * weightDecay,
-      ...(momentum > 0 ? { buffer_keep: t === 1 ? 0 : momentum, buffer_add: t === 1 ? 1 : 1 - dampening } : {}),
+      ...(momentum > 0 ? { momentum: stepMomentum, buffer_keep: t === 1 ? 0 : stepMomentum, buffer_add: t === 1 ? 1 : 1 - dampening } : {}),
     }),
     scaledHyper: (emit, hyper, scale) => ({
       ...hyper,
@@ -158,7 +165,7 @@ function sgd(settings: Required<GraphOptimizerSettings>): GraphOptimizer {
       if (momentum > 0) {
         const buffer = emit.op('Add', [emit.op('Mul', [slots.momentum_buffer as string, hyper.buffer_keep as string], `${base}/kept`), emit.op('Mul', [g, hyper.buffer_add as string], `${base}/added`)], `${base}/buffer`);
         nextSlots.momentum_buffer = buffer;
-        direction = nesterov ? emit.op('Add', [g, emit.op('Mul', [buffer, emit.scalar(momentum)], `${base}/lookahead`)], `${base}/nesterov`) : buffer;
+        direction = nesterov ? emit.op('Add', [g, emit.op('Mul', [buffer, hyper.momentum as string], `${base}/lookahead`)], `${base}/nesterov`) : buffer;
       }
       return { param: emit.op('Sub', [p, emit.op('Mul', [direction, hyper.lr as string], `${base}/step`)], `${base}/param`), slots: nextSlots };
     },

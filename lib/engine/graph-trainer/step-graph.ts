@@ -16,7 +16,7 @@
  * as one graph, so that a step is one run and no activation leaves onnxruntime.
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
-import { encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueInfo, type NodeProto, type ValueInfoProto } from '../../onnx/builder.js';
+import { boolTensor, encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueInfo, type NodeProto, type ValueInfoProto } from '../../onnx/builder.js';
 import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
 import { StepEmitter } from '../autodiff/emitter.js';
 import type { StateUpdate } from '../autodiff/rule.js';
@@ -203,7 +203,8 @@ function untypedShape(name: string, type: 'float32' | 'int64'): ValueInfoProto {
 function initializerOf(name: string, t: IrTensor): ReturnType<typeof floatTensor> {
   if (t.type === 'float32') return floatTensor(name, t.dims, t.data as Float32Array);
   if (t.type === 'int64') return int64Tensor(name, t.dims, Array.from(t.data));
-  throw new DmlError('E_MODEL', `constant ${name} is a ${t.type} tensor; the graph trainer writes float32 and int64 constants`);
+  if (t.type === 'bool') return boolTensor(name, t.dims, t.data);
+  throw new DmlError('E_MODEL', `constant ${name} is a ${t.type} tensor; the graph trainer writes float32, int64 and bool constants`);
 }
 
 function shaped(spec: StepGraphSpec): { shaped: ShapedGraph; variables: Set<string> } {

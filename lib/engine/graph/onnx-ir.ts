@@ -3,13 +3,15 @@
  * decoded attributes, initializers as typed arrays, graph inputs and outputs with their shapes.
  *
  * {@link readOnnxGraph} decodes a model file's bytes (through lib/onnx/builder.ts's protobuf layer);
- * `Constant` nodes become initializers, so every constant of the graph is in one map. What the
+ * `Constant` nodes and PyTorch's initializer aliases become initializers of their own
+ * (constant-initializers.ts), so every constant of the graph is in one map. What the
  * compiler cannot handle is refused here with one line naming it: external tensor data, a subgraph
  * attribute (If, Loop), a tensor type other than float32, int64, int32 or bool, a default-domain
  * operator set outside 13-17.
  */
 import { DmlError } from '../../errors.js';
 import { decodeModel, int64Value, type AttributeProto, type AttributeValue, type TensorProto } from '../../onnx/builder.js';
+import { withConstantInitializers } from './constant-initializers.js';
 
 /** Element types the compiler handles. */
 export type IrElementType = 'float32' | 'float64' | 'int64' | 'int32' | 'bool';
@@ -70,13 +72,20 @@ function tensorFromProto(proto: TensorProto, where: string): IrTensor {
   if (!type) throw new DmlError('E_MODEL', `${where}: tensor ${name} has ONNX data type ${proto.dataType}; the graph trainer reads float32, float64, int64, int32 and bool tensors`);
   if (proto.dataLocation === 1) throw new DmlError('E_MODEL', `${where}: tensor ${name} keeps its data in an external file; the graph trainer reads models with the weights inside the .onnx file`);
   const dims = (proto.dims ?? []).map((d) => int64Value(d) ?? 0);
+  if (dims.some((d) => !Number.isSafeInteger(d) || d < 0)) throw new DmlError('E_MODEL', `${where}: tensor ${name} has dims [${dims.join(', ')}]; expected non-negative integers`);
   const count = elementCount(dims);
   const raw = proto.rawData && proto.rawData.length > 0 ? proto.rawData : undefined;
+  const values: readonly (number | { toNumber(): number })[] =
+    type === 'float32' ? (proto.floatData ?? []) : type === 'float64' ? (proto.doubleData ?? []) : type === 'int64' ? (proto.int64Data ?? []) : (proto.int32Data ?? []);
+  // The data must match the dims before anything of the dims' size is allocated.
+  const width = { float32: 4, float64: 8, int64: 8, int32: 4, bool: 1 }[type];
+  if (raw ? raw.byteLength !== count * width : values.length !== count) {
+    const held = raw ? `${raw.byteLength} bytes` : `${values.length} values`;
+    throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${held}, expected ${raw ? `${count * width} bytes` : count} for dims [${dims.join(', ')}]`);
+  }
   const data = type === 'float32' ? new Float32Array(count) : new Float64Array(count);
   if (raw) {
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    const width = { float32: 4, float64: 8, int64: 8, int32: 4, bool: 1 }[type];
-    if (raw.byteLength !== count * width) throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${raw.byteLength} bytes, expected ${count * width} for dims [${dims.join(', ')}]`);
     for (let i = 0; i < count; i++) {
       if (type === 'float32') data[i] = view.getFloat32(4 * i, true);
       else if (type === 'float64') data[i] = view.getFloat64(8 * i, true);
@@ -85,9 +94,6 @@ function tensorFromProto(proto: TensorProto, where: string): IrTensor {
       else data[i] = view.getUint8(i);
     }
   } else {
-    const values: readonly (number | { toNumber(): number })[] =
-      type === 'float32' ? (proto.floatData ?? []) : type === 'float64' ? (proto.doubleData ?? []) : type === 'int64' ? (proto.int64Data ?? []) : (proto.int32Data ?? []);
-    if (values.length !== count) throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${values.length} values, expected ${count} for dims [${dims.join(', ')}]`);
     values.forEach((v, i) => (data[i] = int64Value(v) ?? 0));
   }
   return { type, dims, data };
@@ -128,31 +134,18 @@ export function readOnnxGraph(bytes: Uint8Array, where: string): IrGraph {
   if (opset < SUPPORTED_OPSETS.min || opset > SUPPORTED_OPSETS.max) {
     throw new DmlError('E_MODEL', `${where} uses ONNX operator set ${opset}; the graph trainer reads operator sets ${SUPPORTED_OPSETS.min}-${SUPPORTED_OPSETS.max} (re-export with opset_version=17)`);
   }
+  // Constant nodes and PyTorch's initializer aliases become initializers of their own (constant-initializers.ts).
+  const constants = withConstantInitializers(graph, where).graph;
   const initializers = new Map<string, IrTensor>();
-  for (const t of graph.initializer ?? []) initializers.set(t.name ?? '', tensorFromProto(t, where));
+  for (const t of constants.initializer ?? []) initializers.set(t.name ?? '', tensorFromProto(t, where));
   const nodes: IrNode[] = [];
-  for (const [index, n] of (graph.node ?? []).entries()) {
+  for (const [index, n] of (constants.node ?? []).entries()) {
     const name = n.name || `${n.opType}_${index}`;
     if (n.domain && n.domain !== 'ai.onnx') throw new DmlError('E_MODEL', `${where}: node ${name} runs ${n.domain}.${n.opType}; the graph trainer supports default-domain ONNX operators only`);
+    if (n.opType === 'Constant') throw new DmlError('E_MODEL', `${where}: Constant node ${name} has no tensor 'value' attribute (value_float, value_ints ... are not read)`);
     const attributes = new Map<string, IrAttribute>();
     for (const a of n.attribute ?? []) attributes.set(a.name ?? '', attributeFromProto(a, `${where}: node ${name}`));
-    const outputs = [...(n.output ?? [])];
-    const value = attributes.get('value');
-    if (n.opType === 'Constant' && value && 't' in value && outputs[0]) {
-      initializers.set(outputs[0], value.t);
-      continue;
-    }
-    if (n.opType === 'Constant') throw new DmlError('E_MODEL', `${where}: Constant node ${name} has no tensor 'value' attribute (value_float, value_ints ... are not read)`);
-    const inputs = [...(n.input ?? [])];
-    const source = inputs[0] !== undefined ? initializers.get(inputs[0]) : undefined;
-    if (n.opType === 'Identity' && source && outputs[0]) {
-      // PyTorch's exporter stores initializers with equal values once and names the others through
-      // Identity nodes (a new BatchNorm's running_var aliases its weight: both ones). They are separate
-      // tensors that happen to start equal: each gets its own copy, so each trains on its own.
-      initializers.set(outputs[0], { ...source, data: source.data.slice() });
-      continue;
-    }
-    nodes.push({ name, opType: n.opType ?? '', inputs, outputs, attributes });
+    nodes.push({ name, opType: n.opType ?? '', inputs: [...(n.input ?? [])], outputs: [...(n.output ?? [])], attributes });
   }
   const inputs = (graph.input ?? []).filter((i) => !initializers.has(i.name ?? '')).map((i) => valueFromProto(i, where));
   const outputs = (graph.output ?? []).map((o) => valueFromProto(o, where));

@@ -143,6 +143,13 @@ const reduce: ShapeFunction = (node, inputs, constant) => {
   const dims = keep ? x.dims.map((d, i) => (axes.includes(i) ? 1 : d)) : x.dims.filter((_, i) => !axes.includes(i));
   return [{ type: x.type, dims }];
 };
+/** ArgMax and ArgMin: int64 indices, the `axis` attribute's axis removed or kept as 1 (`keepdims`). */
+const argReduce: ShapeFunction = (node, inputs) => {
+  const x = required(node, inputs, 0);
+  const axis = normalizeAxis(node, intAttribute(node, 'axis', 0), x.dims.length);
+  const keep = intAttribute(node, 'keepdims', 1) === 1;
+  return [{ type: 'int64', dims: keep ? x.dims.map((d, i) => (i === axis ? 1 : d)) : x.dims.filter((_, i) => i !== axis) }];
+};
 const globalPool: ShapeFunction = (node, inputs) => {
   const x = required(node, inputs, 0);
   return [{ type: x.type, dims: x.dims.map((d, i) => (i < 2 ? d : 1)) }];
@@ -260,6 +267,9 @@ const SHAPE_FUNCTIONS: Readonly<Record<string, ShapeFunction>> = {
     for (let i = 0; i < rank; i++) dims.push(axes.includes(i) ? 1 : (x.dims[source++] as number));
     return [{ type: x.type, dims }];
   },
+  ArgMax: argReduce,
+  ArgMin: argReduce,
+  Size: () => [{ type: 'int64', dims: [] }],
   Shape: (node, inputs) => {
     const rank = required(node, inputs, 0).dims.length;
     const start = intAttribute(node, 'start', 0);

@@ -220,7 +220,7 @@ export class FusedMomentumOptimizer extends FusedOptimizer {
     return 'Momentum';
   }
   protected readonly slotSuffixes: readonly string[] = ['momentum'];
-  readonly #momentum: number;
+  #momentum: number;
 
   constructor(learningRate: number, momentum: number, decay?: FusedWeightDecay) {
     super(learningRate, decay);
@@ -239,6 +239,11 @@ export class FusedMomentumOptimizer extends FusedOptimizer {
     if (decayFactor !== undefined) scaleInPlace(w, decayFactor);
   }
 
+  /** Sets the momentum of the following steps (a schedule's, OneCycle's `cycle_momentum`); the state is kept. */
+  setMomentum(momentum: number): void {
+    this.#momentum = f32(momentum);
+  }
+
   getConfig(): tf.serialization.ConfigDict {
     return { learningRate: this.learningRate, momentum: this.#momentum, useNesterov: false };
   }
@@ -254,10 +259,10 @@ export class FusedAdamOptimizer extends FusedOptimizer {
     return 'Adam';
   }
   protected readonly slotSuffixes: readonly string[] = ['m', 'v'];
-  readonly #beta1: number;
+  #beta1: number;
   readonly #beta2: number;
   /** 1 - beta, computed in double from the given betas and then rounded, as tfjs does. */
-  readonly #oneMinusBeta1: number;
+  #oneMinusBeta1: number;
   readonly #oneMinusBeta2: number;
   readonly #epsilon: number;
   #accBeta1: number;
@@ -299,6 +304,16 @@ export class FusedAdamOptimizer extends FusedOptimizer {
     // bias corrections of an uninterrupted one (see runningPower).
     this.#accBeta1 = runningPower(this.#beta1, this.iterations);
     this.#accBeta2 = runningPower(this.#beta2, this.iterations);
+  }
+
+  /**
+   * Sets β1 of the following step (a schedule's, OneCycle's `cycle_momentum`) and, as PyTorch does with
+   * a β1 that changes, the bias correction `1 - β1^t` of that step t from it; the moments are kept.
+   */
+  setBeta1(beta1: number): void {
+    this.#beta1 = f32(beta1);
+    this.#oneMinusBeta1 = f32(1 - beta1);
+    this.#accBeta1 = f32(beta1 ** (this.iterations + 1));
   }
 
   getConfig(): tf.serialization.ConfigDict {

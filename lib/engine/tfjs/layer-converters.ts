@@ -27,7 +27,9 @@
 import type * as tf from '@tensorflow/tfjs';
 import { describeValue, DmlError } from '../../errors.js';
 import type { AttributeValue } from '../../onnx/builder.js';
-import { l2Normalize, permuteArray, type GraphContext, type TensorValue, type WeightSource } from './onnx-graph.js';
+import { l2Normalize } from '../graph/graph-builder.js';
+import { permuteArray } from '../../util/permute-array.js';
+import type { GraphContext, TensorValue, WeightSource } from './onnx-graph.js';
 
 /** One call of a layer, as the graph walk hands it to a converter. */
 export interface LayerCall {

@@ -1,6 +1,7 @@
 /**
- * @file The graph under construction while a TensorFlow.js model is converted to ONNX: nodes and
- * initializers with unique names, plus the layout bookkeeping that lets convolutional layers run in
+ * @file The graph under construction while a TensorFlow.js model is converted to ONNX: a
+ * {@link GraphBuilder} (lib/engine/graph/graph-builder.ts) with the weight behind each initializer and the
+ * layout bookkeeping that lets convolutional layers run in
  * ONNX's NCHW while TensorFlow.js thinks in NHWC.
  *
  * Every converted tensor is a {@link TensorValue}: its ONNX name, its *logical* shape (the shape
@@ -12,7 +13,7 @@
  * after them gets exactly one (back to NHWC order, so the flattened features match TensorFlow.js).
  */
 import type * as tf from '@tensorflow/tfjs';
-import { floatTensor, int64Tensor, node, type AttributeValue, type NodeProto, type TensorProto } from '../../onnx/builder.js';
+import { GraphBuilder } from '../graph/graph-builder.js';
 
 /** A converted tensor. See the file comment. */
 export interface TensorValue {
@@ -28,32 +29,6 @@ export interface TensorValue {
 export const NHWC_TO_NCHW_AXIS: readonly number[] = [0, 2, 3, 1];
 
 /**
- * `data`, a row-major array of `shape`, with its axes permuted: axis i of the result is axis
- * `perm[i]` of the input (numpy's `transpose`).
- */
-export function permuteArray(data: Float32Array, shape: readonly number[], perm: readonly number[]): Float32Array {
-  const rank = shape.length;
-  const outShape = perm.map((p) => shape[p] as number);
-  const inStrides = new Array<number>(rank).fill(1);
-  for (let i = rank - 2; i >= 0; i--) inStrides[i] = (inStrides[i + 1] as number) * (shape[i + 1] as number);
-  const strideOfOut = perm.map((p) => inStrides[p] as number);
-  const out = new Float32Array(data.length);
-  const index = new Array<number>(rank).fill(0);
-  let source = 0;
-  for (let o = 0; o < out.length; o++) {
-    out[o] = data[source] as number;
-    for (let axis = rank - 1; axis >= 0; axis--) {
-      index[axis] = (index[axis] as number) + 1;
-      source += strideOfOut[axis] as number;
-      if ((index[axis] as number) < (outShape[axis] as number)) break;
-      source -= (index[axis] as number) * (strideOfOut[axis] as number);
-      index[axis] = 0;
-    }
-  }
-  return out;
-}
-
-/**
  * The TensorFlow.js weight an initializer holds, and the permutation of its axes on the way (numpy's
  * `transpose`: axis i of the initializer is axis `perm[i]` of the weight), so that trained values can be
  * written back into the weight (the graph trainer trains a converted model).
@@ -63,59 +38,20 @@ export interface WeightSource {
   readonly perm?: readonly number[];
 }
 
-/** Nodes and initializers of a graph being built, with unique value names. */
-export class GraphContext {
-  readonly nodes: NodeProto[] = [];
-  readonly initializers: TensorProto[] = [];
+/**
+ * The graph a TensorFlow.js model is converted into: a {@link GraphBuilder} that also knows the weight
+ * behind each initializer and each value's layout (see the file comment).
+ */
+export class GraphContext extends GraphBuilder {
   /** The weight behind each initializer made from one (see {@link floats}). */
   readonly weightSources = new Map<string, WeightSource>();
-  private readonly used = new Set<string>();
-  private readonly scalars = new Map<number, string>();
   private readonly transposed = new Map<string, TensorValue>();
 
-  /** A fresh value name: `base`, or `base_2`, `base_3`, ... when taken. */
-  unique(base: string): string {
-    let name = base;
-    for (let i = 2; this.used.has(name); i++) name = `${base}_${i}`;
-    this.used.add(name);
-    return name;
-  }
-
-  /** Marks `name` as taken (graph inputs). */
-  reserve(name: string): void {
-    this.used.add(name);
-  }
-
   /** A float32 initializer named after `base`, holding the values of weight `source` when given; returns its name. */
-  floats(base: string, dims: readonly number[], values: Float32Array | readonly number[], source?: WeightSource): string {
-    const name = this.unique(base);
-    this.initializers.push(floatTensor(name, dims, values));
+  override floats(base: string, dims: readonly number[], values: Float32Array | readonly number[], source?: WeightSource): string {
+    const name = super.floats(base, dims, values);
     if (source) this.weightSources.set(name, source);
     return name;
-  }
-
-  /** An int64 initializer named after `base`; returns its name. */
-  int64s(base: string, dims: readonly number[], values: readonly number[]): string {
-    const name = this.unique(base);
-    this.initializers.push(int64Tensor(name, dims, values));
-    return name;
-  }
-
-  /** A float32 scalar initializer, shared by every use of the same value. */
-  scalar(value: number): string {
-    let name = this.scalars.get(value);
-    if (name === undefined) {
-      name = this.floats(`const_${String(value).replace(/[^0-9a-zA-Z]/g, '_')}`, [], [value]);
-      this.scalars.set(value, name);
-    }
-    return name;
-  }
-
-  /** Adds a node with one output named after `base`; returns the output's name. */
-  op(opType: string, inputs: readonly string[], base: string, attributes: Readonly<Record<string, AttributeValue>> = {}): string {
-    const output = this.unique(base);
-    this.nodes.push(node(opType, inputs, [output], attributes));
-    return output;
   }
 
   /** `value` as an NCHW ONNX tensor (it must be rank 4); transposes a native one once. */
@@ -147,15 +83,4 @@ export class GraphContext {
     this.transposed.set(key, result);
     return result;
   }
-}
-
-/**
- * Adds x / sqrt(sum(x², last axis) + epsilon) for the logical-layout value `x`, the computation of
- * the L2Normalize layer (lib/train/models/l2-normalize.ts); returns the output's name.
- */
-export function l2Normalize(g: GraphContext, x: string, base: string, epsilon: number): string {
-  const squared = g.op('Mul', [x, x], `${base}/squared`);
-  const sum = g.op('ReduceSum', [squared, g.int64s(`${base}/axes`, [1], [-1])], `${base}/sum`, { keepdims: { i: 1 } });
-  const norm = g.op('Sqrt', [g.op('Add', [sum, g.scalar(epsilon)], `${base}/sum_eps`)], `${base}/norm`);
-  return g.op('Div', [x, norm], base);
 }

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../../lib/onnx/builder.js';
 import { expectDmlError } from '../../helpers/expect-dml-error.js';
+import { relativeError } from '../../helpers/relative-error.js';
 
 const FIXTURES = new URL('../../fixtures/graph-gradients/', import.meta.url);
 
@@ -20,18 +21,6 @@ interface GradientFixture {
   gradients: Record<string, number[]>;
   torchFloat32Error: Record<string, number>;
   runningStatistics: Record<string, number[]>;
-}
-
-/** Largest |a - b| over the largest |b| (or 1e-3 where b is tiny): a relative error of the whole tensor. */
-function relativeError(actual: ArrayLike<number>, expected: readonly number[]): number {
-  expect(actual.length).to.equal(expected.length);
-  let diff = 0;
-  let scale = 1e-3;
-  expected.forEach((e, i) => {
-    diff = Math.max(diff, Math.abs((actual[i] as number) - e));
-    scale = Math.max(scale, Math.abs(e));
-  });
-  return diff / scale;
 }
 
 describe('GraphTrainer', function () {
@@ -84,26 +73,30 @@ describe('GraphTrainer', function () {
   const gradW = [0, 1, 2].flatMap((i) => [0, 1].map((j) => [0, 1, 2, 3].reduce((s, r) => s + (x[r * 3 + i] as number) * (seed[r * 2 + j] as number), 0)));
   const gradB = [0, 1].map((j) => [0, 1, 2, 3].reduce((s, r) => s + (seed[r * 2 + j] as number), 0));
 
-  /** torch.optim's update formulas in float64, three steps at the rates `lrs`. */
-  function reference(kind: 'adam' | 'adamw' | 'sgd', p0: number[], g: number[], lrs: number[], decay: number): number[] {
+  /**
+   * torch.optim's update formulas in float64, three steps at the rates `lrs`; `momenta`: each step's β1
+   * (Adam) or momentum (SGD, Nesterov) as OneCycleLR sets them, default 0.9 throughout.
+   */
+  function reference(kind: 'adam' | 'adamw' | 'sgd', p0: number[], g: number[], lrs: number[], decay: number, momenta: number[] = lrs.map(() => 0.9)): number[] {
     const p = [...p0];
     const m = p.map(() => 0);
     const v = p.map(() => 0);
     lrs.forEach((lr, k) => {
       const t = k + 1;
+      const mu = momenta[k] as number;
       p.forEach((_, i) => {
         let gi = g[i] as number;
         if (kind === 'adamw') p[i] = (p[i] as number) * (1 - lr * decay);
         else gi += decay * (p[i] as number);
         if (kind === 'sgd') {
-          m[i] = t === 1 ? gi : 0.9 * (m[i] as number) + gi;
-          p[i] = (p[i] as number) - lr * (gi + 0.9 * (m[i] as number));
+          m[i] = t === 1 ? gi : mu * (m[i] as number) + gi;
+          p[i] = (p[i] as number) - lr * (gi + mu * (m[i] as number));
           return;
         }
-        m[i] = 0.9 * (m[i] as number) + 0.1 * gi;
+        m[i] = mu * (m[i] as number) + (1 - mu) * gi;
         v[i] = 0.999 * (v[i] as number) + 0.001 * gi * gi;
         const denominator = Math.sqrt(v[i] as number) / Math.sqrt(1 - 0.999 ** t) + 1e-8;
-        p[i] = (p[i] as number) - (lr / (1 - 0.9 ** t)) * (m[i] as number) / denominator;
+        p[i] = (p[i] as number) - (lr / (1 - mu ** t)) * (m[i] as number) / denominator;
       });
     });
     return p;
@@ -119,6 +112,21 @@ describe('GraphTrainer', function () {
       expect(trainer.stepCount).to.equal(3);
       expect(relativeError(trainer.value('W') as Float32Array, reference(kind, [0.5, -0.25, 1, 0.75, -0.5, 0.125], gradW, lrs, decay))).to.be.below(1e-6);
       expect(relativeError(trainer.value('b') as Float32Array, reference(kind, [0.1, -0.2], gradB, lrs, 0))).to.be.below(1e-6);
+      await trainer.release();
+    });
+
+    it(`${kind}: a momentum set per step (OneCycle's cycle_momentum) replaces ${kind === 'sgd' ? 'the momentum' : 'β1, in 1 - β1^t too'}, as in torch.optim`, async () => {
+      const decay = 0.05;
+      const optimizer = kind === 'sgd' ? ({ kind, momentum: 0.9, nesterov: true, weightDecay: decay } as const) : ({ kind, weightDecay: decay } as const);
+      const trainer = await GraphTrainer.create({ model: linearModel(), itemDims: [3], optimizer, threads: 1 });
+      const lrs = [0.1, 0.05, 0.2];
+      const momenta = [0.95, 0.85, 0.6];
+      for (const [k, lr] of lrs.entries()) await trainer.step(x, seed, lr, momenta[k]);
+      expect(relativeError(trainer.value('W') as Float32Array, reference(kind, [0.5, -0.25, 1, 0.75, -0.5, 0.125], gradW, lrs, decay, momenta))).to.be.below(1e-6);
+      expect(relativeError(trainer.value('b') as Float32Array, reference(kind, [0.1, -0.2], gradB, lrs, 0, momenta))).to.be.below(1e-6);
+      // Not the update at a constant 0.9.
+      expect(relativeError(trainer.value('W') as Float32Array, reference(kind, [0.5, -0.25, 1, 0.75, -0.5, 0.125], gradW, lrs, decay))).to.be.above(1e-3);
+      await expectDmlError(trainer.step(x, seed, 0.1, 1), 'E_ARG', /^Expected a number in \[0, 1\) for momentum/);
       await trainer.release();
     });
   }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import * as tf from '@tensorflow/tfjs';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer } from '../../../lib/engine/tfjs/fused-optimizer.js';
-import { applyWeightDecay, createOptimizer, setLearningRate, setOptimizerWeights, withLearningRate } from '../../../lib/train/optimizer.js';
+import { applyWeightDecay, createOptimizer, setLearningRate, setMomentum, setOptimizerWeights, withLearningRate } from '../../../lib/train/optimizer.js';
 import { Rng } from '../../../lib/util/rng.js';
 import type { TrainConfig } from '../../../lib/train/config.js';
 
@@ -157,6 +157,46 @@ describe('fused optimisers', () => {
   it('plain SGD equals tfjs SGD bit for bit', async () => {
     expect(await compare({ ...base, kind: 'sgd', learningRate: 0.1, weightDecay: 0.01 }, 4)).to.equal(0);
   });
+
+  for (const kind of ['adam', 'momentum'] as const) {
+    it(`${kind}: a momentum set per step (setMomentum, OneCycle's cycleMomentum) takes effect, in tfjs's and the fused optimiser alike (${kind === 'adam' ? 'β1 and 1 - β1^t' : 'the momentum'} against the float64 formula)`, () => {
+      const momenta = [0.95, 0.8, 0.6, 0.9];
+      const lr = 0.05;
+      const w0 = [0.5, -1, 2];
+      const gradients = [[1, -2, 0.5], [0.3, 0.1, -1], [-0.5, 2, 1], [1, 1, -0.2]];
+      // tfjs's formulas (Adam's ε 1e-7 inside sqrt(v / (1 - β2^t)); momentum a <- μ a + g, w <- w - lr a) in float64.
+      const w = [...w0];
+      const m = w.map(() => 0);
+      const v = w.map(() => 0);
+      momenta.forEach((mu, k) => {
+        const t = k + 1;
+        w.forEach((_, i) => {
+          const g = gradients[k]?.[i] as number;
+          if (kind === 'momentum') {
+            m[i] = mu * (m[i] as number) + g;
+            w[i] = (w[i] as number) - lr * (m[i] as number);
+            return;
+          }
+          m[i] = mu * (m[i] as number) + (1 - mu) * g;
+          v[i] = 0.999 * (v[i] as number) + 0.001 * g * g;
+          w[i] = (w[i] as number) - (lr * ((m[i] as number) / (1 - mu ** t))) / (Math.sqrt((v[i] as number) / (1 - 0.999 ** t)) + 1e-7);
+        });
+      });
+      for (const fused of [false, true]) {
+        const variable = tf.variable(tf.tensor(w0), true, `setMomentum/${kind}/${fused}`);
+        const optimizer = createOptimizer({ ...base, kind, weightDecay: 0 }, lr, { fused, decayed: () => false });
+        momenta.forEach((mu, k) => {
+          setMomentum(optimizer, mu);
+          const g = tf.tensor(gradients[k] as number[]);
+          optimizer.applyGradients({ [variable.name]: g });
+          g.dispose();
+        });
+        Array.from(variable.dataSync()).forEach((value, i) => expect(value, `${fused ? 'fused' : 'tfjs'} w[${i}]`).to.be.closeTo(w[i] as number, 2e-6));
+        optimizer.dispose();
+        variable.dispose();
+      }
+    });
+  }
 
   it('reports tfjs class names so checkpoints move between the two', () => {
     expect(new FusedAdamOptimizer(0.1).getClassName()).to.equal('Adam');

@@ -6,7 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { expect } from 'chai';
-import { permuteArray } from '../../../lib/engine/tfjs/onnx-graph.js';
+import { permuteArray } from '../../../lib/util/permute-array.js';
 import { convertLayersModel } from '../../../lib/engine/tfjs/tfjs-to-onnx.js';
 import { buildModel } from '../../../lib/train/models/build-model.js';
 import { L2Normalize } from '../../../lib/train/models/l2-normalize.js';

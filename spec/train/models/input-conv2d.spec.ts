@@ -7,7 +7,7 @@ import { random, relativeDifference } from '../../helpers/compare-backends.js';
 import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
- * The first convolution of the model builders (models/input-conv2d.ts): in training, with and without
+ * The first convolution of the model builders (lib/train/models/input-conv2d.ts): in training, with and without
  * bias, it computes what the stock Conv2D computes, outputs and weight gradients (bias included),
  * without the input gradient (one Conv2DBackpropInput fewer per step); it stays a `Conv2D` for
  * serialisation.

@@ -8,8 +8,8 @@ import { relativeDifference } from '../../helpers/compare-backends.js';
 import { restoreBackendAfter } from '../../helpers/tf-backend.js';
 
 /**
- * The batch-normalisation layer of the model builders (models/training-batch-norm.ts) and its fused
- * training pass (ops/batch-norm-training.ts, kernels in ort-cpu/batch-norm-kernels.ts): on ort-cpu
+ * The batch-normalisation layer of the model builders (lib/train/models/training-batch-norm.ts) and its fused
+ * training pass (lib/engine/tfjs/ops/batch-norm-training.ts, kernels in lib/engine/tfjs/ort-cpu/batch-norm-kernels.ts): on ort-cpu
  * it must compute what tfjs-layers' stock BatchNormalization computes on the cpu backend (output,
  * moving statistics, gradients), its gradient must equal finite differences of the defining formula,
  * and it must stay a `BatchNormalization` for serialisation and export.

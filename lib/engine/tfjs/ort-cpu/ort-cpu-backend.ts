@@ -11,7 +11,7 @@
  * those of {@link HEAVY_KERNELS}, {@link ELEMENTWISE_KERNELS}, {@link REDUCTION_KERNELS},
  * {@link POOL_KERNELS} and {@link BATCH_NORM_KERNELS} are replaced. Two fused training kernels are
  * added, each used through ../ops/: batch normalisation in training with its closed-form gradient
- * (models/training-batch-norm.ts uses it) and ReLU's gradient in one pass (registering the backend
+ * (lib/train/models/training-batch-norm.ts uses it) and ReLU's gradient in one pass (registering the backend
  * replaces tfjs's gradient of `Relu` by one that uses the kernel on ort-cpu and tfjs's own expression
  * on every other backend). Results equal the `cpu` backend's up to float32 summation order (the
  * trainer's parity spec checks 20 training steps).

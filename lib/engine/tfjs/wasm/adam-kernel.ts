@@ -6,7 +6,7 @@
  * per step, bound by its double-precision divisions and roundings; this takes a few.
  *
  * {@link ADAM_WAT} is the source; {@link ADAM_WASM_BASE64} is its assembly by wabt (`wat2wasm`,
- * SIMD enabled), which `scripts/tools/assemble-wasm.ts` prints and spec/train/adam-kernel.spec.ts checks
+ * SIMD enabled), which `scripts/tools/assemble-wasm.ts` prints and spec/engine/tfjs/wasm-kernels.spec.ts checks
  * against the source.
  *
  * Memory layout per call (byte offsets chosen by {@link AdamKernel}): the weights w, gradient g and
