@@ -26,7 +26,10 @@ export type { TrainingData } from './train/training-data.js';
 export { L2Normalize, type L2NormalizeArgs } from './train/models/l2-normalize.js';
 export { computeBackboneFeatures, type BackboneFeatures, type BackboneFeatureOptions } from './train/models/backbone-features.js';
 export { createLoss, LOSS_NAMES, lossSpecSchema, type LossSpec, type LossName } from './train/losses/registry.js';
-export type { MetricLoss, LossOutput } from './train/losses/metric-loss.js';
+export type { MetricLoss, LossOutput, LossStepState, LossStepStore } from './train/losses/metric-loss.js';
+export type { LossParameterTraining } from './train/losses/parameter-options.js';
+export type { LossContext } from './train/losses/loss-entry.js';
+export { LossOptimizer } from './train/loss-optimizer.js';
 export {
   createSampler,
   type BatchSampler,
@@ -39,10 +42,8 @@ export {
   type TruncatedSamplerSpec,
 } from './train/samplers/sampler.js';
 export type { FilledLengthRule } from './train/samplers/filled.js';
-export { saveCheckpoint, loadCheckpoint, restoreOptimizerState, type CheckpointContents, type LoadedCheckpoint, type OptimizerStateFiles } from './train/checkpoint-io.js';
+export { saveCheckpoint, loadCheckpoint, optimizerStateFiles, restoreOptimizerState, type CheckpointContents, type LoadedCheckpoint, type OptimizerStateFiles } from './train/checkpoint-io.js';
 export type { EngineSelection } from './train/training-engine.js';
-export type { LossParameterTraining } from './train/losses/parameter-options.js';
-export type { LossContext } from './train/losses/loss-entry.js';
 // The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
 export { GraphTrainer, type FusedStepResult, type GraphLoss, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
 export { graphLossOf } from './train/graph-loss.js';
@@ -52,7 +53,8 @@ export { prepareEmbeddingNetwork, type EmbeddingHeadSpec, type EmbeddingNetworkO
 export { GraphNetwork, embeddingLossGradient, graphOptimizerSettings, type EmbeddingLossGradient, type GraphBatch } from './train/graph-network.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
 export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './train/training-html.js';
-// Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
+// Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner,
+// PML's batch-hard and pair-margin miners and the miner option of the pair losses.
 export {
   DEFAULT_DUPLICATE_THRESHOLD,
   selectNegatives,
@@ -75,3 +77,6 @@ export {
   type TripletMarginMinerType,
   type TripletSlots,
 } from './train/mining/triplet-margin-miner.js';
+export { mineBatchHardTriplets } from './train/mining/batch-hard-miner.js';
+export { DEFAULT_PAIR_MARGINS, minePairsByMargin } from './train/mining/pair-margin-miner.js';
+export { minedPairMasks, pairMinerSchema, type PairMiner } from './train/mining/pair-miner.js';

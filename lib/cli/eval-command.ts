@@ -44,6 +44,7 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   examples: string;
   cacheDir?: string;
   cache: boolean;
+  fullRanking: boolean;
 }
 
 /** Registers `eval` on the program. */
@@ -77,6 +78,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--examples <n>', 'retrieval examples in the reports: n seeded random queries (the same for every model) and each model\'s n worst queries (lowest AP@R); 0 for none', String(DEFAULT_EXAMPLES))
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
+    .option('--no-full-ranking', 'skip MRR and mAP over the whole ranking (they read every query\'s similarity to every gallery item: about as much time again as the search, several times it for classes of thousands of items)')
     .option('--output-name <name>', 'model output holding the embeddings (default: a 2-D output named like an embedding, e.g. image_embeds or pooler_output, else the first)')
     .option('--pooling <kind>', POOLING_HELP);
   addPreprocessingOptions(addEmbedOptions(addHnswOptions(command)))

@@ -155,6 +155,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     },
     ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
     examples: { count: parseNonNegativeInt(flags.examples, '--examples') },
+    fullRanking: flags.fullRanking,
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.

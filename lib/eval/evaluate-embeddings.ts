@@ -56,6 +56,11 @@ export interface EvaluateEmbeddingsOptions {
   /** onnxruntime threads for the search and k-means kernels. Default: onnxruntime's. */
   threads?: number;
   /**
+   * MRR and mAP over the whole ranking (each query's similarity to every gallery item is read; about as
+   * much time again as the search). Default true; false leaves `mrr` and `map` null.
+   */
+  fullRanking?: boolean;
+  /**
    * Called with every block of neighbours the metrics are computed from (rows of `sets.gallery`
    * nearest first, the query itself excluded; HNSW's with `index.kind` `hnsw`), with the query and
    * gallery sets the rows index; for saving them (see {@link NeighbourRecorder}).
@@ -184,8 +189,9 @@ export async function evaluateEmbeddings(
     recallK: ks,
     querySelfIndex: selfIndex,
   });
-  const fullRanking = new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex });
-  const addScores = (block: NeighbourBlock): void => fullRanking.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
+  const withScores = options.fullRanking ?? true;
+  const fullRanking = withScores ? new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex }) : undefined;
+  const addScores = (block: NeighbourBlock): void => fullRanking?.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
   const scores = { hasPositive: (q: number) => accumulator.relevantCount(q) > 0, averagePrecision: (q: number) => accumulator.averagePrecisionAtR(q) };
   const examples = new RetrievalExampleSampler(query, g, scores, {
     count: options.examples?.count ?? DEFAULT_EXAMPLES,
@@ -207,7 +213,7 @@ export async function evaluateEmbeddings(
       k,
       selfIndex,
       chunkSize: index.chunkSize,
-      withScores: true,
+      withScores,
       onProgress: (done, total) => options.onProgress?.('search', done, total),
       ...threads,
       ...signal,
@@ -252,7 +258,7 @@ export async function evaluateEmbeddings(
     for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
       k: maxK,
       selfIndex,
-      withScores: true,
+      withScores,
       onProgress: (done, total) => options.onProgress?.('exact reference', done, total),
       ...threads,
       ...signal,
@@ -267,7 +273,7 @@ export async function evaluateEmbeddings(
     });
   }
   const retrieval = accumulator.result();
-  const { mrr, map } = fullRanking.result();
+  const { mrr, map } = fullRanking?.result() ?? { mrr: null, map: null };
   const perClass = worstFirst(
     accumulator.resultPerLabel().map((m) => ({ label: labels.labelNames[m.code] as string, queryCount: m.queryCount, recallAt1: m.recallAt1, rPrecision: m.rPrecision, mapAtR: m.mapAtR })),
   );
@@ -348,6 +354,7 @@ export async function evaluateEmbeddings(
     kmeans: kmeansParameters,
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
+    fullRanking: withScores,
   };
   return { metrics, parameters, timings, sameSet, examples: examples.result(), warnings };
 }

@@ -4,7 +4,7 @@
  * the loss in the step graph where it has an ONNX form, else dmlkit's loss code between two runs; the
  * loss's own parameters stepped by their optimiser (loss-optimizer.ts). A resume restores the
  * trained network (the TensorFlow.js model's weights, or the checkpoint's ONNX network), the graph
- * optimiser's slots and step count, and the loss's parameters.
+ * optimiser's slots and step count, and the loss's state (loss-state.ts).
  */
 import type * as tf from '@tensorflow/tfjs';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -12,6 +12,7 @@ import type { ProviderChoice } from '../onnx/devices.js';
 import type { InputDraw } from './batch-step.js';
 import { loadCheckpoint, loadOnnxCheckpoint, type CheckpointContents, type LoadedCheckpoint, type LoadedOnnxCheckpoint } from './checkpoint-io.js';
 import { GraphNetwork } from './graph-network.js';
+import { restoreLossState } from './loss-state.js';
 import { nonFiniteModelWeight } from './tfjs-network.js';
 import type { TrainingData } from './training-data.js';
 import type { BatchOutcome, NetworkSetup, StepSettings, TrainingNetwork } from './training-network.js';
@@ -49,9 +50,8 @@ export class GraphTrainingNetwork implements TrainingNetwork {
       });
     }
     if (loaded && setup.checkpointDir !== undefined) {
-      const state = loaded.state as { graphSteps?: number; lossVariables?: number[][] } | undefined;
-      graph.trainer.restore(loaded.arrays ?? new Map(), state?.graphSteps ?? 0);
-      await setup.lossOptimizer?.restore(loaded, state?.lossVariables, setup.checkpointDir);
+      graph.trainer.restore(loaded.arrays ?? new Map(), (loaded.state as { graphSteps?: number } | undefined)?.graphSteps ?? 0);
+      await restoreLossState(setup.loss, setup.lossOptimizer, loaded, setup.checkpointDir);
     }
     return new GraphTrainingNetwork(setup, graph, model);
   }

@@ -56,7 +56,7 @@ export class LossOptimizer {
     setLearningRate(this.optimizer, learningRate * this.settings.learningRateScale);
   }
 
-  /** Sets the momentum of the following steps (a schedule's, OneCycle's `cycleMomentum`, which PyTorch applies to every parameter group). */
+  /** Sets the momentum (Adam's β1) of the next step, as a schedule sets the network's (OneCycle's cycleMomentum, for every parameter group as PyTorch's). */
   setMomentum(momentum: number): void {
     setMomentum(this.optimizer, momentum);
   }

@@ -6,8 +6,8 @@
  *
  * Opening it probes one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves
  * the work to a backend that has it, with a warning. The probe's forward pass in training mode moves
- * batch-norm statistics; they are put back after it, so that a resumed run continues from its
- * checkpoint's statistics, as an uninterrupted run does. A resume loads the checkpoint's weights into
+ * batch-norm statistics and the loss's per-step state (a cross-batch memory); both are put back after
+ * it, so that a resumed run continues from its checkpoint's, as an uninterrupted run does. A resume loads the checkpoint's weights into
  * the model built by the same builders and its optimiser state into a fresh optimiser; the first step
  * then moves that state to an optimiser at the step's learning rate.
  */
@@ -18,6 +18,7 @@ import type { EmbeddingSet } from '../embed/embedding-set.js';
 import type { InputDraw } from './batch-step.js';
 import { loadCheckpoint, type CheckpointContents } from './checkpoint-io.js';
 import type { LossOptimizer } from './loss-optimizer.js';
+import { restoreLossState } from './loss-state.js';
 import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate, type OptimizerConfig, type OptimizerOptions } from './optimizer.js';
 import { embedAll } from './run-inputs.js';
 import type { TrainingData } from './training-data.js';
@@ -60,7 +61,7 @@ export class TfjsTrainingNetwork implements TrainingNetwork {
     if (setup.checkpointDir !== undefined) {
       const loaded = await loadCheckpoint(setup.checkpointDir, { optimizer, into: model });
       optimizer = loaded.optimizer ?? optimizer;
-      await setup.lossOptimizer?.restore(loaded, (loaded.state as { lossVariables?: number[][] } | undefined)?.lossVariables, setup.checkpointDir);
+      await restoreLossState(setup.loss, setup.lossOptimizer, loaded, setup.checkpointDir);
     }
     const kernels = decayedVariables(model);
     for (const v of kernels) kernelNames.add(v.name);
@@ -76,6 +77,7 @@ export class TfjsTrainingNetwork implements TrainingNetwork {
   /** One step's gradients computed and dropped, moving to a backend that has every kernel they need (see the file comment). */
   private async probe(): Promise<void> {
     const statistics = this.model.nonTrainableWeights.map((w) => tf.clone(w.read()));
+    const lossState = this.setup.loss.stepState?.save();
     for (;;) {
       try {
         const probe = this.setup.batch.gradientsOf(this.setup.firstBatch, { valid: 0, total: 0 });
@@ -90,6 +92,7 @@ export class TfjsTrainingNetwork implements TrainingNetwork {
     }
     this.model.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
     tf.dispose(statistics);
+    if (lossState) this.setup.loss.stepState?.restore(lossState, 'the probe step');
   }
 
   /** Sets the optimisers to the step's learning rate and momentum. */

@@ -140,6 +140,8 @@ interface CheckpointState {
   lossGenerator?: number[] | undefined;
   /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
   graphSteps?: number;
+  /** The numbers of the loss's step state (a cross-batch memory; its arrays are the checkpoint's). */
+  lossStepState?: number[];
   /** A `model.kind: "onnx"` run: its resolved `data.image` and where it came from, so that a resume needs no backbone file. */
   backbonePreprocessing?: { image: TrainingImageSpec; preprocessingSources: PreprocessingSources; preprocessorConfig?: string };
 }
@@ -433,8 +435,10 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   const finished = (p: RunPosition): boolean =>
     budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
   const saveState = async (): Promise<void> => {
+    const stepState = loss.stepState?.save();
     const state: CheckpointState & RunPosition = {
       ...position,
+      ...(stepState ? { lossStepState: [...stepState.values] } : {}),
       history,
       configHash,
       identity,
@@ -442,7 +446,8 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
     const held = network.checkpoint();
-    await saveCheckpoint(checkpointDir, { ...held.contents, state: { ...state, ...held.state } });
+    const arrays = new Map([...(held.contents.arrays ?? []), ...(stepState?.arrays ?? [])]);
+    await saveCheckpoint(checkpointDir, { ...held.contents, ...(arrays.size > 0 ? { arrays } : {}), state: { ...state, ...held.state } });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {

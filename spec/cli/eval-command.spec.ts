@@ -235,6 +235,17 @@ describe('dml eval', function () {
     expect(report.metrics.rPrecision).to.equal(0.25);
     expect(report.metrics.mapAtR).to.equal(0.25);
     expect(report.dataset).to.deep.include({ layout: 'npy', queryCount: 2, galleryCount: 3, sameSet: false });
+    // q0's one relevant item at rank 2 (RR = AP = 1/2); q1's at ranks 1 and 3 (RR 1, AP (1 + 2/3)/2 = 5/6).
+    expect(report.metrics.mrr).to.equal(0.75);
+    expect(report.metrics.map).to.be.closeTo(2 / 3, 1e-15);
+    expect(report.parameters.fullRanking).to.equal(true);
+    const skipped = path.join(dir, 'r2.json');
+    const without = await runCliCaptured(['eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--gallery-embeddings', path.join(dir, 'g.npy'), '--gallery-labels', path.join(dir, 'gl.npy'), '--k', '1,2', '--cluster-counts', '1x', '--no-full-ranking', '--json', skipped]);
+    expect(without.code).to.equal(0);
+    const second = JSON.parse(readFileSync(skipped, 'utf8')) as SingleRunReport;
+    expectValidReport(second);
+    expect(second.metrics).to.deep.include({ mrr: null, map: null, mapAtR: 0.25 });
+    expect(second.parameters.fullRanking).to.equal(false);
   });
 
   describe('bad input: one clear line, the right exit code, and no output written', () => {

@@ -55,6 +55,7 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     kmeans: { init: 'k-means++', roundFraction: 0.25, maxIterations: 100, tolerance: 1e-4, restarts: 1, seed: 0 },
     selfExclusion: 'by-id',
     neighboursRetrieved: 5,
+    fullRanking: true,
   };
   return {
     name,
