@@ -41,36 +41,23 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { RunFolder } from './run-folder.js';
 import { createProgress } from '../util/progress.js';
-import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
-import { loadOnnxCheckpoint, readCheckpointState, saveCheckpoint } from './checkpoint-io.js';
+import { saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
-import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
-import { createLoss } from './losses/registry.js';
 import { LossOptimizer } from './loss-optimizer.js';
-import type { MetricLoss } from './losses/metric-loss.js';
-import { buildModel } from './models/build-model.js';
-import { specEmbeddingDim, type ModelSpec } from './models/model-spec.js';
 import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
 import { FUSED_OPTIMIZER_BACKENDS } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
-import { createSampler } from './samplers/sampler.js';
-import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
-import { loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
-import { readModelBytes } from '../onnx/model-files.js';
-import { definedFields } from '../util/defined-fields.js';
-import { backboneImageSpec } from './backbone-preprocessing.js';
-import { selectEngine, type EngineSelection } from './training-engine.js';
-import { foldedBatchNormWarning } from './folded-batch-norm.js';
-import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
+import type { EngineSelection } from './training-engine.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
 import type { EpochRecord } from './epoch-record.js';
 import { openTrainingNetwork } from './open-training-network.js';
-import { relabelTrainingData, type TrainingData, type TrainingImageSpec } from './training-data.js';
+import type { TrainingData } from './training-data.js';
+import { prepareRun, type CheckpointState, type RunPosition } from './run-setup.js';
 import { DEFAULT_DEVICE, type ProviderChoice } from '../onnx/devices.js';
 
 /** Options of {@link train}. */
@@ -120,31 +107,6 @@ const CHECKPOINT = 'checkpoints/last';
 
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
-
-/** Where a run stands: the epoch (1-based) of the last step taken, the steps taken of it, the steps taken in all. */
-interface RunPosition {
-  epoch: number;
-  epochStep: number;
-  globalStep: number;
-}
-
-/** The state saved with each checkpoint besides its {@link RunPosition}. */
-interface CheckpointState {
-  epoch: number;
-  history: EpochRecord[];
-  configHash: string;
-  /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
-  identity?: Record<string, unknown>;
-  /** The loss's parameters as older checkpoints kept them (now in the checkpoint's arrays, lib/train/loss-optimizer.ts). */
-  lossVariables?: number[][];
-  lossGenerator?: number[] | undefined;
-  /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
-  graphSteps?: number;
-  /** The numbers of the loss's step state (a cross-batch memory; its arrays are the checkpoint's). */
-  lossStepState?: number[];
-  /** A `model.kind: "onnx"` run: its resolved `data.image` and where it came from, so that a resume needs no backbone file. */
-  backbonePreprocessing?: { image: TrainingImageSpec; preprocessingSources: PreprocessingSources; preprocessorConfig?: string };
-}
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
 function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): string {
@@ -228,73 +190,13 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     log(`warning: ${message}`);
   };
 
-  // ---- setup: everything that can fail, before the first step ----
+  // ---- setup: everything that can fail, before the first step (run-setup.ts) ----
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
-  const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
-  // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
-  const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
-  if (backend.warning) warn(backend.warning);
-  const { manifest, allTrainItems, trainItems, validationItems } = await selectRunItems(config, warn);
-  const labelGroups: LabelGroups | undefined =
-    config.data.trainLabelGroups === undefined
-      ? undefined
-      : resolveLabelGroups(config.data.trainLabelGroups, new Set(manifest.items.map((it) => it.label)), new Set(allTrainItems.map((it) => it.label)));
-
-  if (config.data.features && config.data.augmentation) {
-    throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
-  }
-  if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
-  const modelSpec: ModelSpec = config.model;
-  // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
-  const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
-  // A resumed ONNX network comes from its checkpoint, with the preprocessing the run recorded: the backbone file is not read.
-  const resumedOnnx = onnxSpec && options.resume ? await loadOnnxCheckpoint(checkpointDir) : undefined;
-  let backbonePreprocessing = (resumedOnnx?.state as CheckpointState | undefined)?.backbonePreprocessing;
-  let backboneBytes: Uint8Array | undefined;
-  if (onnxSpec && backbonePreprocessing) {
-    // data.image's fields as given now on top: a changed one is refused by the identity check below.
-    config = { ...config, data: { ...config.data, image: { ...backbonePreprocessing.image, ...definedFields(config.data.image ?? {}) } } };
-  } else if (onnxSpec) {
-    // Its training images are preprocessed as the backbone says (data.image's fields override it); config.json records the result.
-    backboneBytes = await readModelBytes(onnxSpec.path);
-    const resolved = await backboneImageSpec(onnxSpec.path, backboneBytes, config.data.image, onnxSpec.preprocessorConfig);
-    if (resolved.defaultsUsed.length > 0) {
-      warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
-    }
-    const folded = foldedBatchNormWarning(readOnnxGraph(backboneBytes, onnxSpec.path), onnxSpec.path);
-    if (folded) warn(folded);
-    backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
-    config = { ...config, data: { ...config.data, image: resolved.image } };
-  }
-  const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
-  const resumedState = options.resume ? ((resumedOnnx?.state ?? (await readCheckpointState(checkpointDir))) as CheckpointState | undefined) : undefined;
-  const engine = selectEngine(config, backend.name, resumedState ? (resumedState.graphSteps !== undefined ? 'onnx' : 'tfjs') : undefined, model);
+  const run = await prepareRun(config, { resume: options.resume === true, checkpointDir, signal: options.signal, warn });
+  config = run.config;
+  const { loss, backend, engine, model, onnxNetwork, inputShape, trainData, validationData, preprocessing, sampler, resolvedConfig, backbonePreprocessing, resumedState } = run;
   const onGraph = engine.engine === 'onnx';
-  const image = config.data.image;
-  const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
-  const loaded = config.data.features
-    ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
-    : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
-  const { validationData, preprocessing } = loaded;
-  if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
-  // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
-  const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
-  loss.checkTrainingLabels?.(trainData.labelNames);
-  const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
-  for (const message of sampler.warnings) warn(message);
-
-  if (model) {
-    const check = await ensureBackendSupports(model, { training: !onGraph });
-    if (check.warning) warn(check.warning);
-  }
-
-  const resolvedConfig = {
-    ...config,
-    ...(labelGroups ? { data: { ...config.data, trainLabelGroups: labelGroups.groups } } : {}),
-    loss: { name: loss.name, ...loss.config },
-    sampler: sampler.describe(),
-  };
   const budget = runBudget(config);
   // Batches per sampler epoch (0-based), computed once each.
   const epochLengths = new Map<number, number>();
@@ -387,20 +289,20 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   // The network on its engine, restored from the checkpoint for a resume (open-training-network.ts).
   const network = await openTrainingNetwork({
     engine: engine.engine,
-    network: onnxSpec
+    network: onnxNetwork
       ? {
           // The prepared network (cut, head, NHWC input); a resume trains on from its checkpoint's.
           onnx:
-            resumedOnnx?.onnx ??
-            prepareEmbeddingNetwork(backboneBytes as Uint8Array, {
+            onnxNetwork.resumed ??
+            prepareEmbeddingNetwork(onnxNetwork.backbone as Uint8Array, {
               itemDims: [inputShape[2] as number, inputShape[0] as number, inputShape[1] as number],
-              ...(onnxSpec.output !== undefined ? { output: onnxSpec.output } : {}),
-              ...(onnxSpec.head !== undefined ? { head: onnxSpec.head } : {}),
+              ...(onnxNetwork.spec.output !== undefined ? { output: onnxNetwork.spec.output } : {}),
+              ...(onnxNetwork.spec.head !== undefined ? { head: onnxNetwork.spec.head } : {}),
               inputLayout: 'NHWC',
               seed: config.seed,
-              name: onnxSpec.path,
+              name: onnxNetwork.spec.path,
             }),
-          name: onnxSpec.path,
+          name: onnxNetwork.spec.path,
         }
       : { model: model as tf.LayersModel },
     optimizer: config.optimizer,
@@ -414,9 +316,9 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     graph: {
       device: config.device ?? DEFAULT_DEVICE,
       microBatch: config.microBatch,
-      freezeUpTo: onnxSpec?.freezeUpTo,
-      backboneLearningRateScale: onnxSpec?.backboneLearningRateScale,
-      frozenBatchNorm: onnxSpec?.frozenBatchNorm,
+      freezeUpTo: onnxNetwork?.spec.freezeUpTo,
+      backboneLearningRateScale: onnxNetwork?.spec.backboneLearningRateScale,
+      frozenBatchNorm: onnxNetwork?.spec.frozenBatchNorm,
     },
     checkpointDir: options.resume ? checkpointDir : undefined,
     warn,
