@@ -45,8 +45,25 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   if (flags.microBatch !== undefined) raw['microBatch'] = parsePositiveInt(flags.microBatch, '--micro-batch');
   const config = parseTrainConfig(raw, flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
-  const result = await train(config, { resume: flags.resume === true, overwrite: flags.overwrite === true, log: (line) => process.stderr.write(`${line}\n`) });
-  await writeTrainingReportHtml(result.out, result.backend, result.history);
+  // report.html follows the run: rewritten at every validation point, and once more when it ends.
+  let page: { out: string; backend: string; provider?: string } | undefined;
+  let result;
+  try {
+    result = await train(config, {
+      resume: flags.resume === true,
+      overwrite: flags.overwrite === true,
+      log: (line) => process.stderr.write(`${line}\n`),
+      onValidation: async ({ history: _history, ...point }) => {
+        page = point;
+        await writeTrainingReportHtml(point.out, { state: 'training', ...point });
+      },
+    });
+  } catch (err) {
+    // A run that wrote its page says on it that it stopped, and why (a refused resume wrote none: its folder stays as it was).
+    if (page !== undefined) await writeTrainingReportHtml(page.out, { ...page, state: 'stopped', message: (err as Error).message }).catch(() => undefined);
+    throw err;
+  }
+  await writeTrainingReportHtml(result.out, { state: 'finished' });
   const last = result.history[result.history.length - 1];
   process.stdout.write(`${JSON.stringify({ out: result.out, backend: result.backend, last }, null, 2)}\n`);
 }

@@ -97,13 +97,17 @@ th { background: #f3f3f3; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .charts svg { max-width: 100%; height: auto; }`;
 
-/** A report page's start up to its open `<style>` element: doctype, head with `title`, the shared CSS (the caller adds its own rules and closes the head). */
-export function reportPageStart(title: string): string {
+/**
+ * A report page's start up to its open `<style>` element: doctype, head with `title`, the shared CSS
+ * (the caller adds its own rules and closes the head). With `refreshSeconds` the browser reloads the
+ * page that often (a training run's page while it trains).
+ */
+export function reportPageStart(title: string, refreshSeconds?: number): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1">${refreshSeconds !== undefined ? `\n<meta http-equiv="refresh" content="${refreshSeconds}">` : ''}
 <title>${escapeXml(title)}</title>
 <style>
 ${REPORT_PAGE_CSS}`;
