@@ -3,7 +3,6 @@
  * models or the .npy embeddings, prints the table and writes the reports. Loaded only when the command
  * runs.
  */
-import { access, constants, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseClassList } from '../data/class-split.js';
 import { DmlError, invalidParameterError } from '../errors.js';
@@ -25,8 +24,9 @@ import { exampleThumbnails } from '../report/thumbnails.js';
 import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { printWarning } from './warning.js';
+import { checkWritableFile, checkWritableFolder } from './output-checks.js';
 import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
-import { createProgress, formatSeconds, progressMode } from '../util/progress.js';
+import { createProgress, formatSeconds, progressMode, type Progress } from '../util/progress.js';
 import {
   parseChoice,
   parseNonNegativeInt,
@@ -40,41 +40,6 @@ import type { EvalFlags } from './eval-command.js';
 import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
-
-/**
- * Checks that folder `dir` exists or can be created, before any work starts: its nearest existing
- * ancestor must be a writable folder. `what` names the flag and value in the error.
- */
-async function checkWritableFolder(dir: string, what: string): Promise<void> {
-  let current = path.resolve(dir);
-  for (;;) {
-    const info = await stat(current).catch(() => undefined);
-    if (info) {
-      if (!info.isDirectory()) throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not a folder`);
-      break;
-    }
-    const parent = path.dirname(current);
-    if (parent === current) break;
-    current = parent;
-  }
-  try {
-    await access(current, constants.W_OK);
-  } catch {
-    throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not writable`);
-  }
-}
-
-/**
- * Checks that `file` can be written as a file before any work starts: it is not a folder, and its
- * folder exists or can be created (see {@link checkWritableFolder}). `what` names the flag and value.
- */
-async function checkWritableFile(file: string, what: string): Promise<void> {
-  const info = await stat(file).catch(() => undefined);
-  if (info?.isDirectory()) {
-    throw new DmlError('E_IO', `Cannot write ${what}: ${path.resolve(file)} is a folder; expected a file path such as ${path.join(file, 'report.json')}`);
-  }
-  await checkWritableFolder(path.dirname(file), what);
-}
 
 /** Prints each warning as one `warning: <message>` line on stderr. */
 function printWarnings(warnings: readonly string[]): void {
@@ -187,20 +152,6 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   if (flags.json === '-') checkStandardOutput(JSON_TO_STDOUT);
   checkDistinctOutputs(outputFiles(flags, models));
 
-  const progress = new Map<string, ReturnType<typeof createProgress>>();
-  const onProgress = (stage: string, done: number, total: number): void => {
-    let bar = progress.get(stage);
-    if (!bar) {
-      bar = createProgress(stage);
-      progress.set(stage, bar);
-    }
-    bar.update(done, total);
-    if (done >= total) {
-      bar.stop();
-      progress.delete(stage);
-    }
-  };
-
   const runs: RunReport[] = [];
   /** With --save-neighbours, each run's top-K neighbours, written as one CSV once every run succeeded. */
   const recorders: NeighbourRecorder[] = [];
@@ -214,7 +165,8 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const sources = new Map<string, ImageSource>();
   if (usingNpy) {
     const ks = explicitKs ?? [...DEFAULT_KS];
-    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress, ...recordNeighbours(path.basename(flags.queryEmbeddings as string), ks) }));
+    const name = path.basename(flags.queryEmbeddings as string);
+    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress: runProgress(name), ...recordNeighbours(name, ks) }));
     printWarnings(runs[0]?.warnings ?? []);
   } else {
     const spec = flags.data as string;
@@ -234,7 +186,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
           await evaluateModelFile(model, openOptions, manifest, {
             ...common,
             ks,
-            onProgress,
+            onProgress: runProgress(name),
             ...recordNeighbours(name, ks),
             datasetSpec: spec,
             manifestHash: hash,
@@ -269,6 +221,27 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     const written = [...outputFiles(flags, models).map((o) => o.file), ...(flags.json === '-' ? ['report.json to standard output'] : [])];
     process.stderr.write(`${evalSummary(runs, written, (performance.now() - started) / 1000)}\n`);
   }
+}
+
+/**
+ * The progress callback of the run of model `name`: one reporter per stage (from `create`, default
+ * {@link createProgress}), labelled with the stage and the model, so the lines of several models tell
+ * which is running (`embed (default.onnx): 300/600 (50%), ...`).
+ */
+export function runProgress(name: string, create: (label: string) => Progress = createProgress): (stage: string, done: number, total: number) => void {
+  const stages = new Map<string, Progress>();
+  return (stage, done, total) => {
+    let bar = stages.get(stage);
+    if (!bar) {
+      bar = create(`${stage} (${name})`);
+      stages.set(stage, bar);
+    }
+    bar.update(done, total);
+    if (done >= total) {
+      bar.stop();
+      stages.delete(stage);
+    }
+  };
 }
 
 /**

@@ -7,6 +7,7 @@ import { DmlError } from '../errors.js';
 import { collectVersions } from '../util/versions.js';
 import { silenceProgress } from '../util/progress.js';
 import { addHelpFooter, HELP_CONFIGURATION } from './help.js';
+import { registerCompareCommand } from './compare-command.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerExportCommand } from './export-command.js';
 import { registerIndexCommand } from './index-command.js';
@@ -25,6 +26,7 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
   'index info': ['dml index info runs/index'],
   'index optimize': ['dml index optimize lance:runs/lance-index'],
   serve: ['dml serve runs/index --port 8080'],
+  compare: ['dml compare runs/mlp runs/convnet --out runs/compared', 'dml compare runs/evalA/report.json runs/evalB/report.json --out runs/compared'],
 };
 
 /** `command` and every command below it. */
@@ -73,6 +75,7 @@ export function createProgram(commandLine: string[]): Command {
   registerExportCommand(program);
   registerIndexCommand(program);
   registerServeCommand(program);
+  registerCompareCommand(program, commandLine);
   addHelpFooter(program, ['dml eval models/default.onnx --data folder:data/default --out runs/default', 'dml eval --help']);
   for (const command of allCommands(program)) {
     const examples = COMMAND_EXAMPLES[commandPath(command)];

@@ -301,7 +301,7 @@ export function parametersMarkdown(report: Report): string {
 }
 
 /** A Markdown table; `numeric` right-aligns the columns after the first. */
-function markdownTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string[] {
+export function markdownTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string[] {
   return [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 || !numeric ? ' --- ' : ' ---: ')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
 }
 
