@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { parseClassList } from '../data/class-split.js';
+import { readClassNames } from '../data/class-names.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -166,8 +167,10 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   if (usingNpy) {
     const ks = explicitKs ?? [...DEFAULT_KS];
     const name = path.basename(flags.queryEmbeddings as string);
-    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress: runProgress(name), ...recordNeighbours(name, ks) }));
-    printWarnings(runs[0]?.warnings ?? []);
+    const run = await evaluateNpy(flags, { ...common, ks, onProgress: runProgress(name), ...recordNeighbours(name, ks) });
+    if (flags.classNames !== undefined) run.dataset.classNames = await readClassNames(flags.classNames, new Set(run.metrics.perClass.map((c) => c.label)));
+    runs.push(run);
+    printWarnings(run.warnings);
   } else {
     const spec = flags.data as string;
     const { manifest, hash } = await openEvaluationDataset(spec, {
@@ -175,6 +178,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
       ...(trainClasses !== undefined ? { trainClasses, trainClassesName: '--train-classes' } : {}),
     });
+    if (flags.classNames !== undefined) manifest.classNames = await readClassNames(flags.classNames, new Set(manifest.items.map((it) => it.label)));
     for (const item of manifest.items) sources.set(item.id, item.source);
     const ks = explicitKs ?? manifest.defaultK;
     const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
@@ -354,6 +358,7 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     parameters: evaluation.parameters,
     timings: evaluation.timings,
     examples: evaluation.examples,
+    diagnostics: evaluation.diagnostics,
     warnings: [...warnings, ...evaluation.warnings],
   };
 }

@@ -8,6 +8,7 @@ import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import type { ModelInfo, RunReport } from '../eval/run-report.js';
 import type { AccuracyCalculatorMetrics } from '../eval/evaluation.js';
 import type { Report } from './report.js';
+import { classLabel } from './class-label.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
@@ -149,7 +150,7 @@ export const WORST_CLASSES_SHOWN = 10;
 export function worstClassesTable(run: RunReport): { header: string[]; rows: string[][] } {
   return {
     header: ['class', 'queries', 'R@1', 'R-Prec', 'MAP@R'],
-    rows: run.metrics.perClass.slice(0, WORST_CLASSES_SHOWN).map((c) => [c.label, String(c.queryCount), pct(c.recallAt1), pct(c.rPrecision), pct(c.mapAtR)]),
+    rows: run.metrics.perClass.slice(0, WORST_CLASSES_SHOWN).map((c) => [classLabel(run, c.label), String(c.queryCount), pct(c.recallAt1), pct(c.rPrecision), pct(c.mapAtR)]),
   };
 }
 
@@ -185,7 +186,7 @@ export function perClassComparisonTable(report: Report, shown = WORST_CLASSES_SH
     header: ['class', 'queries', ...runs.map((r) => `MAP@R ${r.name}`), ...runs.slice(1).map((r) => `Δ ${r.name}`)],
     rows: sorted.slice(0, shown).map((label) => {
       const v = values(label);
-      return [label, queries(label), ...v.map(pct), ...v.slice(1).map((x) => deltaPoints(x, v[0]))];
+      return [classLabel(runs[0] as RunReport, label), queries(label), ...v.map(pct), ...v.slice(1).map((x) => deltaPoints(x, v[0]))];
     }),
     total: labels.length,
   };
@@ -210,8 +211,8 @@ export function perClassTable(report: Report): { header: string[]; rows: string[
 /** The parameters (of the first run), the dataset and the versions as name/value rows; nested keys joined with dots. */
 export function parametersTable(report: Report): { header: string[]; rows: string[][] } {
   const first = report.runs[0] as RunReport;
-  const { skippedImages, ...dataset } = first.dataset;
-  return { header: ['parameter', 'value'], rows: flatRows({ parameters: first.parameters, dataset: { ...dataset, skippedImages: skippedImages.length }, versions: report.versions }) };
+  const { skippedImages, classNames, ...dataset } = first.dataset;
+  return { header: ['parameter', 'value'], rows: flatRows({ parameters: first.parameters, dataset: { ...dataset, skippedImages: skippedImages.length, ...(classNames !== undefined ? { classNames: Object.keys(classNames).length } : {}) }, versions: report.versions }) };
 }
 
 function flatRows(value: unknown, prefix = ''): string[][] {

@@ -59,8 +59,8 @@ describe('report.html in headless Chromium', function () {
     page.on('pageerror', (err) => errors.push(err.message));
     await page.goto(`file://${file}`);
 
-    // The metrics, AccuracyCalculator, per-class comparison and parameters tables are real tables, none wider than the page.
-    expect(await page.locator('table').count()).to.equal(4);
+    // The metrics, AccuracyCalculator, per-class comparison, models, confusions and parameters tables are real tables, none wider than the page.
+    expect(await page.locator('table').count()).to.equal(6);
     expect(await page.locator('pre').count()).to.equal(0);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
     expect(await page.locator('table').first().locator('tbody tr td').first().textContent()).to.equal('default.onnx');
