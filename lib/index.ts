@@ -9,6 +9,7 @@
  */
 export { DmlError, invalidParameterError, type DmlErrorCode } from './errors.js';
 export { Rng } from './util/rng.js';
+export { defaultDataPath, defaultModelPath, packageRoot } from './util/package-files.js';
 
 export type { ImageSource, Manifest, ManifestItem } from './data/manifest.js';
 export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions, type ManifestHashOptions } from './data/open-dataset.js';
@@ -40,7 +41,7 @@ export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/n
 
 export type { NeighbourBlock } from './search/neighbours.js';
 export { exactSearch, type ExactSearchOptions } from './search/exact.js';
-export { EmbeddingIndex, type EmbeddingIndexOptions, type SearchResult } from './search/embedding-index.js';
+export { EmbeddingIndex, NORM_TOLERANCE, type EmbeddingIndexOptions, type SearchResult } from './search/embedding-index.js';
 export { HnswIndex, type HnswParams, type HnswBuildOptions, type HnswSearchOptions, type HnswLoadOptions, type HnswNeighbour } from './search/hnsw.js';
 
 export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics, type RetrievalMetricsOptions, type LabelRetrievalMetrics } from './metrics/retrieval.js';
@@ -70,6 +71,8 @@ export {
   type NmiCurvePoint,
 } from './eval/evaluation.js';
 export type { DatasetInfo, ModelInfo, RunReport } from './eval/run-report.js';
+export { CONFUSIONS_KEPT, MAX_EXACT_WORK, SAMPLED_PAIRS, SIMILARITY_BINS, type LabelConfusion, type RunDiagnostics, type SimilarityHistograms } from './eval/diagnostics.js';
+export { combineReports, readSavedReport, runDifferences, type CombinedReports, type SavedReport } from './report/compare-reports.js';
 export { buildReport, isSingleRunReport, REPORT_FORMAT, type Report, type ReportHeader, type SingleRunReport } from './report/report.js';
 export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, type ExampleNeighbour, type ExampleSelection, type RetrievalExample } from './eval/retrieval-examples.js';
 

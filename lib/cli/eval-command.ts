@@ -58,7 +58,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--class-names <file>', 'names for numbered labels, shown in the reports: one name per line (line i names label i, from 0) or a .json object of label -> name (default: the dataset\'s own, e.g. Fashion-MNIST\'s; else none)')
     .option('--hotels-test-set <name>', 'Hotels-50K query set: unoccluded, low_occlusions, medium_occlusions, high_occlusions')
     .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D (required without models)')
-    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings (required with --query-embeddings)')
+    .option('--query-labels <file.npy>', 'labels of the query embeddings: a .npy of N integers or strings, or the .json that --save-embeddings writes beside its .npy (its ids and query/gallery roles too) (required with --query-embeddings)')
     .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
     .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")

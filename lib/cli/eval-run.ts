@@ -11,9 +11,10 @@ import type { EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
+import { readEmbeddingSidecar } from '../embed/embedding-files.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
-import { evaluateModelFile, openEvaluationDataset } from '../eval/evaluate-model.js';
+import { evaluateModelFile, openEvaluationDataset, subset, type ItemRole } from '../eval/evaluate-model.js';
 import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
 import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
@@ -304,8 +305,30 @@ async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array;
   return { vectors, count, dim };
 }
 
+/** What a labels file gives: the labels, and from a `--save-embeddings` sidecar also the ids and each row's role. */
+interface ReadLabels {
+  labels: string[];
+  ids?: string[];
+  roles?: ItemRole[];
+  warnings: string[];
+}
+
+/**
+ * Reads the N labels of `embeddingsFile`: from a .npy (see {@link readLabelsNpy}), or from the .json
+ * sidecar `dml eval --save-embeddings` writes beside its .npy (its labels, ids and query/gallery roles).
+ */
+async function readLabels(file: string, expected: number, embeddingsFile: string): Promise<ReadLabels> {
+  if (!file.toLowerCase().endsWith('.json')) return readLabelsNpy(file, expected, embeddingsFile);
+  const sidecar = await readEmbeddingSidecar(file);
+  if (sidecar.labels.length !== expected) {
+    throw new DmlError('E_DATASET', `${file} holds ${sidecar.labels.length} labels but ${embeddingsFile} holds ${expected} embeddings (expected the .json written beside that .npy)`);
+  }
+  const roles = sidecar.provenance['roles'];
+  return { labels: sidecar.labels, ids: sidecar.ids, ...(Array.isArray(roles) && roles.length === expected ? { roles: roles as ItemRole[] } : {}), warnings: [] };
+}
+
 /** Reads N labels (integers or strings) as strings; labels of shape (N, 1) are flattened, with a warning. */
-async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<{ labels: string[]; warnings: string[] }> {
+async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<ReadLabels> {
   const npy = await readNpy(file);
   if (npy.shape.length !== 1 && !(npy.shape.length === 2 && npy.shape[1] === 1)) {
     throw new DmlError('E_DATASET', `${file}: expected a 1-D label array but found shape (${npy.shape.join(', ')})`);
@@ -332,23 +355,31 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     throw invalidParameterError('--gallery-embeddings/--gallery-labels', 'both files or neither', 'only one');
   }
   const warnings: string[] = [];
-  const load = async (emb: string, lab: string, prefix: string): Promise<EmbeddingSet> => {
+  const load = async (emb: string, lab: string, prefix: string): Promise<{ set: EmbeddingSet; roles?: ItemRole[] }> => {
     const e = await readEmbeddingsNpy(emb);
-    const read = await readLabelsNpy(lab, e.count, emb);
+    const read = await readLabels(lab, e.count, emb);
     warnings.push(...read.warnings);
-    return { ...e, labels: read.labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
+    return { set: { ...e, labels: read.labels, ids: read.ids ?? Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) }, ...(read.roles ? { roles: read.roles } : {}) };
   };
-  const query = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
-  const gallery =
-    flags.galleryEmbeddings !== undefined ? await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g') : null;
+  const loaded = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
+  let query = loaded.set;
+  let gallery = flags.galleryEmbeddings !== undefined ? (await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g')).set : null;
+  // A saved set whose rows have separate query and gallery roles is evaluated as its dataset was.
+  const roles = gallery === null ? loaded.roles : undefined;
+  const split = roles !== undefined && roles.some((r) => r !== 'query+gallery');
+  if (split) {
+    const all = query;
+    query = subset(all, (r) => roles[r] !== 'gallery');
+    gallery = subset(all, (r) => roles[r] !== 'query');
+  }
   const evaluation = await evaluateEmbeddings(query, gallery, options);
-  const spec = gallery ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
+  const spec = flags.galleryEmbeddings !== undefined ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
   return {
     name: path.basename(flags.queryEmbeddings),
     dataset: {
       spec,
       layout: 'npy',
-      protocol: gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
+      protocol: split ? `the query and gallery rows of ${flags.queryLabels}` : gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
       queryCount: query.count,
       galleryCount: gallery?.count ?? query.count,
       sameSet: evaluation.sameSet,

@@ -10,9 +10,10 @@ import { train } from '../train/trainer.js';
 import { parsePositiveInt, parseSeed } from './parse-options.js';
 import type { TrainFlags } from './train-command.js';
 import { writeTrainingReportHtml } from '../train/training-html.js';
+import { applyOverrides } from './config-overrides.js';
 
 /** Runs `dml train` with the flags commander parsed. */
-export async function runTrain(flags: TrainFlags): Promise<void> {
+export async function runTrain(flags: TrainFlags, overrides: readonly string[] = []): Promise<void> {
   let text: string;
   try {
     text = await readFile(flags.config, 'utf8');
@@ -26,6 +27,8 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   } catch (err) {
     throw new DmlError('E_ARG', `${flags.config} is not valid JSON: ${(err as Error).message}`);
   }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new DmlError('E_ARG', `${flags.config}: expected a JSON object of config fields`);
+  raw = applyOverrides(raw, overrides);
   if (flags.epochs !== undefined && flags.steps !== undefined) {
     throw new DmlError('E_ARG', `--epochs and --steps: give one budget, got --epochs ${flags.epochs} and --steps ${flags.steps}`);
   }
@@ -43,7 +46,7 @@ export async function runTrain(flags: TrainFlags): Promise<void> {
   if (flags.backend !== undefined) raw['backend'] = flags.backend;
   if (flags.device !== undefined) raw['device'] = flags.device;
   if (flags.microBatch !== undefined) raw['microBatch'] = parsePositiveInt(flags.microBatch, '--micro-batch');
-  const config = parseTrainConfig(raw, flags.config);
+  const config = parseTrainConfig(raw, overrides.length > 0 ? `${flags.config} with ${overrides.join(' ')}` : flags.config);
   tf.enableProdMode(); // no debug-mode checks, and no console banner about tfjs-node
   // report.html follows the run: rewritten at every validation point, and once more when it ends.
   let page: { out: string; backend: string; provider?: string } | undefined;

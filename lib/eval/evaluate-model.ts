@@ -52,8 +52,8 @@ export function evaluationItems(manifest: Manifest): ManifestItem[] {
   return items;
 }
 
-/** The rows of `set` whose ids satisfy `keep`, as a new set. */
-function subset(set: EmbeddingSet, keep: (row: number) => boolean): EmbeddingSet {
+/** The rows of `set` that `keep` keeps, as a new set (`set` itself when it keeps every row). */
+export function subset(set: EmbeddingSet, keep: (row: number) => boolean): EmbeddingSet {
   const rows: number[] = [];
   for (let r = 0; r < set.count; r++) if (keep(r)) rows.push(r);
   if (rows.length === set.count) return set;
