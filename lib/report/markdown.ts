@@ -134,10 +134,15 @@ export function reportNotes(report: Report): string[] {
     `Values in %. Data: ${d.spec} (${d.protocol}); ${d.queryCount} queries, ${d.galleryCount} gallery items${d.sameSet ? ', query set = gallery set (self excluded by id)' : ''}.`,
     `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${first.metrics.labelCount} labels.`,
   ];
-  for (const r of report.runs) {
-    if (r.model !== undefined) notes.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
-  }
-  for (const r of report.runs) if (r.model !== undefined) notes.push(describePreprocessing(r.name, r.model));
+  // One line for every model when they share it (the same device choice, the same preprocessing), else one per model.
+  const withModel = report.runs.filter((r): r is RunReport & { model: ModelInfo } => r.model !== undefined);
+  const shared = <T>(of: (m: ModelInfo) => T): boolean => withModel.length > 1 && new Set(withModel.map((r) => JSON.stringify(of(r.model)))).size === 1;
+  const choice = (m: ModelInfo) => ({ provider: m.executionProvider, attempts: m.providerAttempts });
+  const firstModel = withModel[0]?.model;
+  if (firstModel !== undefined && shared(choice)) notes.push(`Execution provider: ${describeProviderChoice('every model', choice(firstModel))}.`);
+  else for (const r of withModel) notes.push(`Execution provider: ${describeProviderChoice(r.name, choice(r.model))}.`);
+  if (firstModel !== undefined && shared((m) => [m.preprocessing, m.preprocessingSources])) notes.push(describePreprocessing('every model', firstModel));
+  else for (const r of withModel) notes.push(describePreprocessing(r.name, r.model));
   const skipped = report.runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
   if (skipped > 0) notes.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
   return notes;

@@ -489,14 +489,17 @@ describe('dml eval', function () {
       expect(result.report.metrics.recall['1']).to.equal(1);
     });
 
-    it('cluster counts above the item count are capped, naming what was asked and what was used', async () => {
+    it('cluster counts above the item count are capped, with a warning where the cap changes a result (a number asked for, NMI+)', async () => {
       const rows = Array.from({ length: 30 }, (_, i) => [Math.cos(i), Math.sin(i)]);
       const labels = Int32Array.from({ length: 30 }, (_, i) => i % 3);
       const result = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000,5x,30x']);
-      expectWarnings(result, ['cluster counts 1000 and 30x (90 clusters for 3 labels) are more than the 30 items clustered: used 30 clusters instead']);
+      expectWarnings(result, ['cluster count 1000 is more than the 30 items clustered: used 30 clusters instead']);
       expect(result.report.parameters.resolvedClusterCounts).to.deep.equal([3, 15, 30]);
-      const one = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000']);
-      expectWarnings(one, ['cluster count 1000 is more than the 30 items clustered: used 30 clusters instead']);
+      // The default sweep's 30x on a small set: capped and reported at the count used (NMI k=30), no warning.
+      expectWarnings(await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1x,30x']), []);
+      const few = rows.slice(0, 20);
+      const plus = await evalWithReport([...(await npyArgs(few, labels.slice(0, 20))), '--cluster-counts', '1x,10x,30x']);
+      expectWarnings(plus, ['cluster count 10x (30 clusters for 3 labels: NMI+) is more than the 20 items clustered: used 20 clusters instead']);
     });
   });
 
