@@ -20,6 +20,7 @@ import type { RunReport } from '../../lib/eval/run-report.js';
 import { classLabel } from '../../lib/report/class-label.js';
 import { confusionsTable, modelsTable } from '../../lib/report/diagnostic-views.js';
 import { bestCells } from '../../lib/report/html.js';
+import { reportNotes } from '../../lib/report/markdown.js';
 import { buildReport, type Report } from '../../lib/report/report.js';
 import { reportHtml } from '../../lib/report/sections.js';
 import { launchChromiumOrSkip } from '../helpers/chromium.js';
@@ -155,6 +156,11 @@ describe('the evaluation report\'s diagnostic views', function () {
       other.metrics.recall['1'] = Math.min(1, (run.metrics.recall['1'] as number) + 0.01);
       other.metrics.mapAtR = (run.metrics.mapAtR as number) - 0.01;
       const two = buildReport([run, other], ['dml', 'eval']);
+      // Two models of one device choice and preprocessing: one note each, not one per model.
+      const notes = reportNotes(two);
+      expect(notes.filter((n) => n.startsWith('Execution provider:'))).to.have.length(1);
+      expect(notes.filter((n) => n.startsWith('Preprocessing of every model:'))).to.have.length(1);
+      expect(reportNotes(buildReport([run, { ...other, model: { ...run.model!, preprocessing: { ...(run.model!.preprocessing as object), mean: [0.5] } } }], ['dml'])).filter((n) => n.startsWith('Preprocessing of'))).to.have.length(2);
       const file = path.join(tmp, 'two.html');
       writeFileSync(file, reportHtml(two));
       const second = await browser.newPage({ viewport: { width: 1280, height: 900 } });
