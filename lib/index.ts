@@ -27,7 +27,7 @@ export type { RawImage } from './image/raw-image.js';
 
 export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo } from './onnx/session.js';
 export { AUTO_PROVIDER_ORDER, DEFAULT_DEVICE, DEVICE_CHOICES, EXECUTION_DEVICES, type DeviceChoice, type ExecutionDevice, type ExecutionProviderName, type ProviderAttempt, type ProviderChoice } from './onnx/devices.js';
-export { readModelMetadata, readExternalDataLocations, type ModelMetadata } from './onnx/metadata.js';
+export { readModelMetadata, readExternalDataLocations, readExternalDataRanges, type ExternalTensorRange, type ModelMetadata } from './onnx/metadata.js';
 export { readModelFiles, modelIdentity, copyModelFiles, type ExternalDataFile, type ModelFiles } from './onnx/model-files.js';
 export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';
 

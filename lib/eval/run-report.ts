@@ -18,7 +18,11 @@ export interface ModelInfo {
   executionProvider: ExecutionProviderName;
   providerAttempts: ProviderAttempt[];
   inputName: string;
+  /** The input's element type as the model file declares it: `float32`, `float16` or `bfloat16`. */
+  inputType?: string;
   outputName: string;
+  /** The embedding output's element type as the model file declares it. */
+  outputType?: string;
   /** How the token output was pooled (`cls`, `mean`, `max`); present only when it was. */
   pooling?: string;
   embeddingDim: number;
