@@ -5,8 +5,8 @@
  *   npx tsx scripts/experiments/torchvision-resize.ts [image ...]
  *
  * Runs scripts/reference/torchvision_resize_reference.py (Debian's python3-torch and torchvision) for a
- * random-weight ResNet-18 and the images (default: the hub and torch fixture images, 21 x 17 to
- * 90 x 83 px, and ten of data/default), then embeds them with OnnxEmbedder as dml eval does (the
+ * random-weight ResNet-18 and the images (default: the 13 hub and torch fixture images, 29 x 23
+ * to 121 x 40 px, and one of each class of data/default, 28 x 28), then embeds them with OnnxEmbedder as dml eval does (the
  * defaults: shorter side 256, crop 224, ImageNet statistics) with sharp's linear resize and with
  * Pillow's bilinear one, and prints the smallest and mean cosine to PyTorch's embeddings. The numbers
  * of docs/models.md ("Resizing as Pillow does") come from here.
