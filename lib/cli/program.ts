@@ -17,7 +17,7 @@ import { registerTrainCommand } from './train-command.js';
 /** One example per command, by command path, shown at the end of its `--help` (with the exit codes). */
 export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
   eval: ['dml eval models/default.onnx --data folder:data/default --out runs/default --examples 6'],
-  train: ['dml train --config scripts/configs/fashion-mnist-mlp.json --out runs/mlp'],
+  train: ['dml train --config scripts/configs/fashion-mnist-mlp.json --backend onnx --out runs/mlp', 'dml train --config scripts/configs/fashion-mnist-mlp.json steps=500 optimizer.learningRate=0.0005 --out runs/mlp-500'],
   export: ['dml export runs/mlp --out runs/mlp/model.onnx'],
   index: ['dml index build models/default.onnx folder:data/default --out runs/index'],
   'index build': ['dml index build models/default.onnx folder:data/default --out runs/index'],
@@ -68,7 +68,8 @@ export function createProgram(commandLine: string[]): Command {
     .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'dml: ')), writeOut: writeHelpText })
     .showHelpAfterError('(run dml help for usage)')
     .hook('preAction', () => {
-      if (program.opts<{ quiet?: boolean }>().quiet === true) silenceProgress();
+      // Set either way, so that one run's --quiet does not carry over to the next in the same process (the specs run the CLI in-process).
+      silenceProgress(program.opts<{ quiet?: boolean }>().quiet === true);
     });
   registerEvalCommand(program, commandLine);
   registerTrainCommand(program);

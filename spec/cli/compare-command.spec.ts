@@ -10,11 +10,11 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { runProgress } from '../../lib/cli/eval-run.js';
 import { combineReports, runDifferences } from '../../lib/report/compare-reports.js';
 import type { Report } from '../../lib/report/report.js';
-import { launchChromiumOrSkip } from '../helpers/chromium.js';
+import { launchChromiumOrSkip, openOffline } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 import { makeTempDir } from '../image/image-fixtures.js';
@@ -52,18 +52,7 @@ describe('dml compare', function () {
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
-  const open = async (file: string): Promise<{ page: Page; requests: string[] }> => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const requests: string[] = [];
-    await page.route('**/*', async (route) => {
-      const url = route.request().url();
-      if (url.startsWith('file:') || url.startsWith('data:')) return route.continue();
-      requests.push(url);
-      return route.abort();
-    });
-    await page.goto(`file://${file}`);
-    return { page, requests };
-  };
+  const open = (file: string): ReturnType<typeof openOffline> => openOffline(browser, file);
 
   it('combines saved reports into one: the table on stdout, report.json of both runs, the page with per-class differences and the same queries under both', async () => {
     const a = readJson(path.join(evalA, 'report.json'));

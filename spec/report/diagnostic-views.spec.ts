@@ -23,7 +23,7 @@ import { bestCells } from '../../lib/report/html.js';
 import { reportNotes } from '../../lib/report/markdown.js';
 import { buildReport, type Report } from '../../lib/report/report.js';
 import { reportHtml } from '../../lib/report/sections.js';
-import { launchChromiumOrSkip } from '../helpers/chromium.js';
+import { launchChromiumOrSkip, openOffline } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { makeTempDir } from '../image/image-fixtures.js';
 
@@ -130,8 +130,7 @@ describe('the evaluation report\'s diagnostic views', function () {
       expect(models.rows[0]?.slice(0, 4)).to.deep.equal(['default.onnx', '64', (statSync('models/default.onnx').size / 1e6).toFixed(2), '600']);
       expect(Number(models.rows[0]?.[5])).to.be.closeTo(600 / (run.timings.embedSeconds as number), 0.1);
 
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      await page.goto(`file://${path.join(out, 'report.html')}`);
+      const { page, requests } = await openOffline(browser, path.join(out, 'report.html'));
       // Ten classes, one bar each, worst Recall@1 first, each labelled with its class name.
       const bars = (await page.evaluate(`[...document.querySelectorAll('[data-chart="per-class-recall"] rect.bar')].map((r) => Number(r.dataset.value))`)) as number[];
       expect(bars).to.have.length(10);
@@ -148,6 +147,7 @@ describe('the evaluation report\'s diagnostic views', function () {
       expect(await page.locator('[data-chart="similarities"] text').filter({ hasText: /^default\.onnx: pair similarities, gap 0\.\d{3}$/ }).count()).to.equal(1);
       expect(await page.locator('figcaption').filter({ hasText: /\(\d\)/ }).count()).to.be.above(0); // examples under class names
       expect(await page.locator('td.best').count()).to.equal(0); // one model: nothing to mark
+      expect(requests).to.deep.equal([]);
       await page.close();
 
       // Beside a second model whose Recall@1 is higher and MAP@R lower: each column's best is marked.
@@ -163,8 +163,7 @@ describe('the evaluation report\'s diagnostic views', function () {
       expect(reportNotes(buildReport([run, { ...other, model: { ...run.model!, preprocessing: { ...(run.model!.preprocessing as object), mean: [0.5] } } }], ['dml'])).filter((n) => n.startsWith('Preprocessing of'))).to.have.length(2);
       const file = path.join(tmp, 'two.html');
       writeFileSync(file, reportHtml(two));
-      const second = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      await second.goto(`file://${file}`);
+      const { page: second } = await openOffline(browser, file);
       const metrics = second.locator('table').first();
       const header = await metrics.locator('thead th').allTextContents();
       const bestOf = async (column: string): Promise<string[]> =>

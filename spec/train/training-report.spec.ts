@@ -19,7 +19,7 @@ import { tripletScatter } from '../../lib/train/scatter.js';
 import { bucketMeans, emaSmoothed, stepLossChartSvg } from '../../lib/train/training-charts.js';
 import { flattenConfig, spreadPick, trainingReportHtml, writeTrainingReportHtml } from '../../lib/train/training-html.js';
 import { describeEpoch, train, type EpochRecord } from '../../lib/train/trainer.js';
-import { launchChromiumOrSkip } from '../helpers/chromium.js';
+import { launchChromiumOrSkip, openOffline } from '../helpers/chromium.js';
 import { runCliCaptured } from '../helpers/run-cli.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 import { makeTempDir } from '../image/image-fixtures.js';
@@ -169,16 +169,7 @@ describe('the training report page', function () {
       expect(res.code, res.stderr).to.equal(0);
       const file = path.join(out, 'report.html');
       expect(existsSync(file)).to.equal(true);
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      const requests: string[] = [];
-      await page.route('**/*', async (route) => {
-        const url = route.request().url();
-        if (url.startsWith('file:') || url.startsWith('data:')) return route.continue();
-        requests.push(url);
-        return route.abort();
-      });
-      await page.goto(`file://${file}`);
-      return { page, requests, out };
+      return { ...(await openOffline(browser, file)), out };
     }
 
     const charts = (page: Page): Promise<string[]> => page.evaluate("[...document.querySelectorAll('[data-chart]')].map((c) => c.dataset.chart)") as Promise<string[]>;
