@@ -17,7 +17,7 @@ export { applyClassSplit, parseClassList } from './data/class-split.js';
 export { readIdxFile, parseIdx, type IdxArray } from './data/idx-reader.js';
 
 export { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, type ResampleFilter, type ResizeMode, type TensorLayout, type TrainAugmentation } from './image/preprocessing.js';
-export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE } from './image/preprocessor-config.js';
+export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE, isTimmConfig, parseTimmConfig, TIMM_CONFIG_FILE } from './image/preprocessor-config.js';
 export { resampleRaw } from './image/resample.js';
 export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
 export type { ImageBatch, ImageFailure } from './image/batch-collector.js';

@@ -58,5 +58,7 @@ export const {
   learningRateChartSvg,
   validFractionChartSvg,
   validationStepChartSvg,
+  validationMetrics,
+  validationValue,
   LOSS_SMOOTHING,
 } = api;

@@ -50,7 +50,7 @@ export { tripletScatter, type TripletScatter, type TripletScatterOptions, type L
 export { trainingReportHtml, writeTrainingReportHtml, type TrainingPageStatus } from './train/training-html.js';
 // A run folder read back (log.jsonl, config.json, scatter files), and its charts against the step.
 export { readRunFolder, parseRunLog, type RunFolder, type StepEntry, type ScatterEntry, type FinishedRunInfo } from './train/run-log.js';
-export { emaSmoothed, stepLossChartSvg, learningRateChartSvg, validFractionChartSvg, validationStepChartSvg, LOSS_SMOOTHING, type ChartRun } from './train/training-charts.js';
+export { emaSmoothed, stepLossChartSvg, learningRateChartSvg, validFractionChartSvg, validationStepChartSvg, validationMetrics, validationValue, LOSS_SMOOTHING, type ChartRun } from './train/training-charts.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner.
 export {
   DEFAULT_DUPLICATE_THRESHOLD,
