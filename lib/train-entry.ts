@@ -39,6 +39,7 @@ export const {
   modelSpecSchema,
   parseTrainConfig,
   prepareEmbeddingNetwork,
+  restoreOptimizerState,
   saveCheckpoint,
   selectBackend,
   selectNegatives,

@@ -4,7 +4,8 @@
  *
  * @module dmlkit/train
  */
-export { train, type TrainOptions, type TrainResult, type EpochRecord, type ValidationRecord } from './train/trainer.js';
+export { train, type TrainOptions, type TrainResult } from './train/trainer.js';
+export type { EpochRecord, ValidationRecord } from './train/epoch-record.js';
 export { parseTrainConfig, trainConfigSchema, type TrainConfig, type TrainConfigInput, type FeaturesSpec } from './train/config.js';
 export { featuresSpecSchema } from './train/models/backbone-features.js';
 export { selectBackend, type BackendAttempt, type SelectBackendOptions, type SelectedBackend } from './engine/tfjs/backend.js';
@@ -38,7 +39,10 @@ export {
   type TruncatedSamplerSpec,
 } from './train/samplers/sampler.js';
 export type { FilledLengthRule } from './train/samplers/filled.js';
-export { saveCheckpoint, loadCheckpoint, type CheckpointContents, type LoadedCheckpoint } from './train/checkpoint-io.js';
+export { saveCheckpoint, loadCheckpoint, restoreOptimizerState, type CheckpointContents, type LoadedCheckpoint, type OptimizerStateFiles } from './train/checkpoint-io.js';
+export type { EngineSelection } from './train/training-engine.js';
+export type { LossParameterTraining } from './train/losses/parameter-options.js';
+export type { LossContext } from './train/losses/loss-entry.js';
 // The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
 export { GraphTrainer, type FusedStepResult, type GraphLoss, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
 export { graphLossOf } from './train/graph-loss.js';

@@ -3,7 +3,7 @@
  * evaluation reports, refuses a mix (and reports of different data, split or protocol:
  * lib/report/compare-reports.ts), prints the table and writes the pages.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { openDataset } from '../data/open-dataset.js';
@@ -16,6 +16,7 @@ import type { Report } from '../report/report.js';
 import { compareRunsHtml, runNames, runsSummaryTable } from '../train/compare-runs-html.js';
 import { readRunFolder } from '../train/run-log.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { readRegularFile } from '../util/regular-file.js';
 import { checkWritableFile, checkWritableFolder } from './output-checks.js';
 import type { CompareFlags } from './compare-command.js';
 import { printWarning } from './warning.js';
@@ -28,7 +29,7 @@ const exists = async (file: string): Promise<boolean> => (await stat(file).catch
 /** The `format` field of the JSON file `file`, if it has one. */
 async function formatOf(file: string): Promise<string | undefined> {
   try {
-    const format = (JSON.parse(await readFile(file, 'utf8')) as { format?: unknown }).format;
+    const format = (JSON.parse((await readRegularFile(file, 'report')).toString('utf8')) as { format?: unknown }).format;
     return typeof format === 'string' ? format : undefined;
   } catch {
     return undefined;

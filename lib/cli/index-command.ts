@@ -23,6 +23,7 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
+import { DEFAULT_COMPACT_EVERY } from '../index-store/lance-store.js';
 import { addEmbedOptions, POOLING_HELP, type EmbedFlags } from './embed-flags.js';
 import { addHnswOptions, type HnswFlags } from './hnsw-flags.js';
 import { addLanceOptions, type LanceFlags } from './lance-flags.js';
@@ -43,6 +44,7 @@ export interface OptimizeFlags {
 /** Flags of `dml index add`. */
 export interface AddFlags extends EmbedFlags {
   snapshotEvery: string;
+  compactEvery: string;
   skipExisting?: boolean;
 }
 
@@ -86,6 +88,7 @@ export function registerIndexCommand(program: Command): void {
       .argument('<index>', INDEX_ARG)
       .argument('<images>', 'dataset spec, as for build')
       .option('--snapshot-every <n>', 'hnswlib store: fold the journal into a new snapshot after this many commits', String(DEFAULT_SNAPSHOT_EVERY))
+      .option('--compact-every <n>', 'LanceDB store: compact the table\'s data files after this many commits (and at the end)', String(DEFAULT_COMPACT_EVERY))
       .option('--skip-existing', 'leave out items whose id the index already holds (to finish an interrupted add) instead of failing'),
     BATCH_SIZE_HELP,
   ).action(async (dir: string, images: string, flags: AddFlags) => {

@@ -94,10 +94,11 @@ export async function runBuild(model: string, images: string, flags: BuildFlags)
 export async function runAdd(dir: string, images: string, flags: AddFlags): Promise<void> {
   const options = embedderOptions(flags);
   const snapshotEvery = parsePositiveInt(flags.snapshotEvery, '--snapshot-every');
+  const compactEvery = parsePositiveInt(flags.compactEvery, '--compact-every');
   const workers = decodeWorkers(flags);
   const pixelLimit = limitInputPixels(flags);
   // Every flag is checked above, before the index is opened.
-  const store = await openIndexStore(dir, { writable: true, snapshotEvery });
+  const store = await openIndexStore(dir, { writable: true, snapshotEvery, compactEvery });
   try {
     const dataset = await openDataset(images, { warn });
     const present = await store.existing(dataset.items.map((item) => item.id));

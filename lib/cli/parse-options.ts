@@ -3,6 +3,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { invalidParameterError } from '../errors.js';
+import { MAX_TIMER_MS, timerSecondsRange } from '../util/check.js';
 
 /** A positive integer. */
 export function parsePositiveInt(value: string, flag: string): number {
@@ -51,10 +52,10 @@ export function parseNonNegativeNumber(value: string, flag: string): number {
   return n;
 }
 
-/** A finite number > 0 (`0.5`, `5`). */
-export function parsePositiveNumber(value: string, flag: string): number {
+/** A delay in seconds that a Node timer can hold (above 0, or from 0 with `zero`; util/check.ts, checkTimerSeconds). */
+export function parseTimerSeconds(value: string, flag: string, zero = false): number {
   const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw invalidParameterError(flag, 'a finite number > 0', value);
+  if (value.trim() === '' || !Number.isFinite(n) || !(zero ? n >= 0 : n > 0) || n * 1000 > MAX_TIMER_MS) throw invalidParameterError(flag, timerSecondsRange(zero), value);
   return n;
 }
 

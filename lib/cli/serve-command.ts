@@ -8,15 +8,15 @@
  * `dml serve --allow-writes`) changes it; each looks for a newer version every `--refresh-seconds`.
  *
  * Prints one line `dml serve: serving <dir>, listening on <url>` on stdout once it accepts
- * connections. On SIGTERM/SIGINT it stops accepting connections, lets requests in flight finish,
- * stops the inference workers, folds the journal into a snapshot, releases the index lock and exits 0.
+ * connections. On SIGTERM/SIGINT it stops accepting connections, lets requests in flight finish (for
+ * at most `--shutdown-grace` seconds, then closes every connection still open), stops the inference workers, folds the journal into a snapshot, releases the index lock and exits 0.
  * The work is in serve-run.ts, loaded when the command runs.
  */
 import type { Command } from 'commander';
 import { DEFAULT_DEVICE, DEVICE_HELP } from '../onnx/devices.js';
 import { DEFAULT_SNAPSHOT_EVERY } from '../index-store/layout.js';
-import { DEFAULT_REFRESH_SECONDS } from '../index-store/lance-store.js';
-import { DEFAULT_MAX_UPLOAD_BYTES } from '../serve/defaults.js';
+import { DEFAULT_COMPACT_EVERY, DEFAULT_REFRESH_SECONDS } from '../index-store/lance-store.js';
+import { DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_SECONDS } from '../serve/defaults.js';
 
 /** Raw option values of `dml serve`. */
 export interface ServeFlags {
@@ -30,7 +30,9 @@ export interface ServeFlags {
   maxK: string;
   maxPending: string;
   snapshotEvery: string;
+  compactEvery: string;
   refreshSeconds: string;
+  shutdownGrace: string;
   logLevel: string;
   allowWrites?: boolean;
   tokenFile?: string;
@@ -59,7 +61,9 @@ export function registerServeCommand(program: Command): void {
     .option('--max-k <n>', 'largest k a request may ask for', '100')
     .option('--max-pending <n>', 'images being embedded at once before requests get 503', '256')
     .option('--snapshot-every <n>', 'hnswlib store: fold the journal into a new snapshot after this many writes', String(DEFAULT_SNAPSHOT_EVERY))
+    .option('--compact-every <n>', 'LanceDB store, with --allow-writes: compact the table\'s data files after this many writes (and when writes pause)', String(DEFAULT_COMPACT_EVERY))
     .option('--refresh-seconds <n>', 'LanceDB store, read-only: seconds between checks for a newer table version written by another process', String(DEFAULT_REFRESH_SECONDS))
+    .option('--shutdown-grace <seconds>', 'on SIGTERM/SIGINT: seconds to wait for requests in flight before closing every connection still open', String(DEFAULT_SHUTDOWN_GRACE_SECONDS))
     .option('--log-level <level>', `request log level on stdout: ${LOG_LEVELS.join(', ')}`, 'info')
     .option('--allow-writes', 'serve POST /items and DELETE /items/:id (they need the token); default read-only')
     .option('--token-file <file>', `file holding the write token (at least 16 characters; or the ${TOKEN_ENV} environment variable)`)

@@ -3,24 +3,45 @@
  * search service, prints the start line and shuts down on SIGTERM or SIGINT. Loaded only when the
  * command runs.
  */
-import { readFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { DmlError, invalidParameterError } from '../errors.js';
+import { fileReadError, openRegular } from '../util/regular-file.js';
 import { DEVICE_CHOICES, describeProviderChoice } from '../onnx/devices.js';
 import { createSearchApp } from '../serve/app.js';
-import { parseChoice, parseParallelism, parsePositiveInt, parsePositiveNumber } from './parse-options.js';
+import { parseChoice, parseParallelism, parsePositiveInt, parseTimerSeconds } from './parse-options.js';
 import { printWarning } from './warning.js';
 import { LOG_LEVELS, TOKEN_ENV, type ServeFlags } from './serve-command.js';
 
-/** The write token: from `--token-file` (trimmed), else the environment. Never printed. Errors: E_ARG when there is none. */
-async function writeToken(flags: ServeFlags): Promise<string> {
-  if (flags.tokenFile !== undefined) {
+/**
+ * The token in a `--token-file`: a regular file (util/regular-file.ts) that others cannot write (whoever
+ * can change it can set the token), holding the token alone on one line (a trailing line break and
+ * surrounding blanks are dropped). Never printed. Errors: E_NOT_FOUND when missing; E_ARG otherwise.
+ */
+async function readTokenFile(file: string): Promise<string> {
+  let text: string;
+  let mode: number;
+  try {
+    const { handle, info } = await openRegular(file, '--token-file');
     try {
-      return (await readFile(flags.tokenFile, 'utf8')).trim();
-    } catch (err) {
-      throw new DmlError('E_NOT_FOUND', `Cannot read --token-file ${flags.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
+      mode = info.mode;
+      text = (await handle.readFile()).toString('utf8');
+    } finally {
+      await handle.close();
     }
+  } catch (err) {
+    throw fileReadError('--token-file', file, err);
   }
+  if ((mode & 0o002) !== 0) {
+    throw new DmlError('E_ARG', `--token-file ${file} is writable by others (mode ${(mode & 0o777).toString(8)}), who could set the write token; chmod o-w it (600 is usual)`);
+  }
+  const lines = text.replace(/\r?\n$/, '').split(/\r?\n/);
+  if (lines.length !== 1) throw new DmlError('E_ARG', `--token-file ${file} holds ${lines.length} lines; expected the token alone on one line`);
+  return (lines[0] as string).trim();
+}
+
+/** The write token: from `--token-file`, else the environment. Never printed. Errors: E_ARG when there is none. */
+async function writeToken(flags: ServeFlags): Promise<string> {
+  if (flags.tokenFile !== undefined) return readTokenFile(flags.tokenFile);
   const fromEnv = process.env[TOKEN_ENV];
   if (fromEnv === undefined || fromEnv === '') throw new DmlError('E_ARG', `--allow-writes needs a write token: --token-file <file> or the ${TOKEN_ENV} environment variable`);
   return fromEnv;
@@ -55,7 +76,9 @@ export async function runServe(dir: string, flags: ServeFlags): Promise<void> {
     maxK: parsePositiveInt(flags.maxK, '--max-k'),
     maxPending: parsePositiveInt(flags.maxPending, '--max-pending'),
     snapshotEvery: parsePositiveInt(flags.snapshotEvery, '--snapshot-every'),
-    refreshSeconds: parsePositiveNumber(flags.refreshSeconds, '--refresh-seconds'),
+    compactEvery: parsePositiveInt(flags.compactEvery, '--compact-every'),
+    refreshSeconds: parseTimerSeconds(flags.refreshSeconds, '--refresh-seconds'),
+    shutdownGraceSeconds: parseTimerSeconds(flags.shutdownGrace, '--shutdown-grace', true),
     logger: { level: parseChoice(flags.logLevel, LOG_LEVELS, '--log-level') },
   });
   const stopped = new Promise<string>((resolve) => {

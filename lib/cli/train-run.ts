@@ -2,9 +2,9 @@
  * @file The work of `dml train` (train-command.ts declares the command): reads the config, applies the
  * flags, validates, and trains. Loaded only when the command runs, as it loads TensorFlow.js.
  */
-import { readFile } from 'node:fs/promises';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
+import { readRegularFile } from '../util/regular-file.js';
 import { parseTrainConfig } from '../train/config.js';
 import { train } from '../train/trainer.js';
 import { parsePositiveInt, parseSeed } from './parse-options.js';
@@ -14,13 +14,7 @@ import { applyOverrides } from './config-overrides.js';
 
 /** Runs `dml train` with the flags commander parsed. */
 export async function runTrain(flags: TrainFlags, overrides: readonly string[] = []): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(flags.config, 'utf8');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read config ${flags.config}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
-  }
+  const text = (await readRegularFile(flags.config, 'config')).toString('utf8');
   let raw: Record<string, unknown>;
   try {
     raw = JSON.parse(text.replace(/^\uFEFF/, '')) as Record<string, unknown>; // a byte-order mark is allowed

@@ -5,18 +5,12 @@
  * `i`, as torchvision's and Keras's class lists do. The reports show the names; the labels stay what
  * the metrics, `--train-classes` and report.json key on.
  */
-import { readFile } from 'node:fs/promises';
+import { readRegularFile } from '../util/regular-file.js';
 import { DmlError } from '../errors.js';
 
 /** Reads the class names of `file` for a dataset of `labels` (see the file comment); `flag` names the option in errors. */
 export async function readClassNames(file: string, labels: ReadonlySet<string>, flag = '--class-names'): Promise<Record<string, string>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `${flag} ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
-  }
+  const text = (await readRegularFile(file, `${flag} file`)).toString('utf8');
   let names: Record<string, string>;
   if (file.toLowerCase().endsWith('.json')) {
     let parsed: unknown;

@@ -5,7 +5,7 @@
  * Format (big-endian): two zero bytes, a type byte (0x08 = uint8), a rank byte, then one uint32 per
  * dimension, then the data in row-major order. Only uint8 data is supported (all MNIST-family files).
  */
-import { readFile } from 'node:fs/promises';
+import { fileReadError, readRegular } from '../util/regular-file.js';
 import { gunzipSync } from 'node:zlib';
 import { DmlError } from '../errors.js';
 
@@ -65,14 +65,10 @@ const cache = new Map<string, Promise<IdxArray>>();
 export function readIdxFile(file: string): Promise<IdxArray> {
   let pending = cache.get(file);
   if (!pending) {
-    pending = readFile(file).then(
+    pending = readRegular(file, 'IDX file').then(
       (buf) => parseIdx(buf, file),
-      (err: NodeJS.ErrnoException) => {
-        throw new DmlError(
-          err.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO',
-          `Cannot read IDX file ${file}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`,
-          { cause: err },
-        );
+      (err: unknown) => {
+        throw fileReadError('IDX file', file, err);
       },
     );
     pending.catch(() => cache.delete(file));

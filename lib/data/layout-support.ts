@@ -11,7 +11,8 @@
  * Not accepted because the prebuilt sharp cannot decode them: `.bmp`, `.heic` (HEVC-coded HEIF),
  * `.jp2`, `.jxl`, `.ppm`. Matching is case-insensitive (`IMG_1.JPG` is an image).
  */
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import { join } from 'node:path';
 import { DmlError } from '../errors.js';
 import type { ImageSource, Manifest, ManifestItem } from './manifest.js';
@@ -104,7 +105,7 @@ export async function findFirst(candidates: string[], kind: 'file' | 'directory'
 export async function readTextFile(file: string, what: string): Promise<string> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readRegular(file, what)).toString('utf8');
   } catch (err) {
     throw fileSystemError(err, `${what} ${file}`);
   }
@@ -184,6 +185,7 @@ export function summarizeNames(names: readonly string[], shown = 3): string {
 
 /** Maps a file system error to E_NOT_FOUND (missing) or E_IO (anything else), naming `what`. */
 export function fileSystemError(err: unknown, what: string): DmlError {
+  if (err instanceof DmlError) return err;
   const e = err as NodeJS.ErrnoException;
   if (e.code === 'ENOENT') return new DmlError('E_NOT_FOUND', `Cannot read ${what}: it does not exist`, { cause: err });
   if (e.code === 'ENOTDIR') return new DmlError('E_NOT_FOUND', `Cannot read ${what}: a parent is not a folder`, { cause: err });

@@ -27,7 +27,7 @@
  *    relative_im_path: 'car_ims/000001.jpg'   class: 1   test: 0   ...
  * ```
  */
-import { readFile } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import { inflateSync } from 'node:zlib';
 import { DmlError } from '../errors.js';
 import { fileSystemError } from './layout-support.js';
@@ -310,7 +310,7 @@ export function parseMat5(bytes: Uint8Array, file: string): MatFile {
 export async function readMat5File(file: string): Promise<MatFile> {
   let bytes: Uint8Array;
   try {
-    bytes = await readFile(file);
+    bytes = await readRegular(file, 'MAT-file');
   } catch (err) {
     throw fileSystemError(err, `MAT-file ${file}`);
   }

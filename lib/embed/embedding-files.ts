@@ -3,7 +3,7 @@
  * `<name>.json` holding ids, labels and provenance. Both files are written atomically; the sidecar is
  * written last and records the vectors' count and dimension, so a half-written pair is detected.
  */
-import { readFile } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import { DmlError } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { EmbeddingSet } from './embedding-set.js';
@@ -56,8 +56,9 @@ export async function saveEmbeddingSet(prefix: string, set: EmbeddingSet, proven
 export async function readEmbeddingSidecar(file: string): Promise<EmbeddingSidecar> {
   let sidecar: EmbeddingSidecar;
   try {
-    sidecar = JSON.parse(await readFile(file, 'utf8')) as EmbeddingSidecar;
+    sidecar = JSON.parse((await readRegular(file, 'embedding sidecar')).toString('utf8')) as EmbeddingSidecar;
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     const e = err as NodeJS.ErrnoException;
     throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_DATASET', `Cannot read embedding sidecar ${file}: ${e.message}`, {
       cause: err,

@@ -6,7 +6,7 @@
  * unicode strings (`<U<n>`, read only). Little-endian (or byte-order-free) C-order arrays only;
  * a Fortran-order or big-endian file is rejected with a message that says how to convert it.
  */
-import { readFile } from 'node:fs/promises';
+import { readRegularFile } from '../util/regular-file.js';
 import { DmlError } from '../errors.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { halfToFloat } from '../util/half-float.js';
@@ -138,16 +138,7 @@ export function parseNpy(bytes: Uint8Array, name: string): NpyArray {
 
 /** Reads a `.npy` file. */
 export async function readNpy(file: string): Promise<NpyArray> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-      cause: err,
-    });
-  }
-  return parseNpy(bytes, file);
+  return parseNpy(await readRegularFile(file, '.npy file'), file);
 }
 
 const DESCR_OF = new Map<unknown, string>([

@@ -17,7 +17,7 @@
  * channel unless given) with the export's layout, or for a composition the backbone's own
  * preprocessing, with which the features were computed.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
@@ -38,6 +38,7 @@ import { permuteArray } from '../util/permute-array.js';
 import { assertParity, compareOutputs, randomImages, runOnnxModel, type ParityReport } from './parity.js';
 import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import { checkPositiveInteger } from '../util/check.js';
+import { readRegular, readRegularFile } from '../util/regular-file.js';
 
 /** Options of {@link exportEmbedder}. */
 export interface EmbedderExportOptions {
@@ -130,15 +131,6 @@ function predict(model: tf.LayersModel, data: Float32Array, shape: number[]): Fl
   return tf.tidy(() => Float32Array.from((model.predict(tf.tensor(data, shape)) as tf.Tensor).dataSync() as Float32Array));
 }
 
-async function readBytes(file: string, what: string): Promise<Uint8Array> {
-  try {
-    return await readFile(file);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read ${what} ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { cause: err });
-  }
-}
-
 /** Export of a model with its own image input (or flattened-pixel input). */
 async function exportImageModel(model: tf.LayersModel, options: EmbedderExportOptions, rows: number): Promise<ExportedEmbedder> {
   const shape = model.inputs[0]?.shape ?? [];
@@ -198,7 +190,7 @@ async function exportComposed(model: tf.LayersModel, backbone: string, options: 
   if (shape.length !== 2 || typeof shape[1] !== 'number') {
     throw new DmlError('E_MODEL', `${model.name} takes [${shape.join(', ')}]; only a head on feature vectors [batch, D] can be composed with backbone ${backbone}`);
   }
-  const backboneBytes = await readBytes(backbone, 'backbone');
+  const backboneBytes = await readRegularFile(backbone, 'backbone');
   const embedder = await OnnxEmbedder.open(backbone, {
     device: 'cpu',
     batchSize: rows,
@@ -358,9 +350,10 @@ async function locateRun(source: string): Promise<{ checkpoint: string; configPa
 async function readRunConfig(configPath: string, checkpoint: string): Promise<{ config: RunConfig; hash: string }> {
   let text: string;
   try {
-    text = await readFile(configPath, 'utf8');
+    text = (await readRegular(configPath, 'run configuration')).toString('utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
+    if (err instanceof DmlError) throw err;
     if (e.code === 'ENOENT') {
       throw new DmlError('E_NOT_FOUND', `No run configuration for checkpoint ${checkpoint}: expected ${configPath} (dml train writes it beside checkpoints/)`, { cause: err });
     }

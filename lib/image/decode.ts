@@ -19,10 +19,11 @@
  *   That differs from PIL's `convert('L')` (0.299 R + 0.587 G + 0.114 B on the encoded values).
  * - RGB (3 channels) is sRGB: grey images are replicated to R = G = B, 16-bit images reduced to 8 bits,
  *   CMYK converted.
- * - Files are read with `fs.readFile` and decoded from memory, so a missing or unreadable file gets an
- *   errno-based error rather than a libvips message.
+ * - Files are read whole (util/regular-file.ts: a regular file only, so a FIFO is one error, not a read
+ *   that never ends) and decoded from memory, so a missing or unreadable file gets an errno-based error
+ *   rather than a libvips message.
  */
-import { readFile } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import sharp from 'sharp';
 import type { ImageSource } from '../data/manifest.js';
 import { readIdxFile } from '../data/idx-reader.js';
@@ -87,14 +88,12 @@ function checkOptions(options: DecodeOptions): number {
 /** The bytes of image file `path`; E_NOT_FOUND or E_IO naming it when it cannot be read. */
 export async function readImageFile(path: string): Promise<Buffer> {
   try {
-    return await readFile(path);
+    return await readRegular(path, (reason) => new DmlError('E_IO', `${path}: ${reason} (expected an image file)`));
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       throw new DmlError('E_NOT_FOUND', `${path}: no such file (expected an existing image file)`, { cause: err });
-    }
-    if (code === 'EISDIR') {
-      throw new DmlError('E_IO', `${path}: is a directory (expected an image file)`, { cause: err });
     }
     const reason = code ?? (err as Error).message;
     throw new DmlError('E_IO', `${path}: cannot read the file, ${reason} (expected a readable file)`, { cause: err });

@@ -15,10 +15,12 @@
  * CLIP statistics), SigLIP (`{height, width}`, bicubic, no crop, mean = std = 0.5), ConvNeXt (crop_pct).
  * A timm `config.json` (`pretrained_cfg`) is read the same way by {@link parseTimmConfig}.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { readRegularFile } from '../util/regular-file.js';
 import type { Preprocessing, ResampleFilter } from './preprocessing.js';
+import { normalisationValueProblem } from './validate.js';
 
 /** The file name the Hub uses. */
 export const PREPROCESSOR_CONFIG_FILE = 'preprocessor_config.json';
@@ -46,7 +48,7 @@ export async function findPreprocessorConfig(modelPath: string): Promise<string 
     if (await access(candidate).then(() => true, () => false)) return candidate;
   }
   for (const candidate of folders.map((d) => path.join(d, TIMM_CONFIG_FILE))) {
-    const json = await readFile(candidate, 'utf8').then((text) => JSON.parse(text) as unknown, () => undefined);
+    const json = await readRegularFile(candidate, 'timm config').then((bytes) => JSON.parse(bytes.toString('utf8')) as unknown, () => undefined);
     if (isTimmConfig(json)) return candidate;
   }
   return undefined;
@@ -116,19 +118,14 @@ function isObject(value: unknown): value is Json {
 }
 
 /**
- * Reads `file` (a `preprocessor_config.json`) as the preprocessing fields it determines. Errors
- * (E_ARG, naming the file and the key): unreadable or invalid JSON, a value of the wrong type, an
+ * Reads `file` (a `preprocessor_config.json`; a regular file, util/regular-file.ts) as the
+ * preprocessing fields it determines. Errors (E_ARG, naming the file and the key): not a regular file,
+ * invalid JSON, a value of the wrong type, an
  * unsupported `resample`, and settings that give images of different sizes (a shortest or longest
  * edge resize without a centre crop).
  */
 export async function readPreprocessorConfig(file: string): Promise<Partial<Preprocessing>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read preprocessor config ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { cause: err });
-  }
+  const text = (await readRegularFile(file, 'preprocessor config')).toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -230,8 +227,9 @@ export function parsePreprocessorConfig(json: Record<string, unknown>, file: str
   // Rescale and normalise.
   if (flag('do_rescale', true)) {
     const factor = json['rescale_factor'] ?? 1 / 255;
-    if (typeof factor !== 'number' || !(factor > 0)) throw bad('rescale_factor', 'a positive number');
-    out.rescale = factor;
+    const problem = normalisationValueProblem('rescale', factor);
+    if (problem !== undefined) throw bad('rescale_factor', problem);
+    out.rescale = factor as number;
   } else {
     out.rescale = 1;
   }
@@ -242,6 +240,8 @@ export function parsePreprocessorConfig(json: Record<string, unknown>, file: str
       if (!Array.isArray(list) || list.length !== 3 || !list.every((v) => typeof v === 'number' && Number.isFinite(v))) {
         throw bad(key, 'three numbers (one per RGB channel)');
       }
+      const problem = list.map((v: unknown) => normalisationValueProblem(key === 'image_mean' ? 'mean' : 'std', v)).find((p) => p !== undefined);
+      if (problem !== undefined) throw bad(key, `three numbers, each ${problem}`);
       if (key === 'image_mean') out.mean = list as number[];
       else out.std = list as number[];
     }

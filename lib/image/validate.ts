@@ -3,7 +3,7 @@
  * names the parameter, what was expected and what was received.
  */
 import { RESAMPLE_FILTERS, RESIZE_MODES, type Preprocessing, type TrainAugmentation } from './preprocessing.js';
-import { invalidParameterError } from '../errors.js';
+import { DmlError, invalidParameterError } from '../errors.js';
 
 function isPositiveInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value > 0;
@@ -24,9 +24,25 @@ function describeRange(value: unknown): unknown {
   return Array.isArray(value) ? `[${value.join(', ')}]` : value;
 }
 
+/** The largest finite float32: image tensors are float32, so a mean or std beyond it is Infinity there. */
+const FLOAT32_MAX = 3.4028234663852886e38;
+
+/** The smallest positive normal float32: dividing by a std below it overflows. */
+const FLOAT32_MIN_NORMAL = 2 ** -126;
+
 /**
- * Checks per-channel normalisation values: `mean` and `std` hold `channels` finite numbers each and
- * every std is positive. `name` prefixes the parameter names in errors.
+ * What a normalisation value must be, in words, when `value` is not that: a mean a finite float32, a
+ * std (or a pixel rescale factor) a positive float32 that images can be divided (multiplied) by without
+ * overflow. Undefined when `value` is fine.
+ */
+export function normalisationValueProblem(key: 'mean' | 'std' | 'rescale', value: unknown): string | undefined {
+  if (key === 'mean') return isFiniteNumber(value) && Math.abs(value) <= FLOAT32_MAX ? undefined : 'a finite number of float32 range (at most 3.4e38 in magnitude)';
+  return isFiniteNumber(value) && value >= FLOAT32_MIN_NORMAL && value <= FLOAT32_MAX ? undefined : 'a positive number of float32 range, in [1.2e-38, 3.4e38]';
+}
+
+/**
+ * Checks per-channel normalisation values: `mean` and `std` hold `channels` numbers each, as
+ * {@link normalisationValueProblem} wants them. `name` prefixes the parameter names in errors.
  */
 export function validateNormalisation(mean: unknown, std: unknown, channels: number, name: string): void {
   for (const [key, values] of [['mean', mean], ['std', std]] as const) {
@@ -34,19 +50,35 @@ export function validateNormalisation(mean: unknown, std: unknown, channels: num
       throw invalidParameterError(`${name}.${key}`, `an array of ${channels} numbers (one per channel)`, values);
     }
     values.forEach((v: unknown, c) => {
-      if (!isFiniteNumber(v) || (key === 'std' && v <= 0)) {
-        const expected = key === 'std' ? 'a positive finite number' : 'a finite number';
-        throw invalidParameterError(`${name}.${key}[${c}]`, expected, v);
-      }
+      const problem = normalisationValueProblem(key, v);
+      if (problem !== undefined) throw invalidParameterError(`${name}.${key}[${c}]`, problem, v);
     });
   }
 }
 
 /**
+ * Checks that black (0) and white (255) pixels stay apart after `(x * rescale - mean) / std` in
+ * float32, channel by channel: otherwise every image becomes the same input and nothing can be learned
+ * or told apart. Errors: E_ARG naming `name`'s rescale, mean and std.
+ */
+function checkPixelsApart(rescale: number, mean: readonly number[], std: readonly number[], name: string): void {
+  mean.forEach((m, c) => {
+    const s = std[c] as number;
+    if (Math.fround((0 - m) / s) === Math.fround((Math.fround(255 * rescale) - m) / s)) {
+      throw new DmlError(
+        'E_ARG',
+        `${name}: rescale ${rescale}, mean ${m} and std ${s} (channel ${c}) map black and white pixels to the same float32 input, so every image looks alike; expected a rescale (1/255 by default) and std that keep them apart`,
+      );
+    }
+  });
+}
+
+/**
  * Checks a {@link Preprocessing}: positive integer sizes, `resizeShorter >= min(height, width)` (at
  * least one axis of the resized image covers the crop; `>= max(height, width)` means the crop always
- * fits and is never zero-padded), 1 or 3 channels, a known layout, and mean/std as
- * {@link validateNormalisation}.
+ * fits and is never zero-padded), 1 or 3 channels, a known layout, mean/std as
+ * {@link validateNormalisation}, a rescale of float32 range, and black and white pixels that stay apart
+ * after normalisation.
  */
 export function validatePreprocessing(preprocessing: Preprocessing, name = 'preprocessing'): void {
   if (typeof preprocessing !== 'object' || preprocessing === null) {
@@ -78,12 +110,12 @@ export function validatePreprocessing(preprocessing: Preprocessing, name = 'prep
   if (preprocessing.cropRounding !== undefined && preprocessing.cropRounding !== 'round' && preprocessing.cropRounding !== 'floor') {
     throw invalidParameterError(`${name}.cropRounding`, "'round' or 'floor'", preprocessing.cropRounding);
   }
-  if (preprocessing.rescale !== undefined && !(isFiniteNumber(preprocessing.rescale) && preprocessing.rescale > 0)) {
-    throw invalidParameterError(`${name}.rescale`, 'a positive finite number', preprocessing.rescale);
-  }
+  const rescaleProblem = preprocessing.rescale === undefined ? undefined : normalisationValueProblem('rescale', preprocessing.rescale);
+  if (rescaleProblem !== undefined) throw invalidParameterError(`${name}.rescale`, rescaleProblem, preprocessing.rescale);
   if (channels !== 1 && channels !== 3) throw invalidParameterError(`${name}.channels`, '1 or 3', channels);
   if (layout !== 'NCHW' && layout !== 'NHWC') throw invalidParameterError(`${name}.layout`, "'NCHW' or 'NHWC'", layout);
   validateNormalisation(preprocessing.mean, preprocessing.std, channels, name);
+  checkPixelsApart(preprocessing.rescale ?? 1 / 255, preprocessing.mean, preprocessing.std, name);
 }
 
 /**

@@ -294,6 +294,11 @@ export class SearchIndexStore implements IndexStore {
     return this.#writable;
   }
 
+  /** No data file is read by a search: the graph is in memory. */
+  dataFiles(): null {
+    return null;
+  }
+
   /** Changes not folded into a snapshot yet: the journal's lines. */
   pendingChanges(): number {
     return this.#journal.lines;

@@ -86,6 +86,8 @@ export interface IndexStore {
   readonly generation: number;
   /** Acknowledged changes not folded into the search structure yet: journal lines (hnswlib), rows outside the ANN index (LanceDB). */
   pendingChanges(): Awaitable<number>;
+  /** The data files a search reads (LanceDB: the table's fragments, compacted by the writer); null for the hnswlib store, which searches in memory. */
+  dataFiles(): Awaitable<number | null>;
   /** Items per label, labels sorted. */
   labelCounts(): Awaitable<LabelCount[]>;
   /** The item with this id, if any. */
@@ -132,6 +134,8 @@ export interface OpenIndexStoreOptions {
   writable?: boolean;
   /** hnswlib store, writable: take a snapshot once the journal holds this many lines. */
   snapshotEvery?: number;
+  /** LanceDB store, writable: compact the table's data files after this many commits (lance-store.ts). */
+  compactEvery?: number;
   /** LanceDB store, read-only: seconds between checks for a newer table version written by another process. */
   refreshSeconds?: number;
 }

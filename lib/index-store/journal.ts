@@ -6,7 +6,8 @@
  * kill -9; a line cut short by a crash was never acknowledged: it is ignored when replaying and cut off
  * before the next append. One line holds a whole batch, so a batch is applied entirely or not at all.
  */
-import { readFile, stat, open } from 'node:fs/promises';
+import { stat, open } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
@@ -43,7 +44,7 @@ export class Journal {
   async replay(apply: (ops: JournalOp[], where: string) => void): Promise<void> {
     let bytes: Buffer;
     try {
-      bytes = await readFile(this.path);
+      bytes = await readRegular(this.path, 'journal');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw ioError(`Cannot read ${this.path}`, err);

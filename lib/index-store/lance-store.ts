@@ -33,6 +33,15 @@
  * unreferenced and go at the next optimize). LanceDB does not fsync: a power failure can lose the
  * last versions, unlike the hnswlib store's journal.
  *
+ * Compaction: every commit is a data file of its own, and a search reads every file the table's
+ * version holds (all of them while there is no ANN index): after 200 HTTP writes a search took ten
+ * times as long. So a writable store compacts itself, as the hnswlib store folds its journal: after
+ * `compactEvery` commits, when no write came for {@link COMPACT_IDLE_SECONDS} seconds after a commit,
+ * and when it closes (LanceDB's optimize: small data files merged, indices brought up to date, versions
+ * older than LanceDB's default of 7 days pruned). A write's answer never waits for a compaction (it
+ * runs after the commit, before the next write); one that fails is retried at the next occasion and
+ * shown in `info()`. `dataFiles()` counts the data files (fragments) of the version this process sees.
+ *
  * Read replicas: a read-only store checks for a newer table version every `refreshSeconds`
  * (LanceDB's read consistency interval), and refreshes its item count and label counts when it finds
  * one. Only one process may hold an index open for writing (the `lock` file, as for the hnswlib store;
@@ -42,14 +51,15 @@
  * ...); dmlkit neither reads, records nor logs them.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import { explainMissingLancedb } from '../util/optional-deps.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { checkInteger, checkPositiveInteger } from '../util/check.js';
+import { checkInteger, checkPositiveInteger, checkTimerSeconds } from '../util/check.js';
 import { LANCE_PREFIX, type IndexStore, type IndexStoreMetadata, type LabelCount, type ListOptions, type OptimizeOptions } from './index-store.js';
 import {
   checkItemId,
@@ -93,6 +103,12 @@ const SEARCH_BATCH = 16;
 
 /** Seconds a read-only store waits before it looks for a newer table version, by default. */
 export const DEFAULT_REFRESH_SECONDS = 5;
+
+/** Commits after which a writable store compacts its data files, by default (see the file comment). */
+export const DEFAULT_COMPACT_EVERY = 20;
+
+/** Seconds without a write after which a writable store compacts the commits it has not compacted yet, by default. */
+export const COMPACT_IDLE_SECONDS = 10;
 
 /** How the ANN index of a LanceDB store is built and searched. */
 export interface LanceAnnParams {
@@ -186,6 +202,7 @@ interface LanceTable {
   vectorSearch(vector: Float32Array): LanceVectorQuery;
   version(): Promise<number>;
   optimize(options?: { cleanupOlderThan?: Date }): Promise<{ compaction: { filesRemoved: number; filesAdded: number }; prune: { oldVersionsRemoved: number } }>;
+  stats(): Promise<{ fragmentStats: { numFragments: number } }>;
   close(): void;
 }
 interface LanceConnection {
@@ -264,6 +281,12 @@ export class LanceIndexStore implements IndexStore {
   readonly #lockFile: string | undefined;
   readonly #modelPath: string;
   readonly #refreshTimer: NodeJS.Timeout | undefined;
+  readonly #compaction: { every: number; idleSeconds: number };
+  /** Commits since the last compaction. */
+  #uncompacted = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #compactionError: string | undefined;
+  #dataFiles: { version: number; count: number } | undefined;
   readonly #searches = new SearchBatcher<LanceSearch, SearchHit[]>((_key, searches) => this.#searchBatch(searches), {
     maxInFlight: availableParallelism(),
     maxBatch: SEARCH_BATCH,
@@ -289,6 +312,7 @@ export class LanceIndexStore implements IndexStore {
     version: number;
     annIndex: boolean;
     refreshSeconds: number;
+    compaction: { every: number; idleSeconds: number };
   }) {
     this.#dir = init.dir;
     this.#metadata = init.metadata;
@@ -301,6 +325,7 @@ export class LanceIndexStore implements IndexStore {
     this.#count = init.count;
     this.#version = init.version;
     this.#annIndex = init.annIndex;
+    this.#compaction = init.compaction;
     if (!init.writable) {
       this.#refreshTimer = setInterval(() => void this.refresh().catch(() => undefined), init.refreshSeconds * 1000);
       this.#refreshTimer.unref();
@@ -388,19 +413,28 @@ export class LanceIndexStore implements IndexStore {
 
   /**
    * Opens the index in folder `dir`. Read-only by default, looking for newer table versions every
-   * `refreshSeconds`; `writable` takes the folder's write lock. Errors: E_NOT_FOUND when `dir` holds
-   * no LanceDB index or LanceDB is not installed; E_DATASET for a corrupt `index.json`; E_IO when it is
-   * locked by another process (writable opens only).
+   * `refreshSeconds`; `writable` takes the folder's write lock and compacts after `compactEvery` commits
+   * (default 20, `DEFAULT_COMPACT_EVERY`) or `compactIdleSeconds` (default 10, `COMPACT_IDLE_SECONDS`)
+   * without a write (see the file comment). Errors: E_NOT_FOUND when `dir` holds no LanceDB index or
+   * LanceDB is not installed; E_DATASET for a corrupt `index.json`; E_IO when it is locked by another
+   * process (writable opens only).
    */
-  static async open(dir: string, options: { writable?: boolean; refreshSeconds?: number } = {}): Promise<LanceIndexStore> {
+  static async open(
+    dir: string,
+    options: { writable?: boolean; refreshSeconds?: number; compactEvery?: number; compactIdleSeconds?: number } = {},
+  ): Promise<LanceIndexStore> {
     const writable = options.writable ?? false;
     const refreshSeconds = options.refreshSeconds ?? DEFAULT_REFRESH_SECONDS;
-    if (!(Number.isFinite(refreshSeconds) && refreshSeconds > 0)) throw invalidParameterError('refreshSeconds', 'a positive number of seconds', refreshSeconds);
+    checkTimerSeconds('refreshSeconds', refreshSeconds);
+    const compaction = {
+      every: checkPositiveInteger('compactEvery', options.compactEvery ?? DEFAULT_COMPACT_EVERY),
+      idleSeconds: checkTimerSeconds('compactIdleSeconds', options.compactIdleSeconds ?? COMPACT_IDLE_SECONDS),
+    };
     const root = path.resolve(dir);
     const metadataPath = path.join(root, METADATA_FILE);
     let text: string;
     try {
-      text = await readFile(metadataPath, 'utf8');
+      text = (await readRegular(metadataPath, 'index metadata')).toString('utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DmlError('E_NOT_FOUND', `No search index at ${LANCE_PREFIX}${dir} (${METADATA_FILE} is missing)`);
       throw ioError(`Cannot read ${metadataPath}`, err);
@@ -438,6 +472,7 @@ export class LanceIndexStore implements IndexStore {
         version,
         annIndex: indices.some((index) => index.name === VECTOR_INDEX),
         refreshSeconds,
+        compaction,
       });
     } catch (err) {
       if (lockFile !== undefined) await releaseFolderLock(lockFile);
@@ -499,6 +534,13 @@ export class LanceIndexStore implements IndexStore {
       }
     })();
     return this.#refreshing;
+  }
+
+  /** Data files (fragments) of the table version this process sees: what a search without the ANN index reads, one by one. */
+  async dataFiles(): Promise<number> {
+    const version = this.#version;
+    if (this.#dataFiles?.version !== version) this.#dataFiles = { version, count: (await this.#table.stats()).fragmentStats.numFragments };
+    return this.#dataFiles.count;
   }
 
   /** Rows outside the ANN index: every row while there is none. */
@@ -651,6 +693,7 @@ export class LanceIndexStore implements IndexStore {
       if (rebuild && this.#count < minRows) throw invalidParameterError('rebuildAnn', `a table of at least minRows (${minRows}) rows`, `${this.#count} rows`);
       const before = this.#version;
       const stats = await this.#table.optimize();
+      this.#uncompacted = 0;
       const build = this.#count >= minRows && (rebuild || !this.#annIndex);
       if (build) {
         await LanceIndexStore.#buildAnnIndex(this.#lance, this.#table, this.#count, this.#metadata.ann);
@@ -681,22 +724,32 @@ export class LanceIndexStore implements IndexStore {
       version: this.#version,
       annIndex: this.#annIndex ? 'IVF_HNSW_SQ' : null,
       unindexedRows: await this.pendingChanges(),
+      dataFiles: await this.dataFiles(),
+      ...(this.#writable ? { uncompactedCommits: this.#uncompacted } : {}),
+      ...(this.#compactionError !== undefined ? { compactionError: this.#compactionError } : {}),
       labels: await this.labelCounts(),
       ...this.metadata,
     };
   }
 
-  /** Waits for pending writes, closes the table and releases the lock; later writes are refused. Idempotent. */
+  /**
+   * Waits for pending writes, compacts the commits not compacted yet (a writable store), closes the
+   * table and releases the lock; later writes are refused. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
-    const pending = this.#writes;
+    const pending = this.#writable ? this.#exclusive(() => this.#compact()).catch(() => undefined) : this.#writes;
     this.#closed = true;
     if (this.#refreshTimer !== undefined) clearInterval(this.#refreshTimer);
-    await pending;
-    await this.#refreshing?.catch(() => undefined);
-    this.#table.close();
-    this.#db.close();
-    if (this.#lockFile !== undefined) await releaseFolderLock(this.#lockFile);
+    clearTimeout(this.#idleTimer);
+    try {
+      await pending;
+      await this.#refreshing?.catch(() => undefined);
+      this.#table.close();
+      this.#db.close();
+    } finally {
+      if (this.#lockFile !== undefined) await releaseFolderLock(this.#lockFile);
+    }
   }
 
   /** Runs `task` after every earlier write. */
@@ -708,7 +761,11 @@ export class LanceIndexStore implements IndexStore {
     return run;
   }
 
-  /** Runs one LanceDB write (a commit), then records the new version and item count. */
+  /**
+   * Runs one LanceDB write (a commit), then records the new version and item count, and queues a
+   * compaction after every `compactEvery` commits (the write's answer does not wait for it) or arms
+   * the idle one.
+   */
   async #commit(write: () => Promise<unknown>, change: number): Promise<void> {
     try {
       await write();
@@ -716,6 +773,29 @@ export class LanceIndexStore implements IndexStore {
       throw ioError(`Cannot write index ${LANCE_PREFIX}${this.#dir}`, err);
     }
     this.#count += change;
+    this.#version = await this.#table.version();
+    this.#uncompacted++;
+    clearTimeout(this.#idleTimer);
+    const compactLater = (): void => void this.#exclusive(() => this.#compact()).catch(() => undefined);
+    if (this.#uncompacted >= this.#compaction.every) {
+      compactLater();
+    } else {
+      this.#idleTimer = setTimeout(compactLater, this.#compaction.idleSeconds * 1000);
+      this.#idleTimer.unref();
+    }
+  }
+
+  /** Compacts the table (LanceDB's optimize) when commits were made since the last compaction; a failure is kept for `info()` and retried next time. */
+  async #compact(): Promise<void> {
+    if (this.#uncompacted === 0) return;
+    try {
+      await this.#table.optimize();
+    } catch (err) {
+      this.#compactionError = (err as Error).message;
+      throw ioError(`Cannot compact index ${LANCE_PREFIX}${this.#dir}`, err);
+    }
+    this.#compactionError = undefined;
+    this.#uncompacted = 0;
     this.#version = await this.#table.version();
   }
 }

@@ -20,13 +20,17 @@ export function parseIndexLocation(location: string, name = 'location'): { kind:
 
 /**
  * Opens the index at `location` (see the file comment). Options that concern the other kind of store
- * are ignored: `snapshotEvery` is the hnswlib store's, `refreshSeconds` the LanceDB store's.
+ * are ignored: `snapshotEvery` is the hnswlib store's, `refreshSeconds` and `compactEvery` the LanceDB store's.
  */
 export async function openIndexStore(location: string, options: OpenIndexStoreOptions = {}): Promise<IndexStore> {
   const { kind, dir } = parseIndexLocation(location);
   const writable = options.writable ?? false;
   if (kind === 'lance') {
-    return LanceIndexStore.open(dir, { writable, ...(options.refreshSeconds !== undefined ? { refreshSeconds: options.refreshSeconds } : {}) });
+    return LanceIndexStore.open(dir, {
+      writable,
+      ...(options.refreshSeconds !== undefined ? { refreshSeconds: options.refreshSeconds } : {}),
+      ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
+    });
   }
   return SearchIndexStore.open(dir, { writable, ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}) });
 }

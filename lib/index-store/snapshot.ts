@@ -8,7 +8,8 @@
  * are removed when the index is next opened for writing ({@link removeLeftovers}).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { HnswIndex } from '../search/hnsw.js';
@@ -33,7 +34,7 @@ export async function readSnapshot(root: string, dir: string): Promise<Snapshot>
   const metadataPath = path.join(root, METADATA_FILE);
   let text: string;
   try {
-    text = await readFile(metadataPath, 'utf8');
+    text = (await readRegular(metadataPath, 'index metadata')).toString('utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new DmlError('E_NOT_FOUND', `No search index at ${dir} (${METADATA_FILE} is missing)`);
     throw ioError(`Cannot read ${metadataPath}`, err);
@@ -52,7 +53,7 @@ export async function readSnapshot(root: string, dir: string): Promise<Snapshot>
   const itemsPath = path.join(genDir, ITEMS_FILE);
   let items: ItemsFile;
   try {
-    items = JSON.parse(await readFile(itemsPath, 'utf8')) as ItemsFile;
+    items = JSON.parse((await readRegular(itemsPath, 'item list')).toString('utf8')) as ItemsFile;
   } catch (err) {
     throw err instanceof SyntaxError
       ? new DmlError('E_DATASET', `${itemsPath} is not valid JSON: ${err.message}`, { cause: err })

@@ -8,10 +8,11 @@
  * models with the same `model.onnx` and different `model.onnx_data` are different models (their
  * embeddings must not share a cache entry, a report hash or an index).
  */
-import { copyFile, mkdir, readFile, stat } from 'node:fs/promises';
+import { copyFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { canonicalJson, sha256, sha256File } from '../util/hash.js';
+import { checkRegularFile, fileReadError, openRegular } from '../util/regular-file.js';
 import { readExternalDataLocations, readExternalDataRanges, type ExternalTensorRange } from './metadata.js';
 
 /** One external data file of a model. */
@@ -49,34 +50,32 @@ export function modelIdentity(modelSha256: string, externalData: readonly Extern
 export const MAX_MODEL_FILE_BYTES = 2 ** 31;
 
 /**
- * Checks `modelPath` names a regular file (after links) of at most {@link MAX_MODEL_FILE_BYTES}, before
- * its bytes are read (`dml eval /dev/zero` used to read until memory ran out). Errors: E_NOT_FOUND when
- * missing; E_ARG otherwise.
+ * Checks `modelPath` names a regular file (after links; util/regular-file.ts) of at most
+ * {@link MAX_MODEL_FILE_BYTES}, before its bytes are read (`dml eval /dev/zero` used to read until
+ * memory ran out). Errors: E_NOT_FOUND when missing; E_ARG otherwise.
  */
 export async function checkModelFile(modelPath: string): Promise<void> {
-  let info;
-  try {
-    info = await stat(modelPath);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read model ${modelPath}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, { cause: err });
-  }
-  if (!info.isFile()) throw new DmlError('E_ARG', `Cannot read model ${modelPath}: not a regular file (expected an .onnx file)`);
-  if (info.size > MAX_MODEL_FILE_BYTES) {
-    throw new DmlError('E_ARG', `Cannot read model ${modelPath}: ${info.size} bytes, more than an ONNX file can hold (2 GiB; larger models keep their weights in external data files)`);
+  checkModelSize(modelPath, (await checkRegularFile(modelPath, 'model')).size);
+}
+
+function checkModelSize(modelPath: string, size: number): void {
+  if (size > MAX_MODEL_FILE_BYTES) {
+    throw new DmlError('E_ARG', `Cannot read model ${modelPath}: ${size} bytes, more than an ONNX file can hold (2 GiB; larger models keep their weights in external data files)`);
   }
 }
 
-/** The bytes of the model file at `modelPath`, after {@link checkModelFile}. Errors as its, E_IO when reading fails. */
+/** The bytes of the model file at `modelPath`, checked as {@link checkModelFile} checks it. Errors as its, E_IO when reading fails. */
 export async function readModelBytes(modelPath: string): Promise<Uint8Array> {
-  await checkModelFile(modelPath);
   try {
-    return await readFile(modelPath);
+    const { handle, info } = await openRegular(modelPath, 'model');
+    try {
+      checkModelSize(modelPath, info.size);
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read model ${modelPath}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-      cause: err,
-    });
+    throw fileReadError('model', modelPath, err);
   }
 }
 
@@ -93,10 +92,9 @@ export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
   const externalData: ExternalDataFile[] = [];
   for (const location of locations) {
     const file = path.join(path.dirname(modelPath), location);
-    await checkExternalDataFits(modelPath, file, location, ranges);
     let hash: string;
     try {
-      hash = await sha256File(file);
+      hash = await sha256File(file, 'external data file');
     } catch (err) {
       const e = err as DmlError;
       throw new DmlError(
@@ -105,6 +103,7 @@ export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
         { cause: err },
       );
     }
+    await checkExternalDataFits(modelPath, file, location, ranges);
     externalData.push({ location, sha256: hash });
   }
   return { path: modelPath, bytes, externalData, sha256: modelIdentity(sha256(bytes), externalData) };
@@ -114,7 +113,7 @@ export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
  * Refuses an external data file too short for the tensors the model reads from it: another model's data
  * file under this name (a swapped or overwritten `model.onnx_data`), or a truncated copy. Named as the
  * culprit with the first tensor that does not fit, before onnxruntime reports an offset out of bounds.
- * A missing file is left to the hashing that follows (its own message).
+ * Called after the hashing, which refuses a missing file or one that is not a regular file with its own message.
  */
 async function checkExternalDataFits(modelPath: string, file: string, location: string, ranges: readonly ExternalTensorRange[]): Promise<void> {
   const size = (await stat(file).catch(() => undefined))?.size;
@@ -143,9 +142,12 @@ export async function copyModelFiles(modelPath: string, target: string): Promise
   const copied = [target];
   await copyFile(modelPath, target);
   for (const location of locations) {
+    const from = path.join(path.dirname(modelPath), location);
+    // copyFile would block on a FIFO: the same check as every read.
+    await checkRegularFile(from, `model ${modelPath}'s external data file`);
     const to = path.join(path.dirname(target), location);
     await mkdir(path.dirname(to), { recursive: true });
-    await copyFile(path.join(path.dirname(modelPath), location), to);
+    await copyFile(from, to);
     copied.push(to);
   }
   return copied;

@@ -12,9 +12,9 @@
  * k-means, the index and the self-exclusion rule (the random examples are drawn with the k-means seed,
  * so equal protocols show the same queries).
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { readRegularFile } from '../util/regular-file.js';
 import type { RunReport } from '../eval/run-report.js';
 import { buildReport, REPORT_FORMAT, type Report } from './report.js';
 
@@ -33,13 +33,7 @@ export interface CombinedReports {
 
 /** Reads the evaluation report `file`: JSON of the current report format, or an E_ARG error naming the file and what it holds. */
 export async function readSavedReport(file: string): Promise<SavedReport> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`);
-  }
+  const text = (await readRegularFile(file, 'report')).toString('utf8');
   let report: Report;
   try {
     report = JSON.parse(text) as Report;

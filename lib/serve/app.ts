@@ -2,8 +2,10 @@
  * @file The search service as a fastify app: `createSearchApp(options)` opens an index folder (for
  * writing only with `allowWrites`; see access.ts for the Host check, the write token and the origin
  * rule), starts the inference workers and returns the app, used both by `dml serve` (which calls
- * `listen`) and by the tests (`app.inject`). Closing the app waits for requests in flight, stops the
- * workers and closes the index (a final snapshot, then the lock is released).
+ * `listen`) and by the tests (`app.inject`). Closing the app stops accepting connections, waits for
+ * requests in flight for at most `shutdownGraceSeconds` and then closes every connection still open
+ * (a client that sent half a request's headers cannot hold the shutdown up), stops the workers and
+ * closes the index (a final snapshot, then the lock is released).
  *
  * Endpoints, registered by one fastify plugin per concern (routes/search-routes.ts,
  * routes/item-routes.ts, routes/service-routes.ts; each route with a fastify schema, schemas.ts; the
@@ -31,9 +33,9 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { DEFAULT_DEVICE, type DeviceChoice, type ProviderChoice } from '../onnx/devices.js';
 import { openIndexStore } from '../index-store/open-store.js';
-import { checkPositiveInteger } from '../util/check.js';
+import { checkPositiveInteger, checkTimerSeconds } from '../util/check.js';
 import { accessPolicy, checkHost, checkWrite } from './access.js';
-import { DEFAULT_K, DEFAULT_MAX_K, DEFAULT_MAX_UPLOAD_BYTES, ITEMS_PAGE, THUMBNAIL_SIZES } from './defaults.js';
+import { DEFAULT_K, DEFAULT_MAX_K, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_SHUTDOWN_GRACE_SECONDS, ITEMS_PAGE, THUMBNAIL_SIZES } from './defaults.js';
 import { registerApiDocs } from './docs.js';
 import { errorBody, HttpError } from './http-errors.js';
 import { redactingLogger, type ServiceLoggerOptions } from './log-redaction.js';
@@ -70,6 +72,8 @@ export interface SearchAppOptions {
   snapshotEvery?: number;
   /** Seconds between checks for a newer table version (LanceDB store, read-only). */
   refreshSeconds?: number;
+  /** Commits after which the table's data files are compacted (LanceDB store, with `allowWrites`). */
+  compactEvery?: number;
   /** The request log: false (default), true (level info), or a level and destination; tokens are censored (log-redaction.ts). */
   logger?: boolean | ServiceLoggerOptions;
   /** Open the index for writing and serve `POST /items` and `DELETE /items/:id`. Default false (read-only). */
@@ -78,6 +82,11 @@ export interface SearchAppOptions {
   token?: string;
   /** Host names a request's Host (and a write's Origin) may name besides the loopback names (see access.ts). */
   allowedHosts?: string[];
+  /**
+   * Seconds closing the app waits for requests in flight before it closes every open connection
+   * (see the file comment). Default 10 (`DEFAULT_SHUTDOWN_GRACE_SECONDS`); 0 closes them at once.
+   */
+  shutdownGraceSeconds?: number;
 }
 
 
@@ -90,11 +99,13 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
   const maxK = options.maxK ?? DEFAULT_MAX_K;
   checkPositiveInteger('maxUploadBytes', maxUploadBytes);
   checkPositiveInteger('maxK', maxK);
+  const shutdownGraceSeconds = checkTimerSeconds('shutdownGraceSeconds', options.shutdownGraceSeconds ?? DEFAULT_SHUTDOWN_GRACE_SECONDS, true);
   const access = accessPolicy(options);
   const store = await openIndexStore(options.dir, {
     writable: access.allowWrites,
     ...(options.snapshotEvery !== undefined ? { snapshotEvery: options.snapshotEvery } : {}),
     ...(options.refreshSeconds !== undefined ? { refreshSeconds: options.refreshSeconds } : {}),
+    ...(options.compactEvery !== undefined ? { compactEvery: options.compactEvery } : {}),
   });
   // requestTimeout: a client that trickles its body (slowloris) is cut off after a minute.
   const app = Fastify({ logger: redactingLogger(options.logger), bodyLimit: maxUploadBytes, requestTimeout: 60_000 });
@@ -169,7 +180,15 @@ export async function createSearchApp(options: SearchAppOptions): Promise<Fastif
     metrics.record(`${request.method} ${route ?? '(no route)'}`, reply.statusCode, reply.elapsedTime);
     prometheus.recordRequest(request.method, route, reply.statusCode, reply.elapsedTime);
   });
+  // Closing: the server stops accepting and closes its idle connections; after the grace period the
+  // rest go too, since Node stops enforcing its header and request timeouts once the server is closing.
+  let grace: NodeJS.Timeout | undefined;
+  app.addHook('preClose', async () => {
+    grace = setTimeout(() => app.server.closeAllConnections(), shutdownGraceSeconds * 1000);
+    grace.unref();
+  });
   app.addHook('onClose', async () => {
+    clearTimeout(grace);
     await pool.close();
     await store.close();
   });

@@ -17,3 +17,9 @@ export const THUMBNAIL_SIZES = { min: 16, max: 1024, default: 128 } as const;
 
 /** Page size of `GET /items`: largest and default. */
 export const ITEMS_PAGE = { max: 1000, default: 100 } as const;
+
+/**
+ * Seconds a shutting-down service waits for the requests in flight before it closes every connection
+ * still open (one that sent half a request's headers included), so that shutdown always ends.
+ */
+export const DEFAULT_SHUTDOWN_GRACE_SECONDS = 10;

@@ -311,13 +311,17 @@ export function routeSchemas(settings: SchemaSettings) {
         200: {
           description: 'Serving.',
           type: 'object',
-          required: ['status', 'items', 'workers', 'pending', 'generation', 'provider'],
+          required: ['status', 'items', 'workers', 'pending', 'generation', 'dataFiles', 'provider'],
           properties: {
             status: { type: 'string', const: 'ok' },
             items: { type: 'integer', description: 'Items in the index.' },
             workers: { type: 'integer', description: 'Inference worker threads.' },
             pending: { type: 'integer', description: 'Images being embedded.' },
             generation: { type: 'integer', description: 'Version of the index this server sees: the snapshot generation (hnswlib store) or the table version (LanceDB store).' },
+            dataFiles: {
+              type: ['integer', 'null'],
+              description: 'LanceDB store: the data files (fragments) of the table version this server sees, each read by a search without the ANN index; the writer compacts them. Null for the hnswlib store, which searches in memory.',
+            },
             provider: { type: ['string', 'null'], description: 'Execution provider of the workers.' },
           },
         },

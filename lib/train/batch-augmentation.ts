@@ -66,6 +66,23 @@ export function validateBatchAugmentation(augmentation: BatchAugmentation, name 
   if (fill !== undefined && !['white', 'black', 'edge', 'mean'].includes(fill)) throw invalidParameterError(`${name}.fill`, "'white', 'black', 'edge' or 'mean'", fill);
 }
 
+/**
+ * Checks that `augmentation`'s rescale and translate keep something of an image of `height` x `width`
+ * pixels in the frame: a shift of the smaller side or more moves an image out of it, and a scale below
+ * one pixel per side shrinks it to nothing; either way a row is all fill, and batches of such rows have
+ * no valid tuple (nothing trains). Errors: E_ARG naming the field, prefixed with `name`.
+ */
+export function checkAugmentationFitsImage(augmentation: BatchAugmentation, height: number, width: number, name = 'augmentation'): void {
+  const side = Math.min(height, width);
+  const { rescale, translate = 0 } = augmentation;
+  if (translate >= side) {
+    throw invalidParameterError(`${name}.translate`, `fewer pixels than the images' smaller side (${side}; a shift of that many moves an image out of the frame)`, translate);
+  }
+  if (rescale !== undefined && rescale[0] * side < 1) {
+    throw invalidParameterError(`${name}.rescale`, `a minimum of at least 1/${side} (the images' smaller side is ${side} pixels; a smaller scale leaves less than one)`, `[${rescale.join(', ')}]`);
+  }
+}
+
 /** Draws crop boxes and flips (and rescales and shifts, when configured) for `rows` images of `height` x `width` pixels, in row order. */
 export function drawBatchAugmentation(rows: number, height: number, width: number, augmentation: BatchAugmentation, rng: Rng): BatchAugmentationDraw {
   const boxes = new Float32Array(rows * 4);

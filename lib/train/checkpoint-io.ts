@@ -26,7 +26,8 @@
  * optimizer.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { readRegular } from '../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError, invalidParameterError } from '../errors.js';
@@ -129,7 +130,7 @@ export async function optimizerStateFiles(optimizer: tf.Optimizer, names: Readon
 }
 
 /**
- * Restores optimizer state written by {@link optimizerStateFiles} into `optimizer`, or into a new
+ * Restores optimizer state written by `optimizerStateFiles` (a checkpoint's optimiser files) into `optimizer`, or into a new
  * optimizer of the saved class and config when none is given; `where` names the source in errors;
  * slot names are renamed per `names` (stable name -> this process's variable name) when given.
  * Errors: E_MODEL for malformed state or an optimizer of another class.
@@ -303,7 +304,7 @@ async function readVerified(dir: string, manifest: CheckpointManifest, name: str
   const file = path.join(dir, name);
   let bytes: Buffer;
   try {
-    bytes = await readFile(file);
+    bytes = await readRegular(file, 'checkpoint file');
   } catch (err) {
     throw new DmlError('E_MODEL', `Checkpoint ${dir} is corrupt: cannot read ${name}: ${(err as Error).message}`, { cause: err });
   }
@@ -348,8 +349,9 @@ async function readManifest(dir: string): Promise<CheckpointManifest> {
   const manifestPath = path.join(dir, MANIFEST);
   let text: string;
   try {
-    text = await readFile(manifestPath, 'utf8');
+    text = (await readRegular(manifestPath, 'checkpoint manifest')).toString('utf8');
   } catch (err) {
+    if (err instanceof DmlError) throw err;
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new DmlError('E_IO', `Cannot read ${manifestPath}: ${(err as Error).message}`, { cause: err });
     const interrupted = (await pathKind(previousPath(path.resolve(dir)))) === 'folder';
     const hint = interrupted ? `; an interrupted save left the previous checkpoint at ${previousPath(dir)}` : '';
@@ -408,6 +410,17 @@ export interface LoadedOnnxCheckpoint {
   lossOptimizer?: OptimizerStateFiles;
   arrays?: Map<string, Float32Array>;
   state?: unknown;
+}
+
+/**
+ * The state blob of the checkpoint in `dir` (its `state.json`, checked against the manifest), without
+ * reading the rest; undefined when it has none. Errors as {@link loadCheckpoint}.
+ */
+export async function readCheckpointState(dir: string): Promise<unknown> {
+  const manifest = await readManifest(dir);
+  const loaded: { state?: unknown } = {};
+  if (STATE_JSON in manifest.files) await readArraysAndState(dir, { ...manifest, files: { [STATE_JSON]: manifest.files[STATE_JSON] as CheckpointManifest['files'][string] } }, loaded);
+  return loaded.state;
 }
 
 /**

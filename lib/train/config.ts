@@ -79,8 +79,9 @@ export const trainConfigSchema = z
     steps: positiveIntegerField.optional(),
     seed: z.number().int().min(0).max(0xffffffff).default(0),
     /**
-     * Where training runs: a TensorFlow.js backend (`auto` picks the fastest that loads), or `onnx`,
-     * the graph trainer (one onnxruntime graph per step, on the `device` it picks; lib/train/graph-network.ts).
+     * Where training runs: `onnx`, the graph trainer (onnxruntime graphs per step, on the `device` it
+     * picks; lib/train/graph-network.ts), or a TensorFlow.js backend; `auto` (the default) picks the
+     * graph trainer unless TensorFlow.js's native backend is installed (lib/train/training-engine.ts).
      */
     backend: z.enum(TRAINING_BACKENDS).default('auto'),
     /** The `onnx` backend's execution provider: `auto` (CUDA, else WebGPU, else CPU; the default), `cuda`, `webgpu` or `cpu`. */
@@ -113,20 +114,30 @@ export const trainConfigSchema = z
       const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
       context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });
     }
-    if (c.model.kind === 'onnx' && c.backend !== 'onnx') {
-      context.addIssue({ code: 'custom', path: ['backend'], message: `model.kind "onnx" is trained by the graph trainer: set backend "onnx" (got ${c.backend})` });
+    // With `auto` these choose the graph trainer (lib/train/training-engine.ts).
+    const graphPossible = c.backend === 'onnx' || c.backend === 'auto';
+    if (c.model.kind === 'onnx' && !graphPossible) {
+      context.addIssue({ code: 'custom', path: ['backend'], message: `model.kind "onnx" is trained by the graph trainer: set backend "onnx" or "auto" (got ${c.backend})` });
     }
-    if (c.device !== undefined && c.backend !== 'onnx') {
+    if (c.device !== undefined && !graphPossible) {
       context.addIssue({ code: 'custom', path: ['device'], message: `chooses where the onnx backend runs; with backend ${c.backend} remove it (got ${c.device})` });
     }
-    if (c.microBatch !== undefined && c.backend !== 'onnx') {
+    if (c.microBatch !== undefined && !graphPossible) {
       context.addIssue({ code: 'custom', path: ['microBatch'], message: `splits the onnx backend's batches; with backend ${c.backend} remove it (got ${c.microBatch})` });
     }
     if (c.steps === undefined && c.validation.everySteps !== undefined) {
       context.addIssue({ code: 'custom', path: ['validation', 'everySteps'], message: `applies to a steps run only (set steps instead of epochs), got ${c.validation.everySteps} in an epochs run` });
     }
-    if (c.steps !== undefined && c.optimizer.warmup !== undefined && c.optimizer.schedule.kind === 'cosine' && c.optimizer.warmup.steps >= c.steps) {
-      context.addIssue({ code: 'custom', path: ['optimizer', 'warmup', 'steps'], message: `must be below steps (${c.steps}) with the cosine schedule, got ${c.optimizer.warmup.steps}` });
+    if (c.steps !== undefined && c.optimizer.warmup !== undefined && c.optimizer.warmup.steps >= c.steps) {
+      context.addIssue({ code: 'custom', path: ['optimizer', 'warmup', 'steps'], message: `must be below steps (${c.steps}): a longer warm-up never reaches the learning rate, got ${c.optimizer.warmup.steps}` });
+    }
+    const { schedule, learningRate } = c.optimizer;
+    if (schedule.kind === 'cosine' && schedule.minLearningRate > learningRate) {
+      context.addIssue({
+        code: 'custom',
+        path: ['optimizer', 'schedule', 'minLearningRate'],
+        message: `must be at most optimizer.learningRate (${learningRate}), which the cosine anneals down from (a larger one makes the rate climb), got ${schedule.minLearningRate}`,
+      });
     }
   });
 

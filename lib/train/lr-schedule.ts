@@ -22,10 +22,20 @@
  * PyTorch's own values, which the spec compares step by step.
  */
 import { DmlError } from '../errors.js';
-import type { TrainConfig } from './config.js';
+
 import { z } from 'zod';
 
-type OptimizerConfig = TrainConfig['optimizer'];
+/** The fields of the training config's `optimizer` section that the schedule reads. */
+export interface ScheduledOptimizer {
+  readonly kind: 'sgd' | 'momentum' | 'adam';
+  readonly learningRate: number;
+  readonly milestones: readonly number[];
+  readonly gamma: number;
+  readonly schedule: z.infer<typeof scheduleSchema>;
+  readonly warmup?: { readonly steps: number; readonly startFactor: number } | undefined;
+}
+
+type OptimizerConfig = ScheduledOptimizer;
 
 /** Where a step lies in the run. */
 export interface SchedulePosition {
@@ -123,15 +133,16 @@ export function scheduledLearningRate(config: OptimizerConfig, position: Schedul
 /**
  * Checks `config`'s schedule against the run's `totalSteps` (0 when no schedule needs it); throws
  * E_ARG naming the field. OneCycle needs a rising phase that ends after step 0 (pctStart x steps > 1,
- * PyTorch divides by zero otherwise); a warm-up before a cosine must leave steps for the cosine.
+ * PyTorch divides by zero otherwise); a warm-up must end before the run does (before a cosine, it
+ * must leave steps for the cosine).
  */
 export function checkSchedule(config: OptimizerConfig, totalSteps: number): void {
   const schedule = config.schedule;
   if (schedule.kind === 'onecycle' && !(schedule.pctStart * totalSteps > 1)) {
     throw new DmlError('E_ARG', `optimizer.schedule.pctStart: pctStart x the run's steps must be above 1 (the rising phase ends at step pctStart x steps - 1), got ${schedule.pctStart} x ${totalSteps} steps`);
   }
-  if (schedule.kind === 'cosine' && config.warmup && config.warmup.steps >= totalSteps) {
-    throw new DmlError('E_ARG', `optimizer.warmup.steps: must be below the run's ${totalSteps} steps with the cosine schedule, got ${config.warmup.steps}`);
+  if (config.warmup && config.warmup.steps >= totalSteps) {
+    throw new DmlError('E_ARG', `optimizer.warmup.steps: must be below the run's ${totalSteps} steps (a longer warm-up never reaches the learning rate), got ${config.warmup.steps}`);
   }
 }
 

@@ -4,11 +4,12 @@
  * resolved `config.json`, the finished run's `report.json` when there is one, and the triplet scatter
  * files of `scatter/`. Reads only; loads no TensorFlow.js, so `dml compare` stays light.
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { readRegularFile } from '../util/regular-file.js';
 import type { TripletScatter } from './scatter.js';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 
 /** One optimiser step as log.jsonl records it (`type: "step"`). */
 export interface StepEntry {
@@ -56,13 +57,13 @@ export interface RunFolder {
 const SCATTER_FILE = /^(epoch|step)-(\d+)\.json$/;
 
 /** The JSON of `file`, or undefined when it does not exist; a file that is not JSON is an E_IO error naming it. */
-async function readJsonIfPresent(file: string): Promise<unknown> {
+async function readJsonIfPresent(file: string, what: string): Promise<unknown> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = (await readRegularFile(file, what)).toString('utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new DmlError('E_IO', `Cannot read ${file}: ${(err as Error).message}`, { cause: err });
+    if (err instanceof DmlError && err.code === 'E_NOT_FOUND') return undefined;
+    throw err;
   }
   try {
     return JSON.parse(text) as unknown;
@@ -112,15 +113,14 @@ export async function readRunFolder(dir: string): Promise<RunFolder> {
   let text: string;
   const logFile = path.join(dir, 'log.jsonl');
   try {
-    text = await readFile(logFile, 'utf8');
+    text = (await readRegularFile(logFile, 'training log')).toString('utf8');
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new DmlError('E_NOT_FOUND', `${dir} is not a training run folder: it has no log.jsonl (expected the --out folder of dml train)`);
-    throw new DmlError('E_IO', `Cannot read ${logFile}: ${(err as Error).message}`, { cause: err });
+    if (err instanceof DmlError && err.code === 'E_NOT_FOUND') throw new DmlError('E_NOT_FOUND', `${dir} is not a training run folder: it has no log.jsonl (expected the --out folder of dml train)`);
+    throw err;
   }
   const { steps, periods } = parseRunLog(text);
-  const config = ((await readJsonIfPresent(path.join(dir, 'config.json'))) ?? {}) as Record<string, unknown>;
-  const report = (await readJsonIfPresent(path.join(dir, 'report.json'))) as (FinishedRunInfo & { format?: string }) | undefined;
+  const config = ((await readJsonIfPresent(path.join(dir, 'config.json'), 'run config')) ?? {}) as Record<string, unknown>;
+  const report = (await readJsonIfPresent(path.join(dir, 'report.json'), 'training report')) as (FinishedRunInfo & { format?: string }) | undefined;
   const scatterFiles = (await readdir(path.join(dir, 'scatter')).catch(() => [] as string[])).flatMap((f) => {
     const m = SCATTER_FILE.exec(f);
     return m ? [{ file: f, unit: m[1] as 'epoch' | 'step', index: Number(m[2]) }] : [];
@@ -128,7 +128,7 @@ export async function readRunFolder(dir: string): Promise<RunFolder> {
   scatterFiles.sort((a, b) => a.index - b.index);
   const scatters: ScatterEntry[] = [];
   for (const s of scatterFiles) {
-    const scatter = (await readJsonIfPresent(path.join(dir, 'scatter', s.file))) as TripletScatter | undefined;
+    const scatter = (await readJsonIfPresent(path.join(dir, 'scatter', s.file), 'scatter file')) as TripletScatter | undefined;
     if (scatter !== undefined) scatters.push({ unit: s.unit, index: s.index, scatter });
   }
   const finished =

@@ -12,7 +12,7 @@
  */
 import { fittedRange, lineChartSvg, type ChartSeries } from '../report/svg-line-chart.js';
 import { stepOfPeriod, type RunFolder, type StepEntry } from './run-log.js';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 
 /** Weight of the exponential moving average of the smoothed curves. */
 export const LOSS_SMOOTHING = 0.9;

@@ -18,7 +18,7 @@ import { escapeXml } from '../report/svg-line-chart.js';
 import { histogramSvg, scatterRanges, scatterSvg } from '../report/svg-scatter.js';
 import { readRunFolder, stepOfPeriod, type RunFolder, type ScatterEntry } from './run-log.js';
 import { emaSmoothed, learningRateChartSvg, stepLossChartSvg, validationMetrics, validationStepChartSvg, validationValue, validFractionChartSvg } from './training-charts.js';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 
 /** Seconds between reloads of the page of a run that is still training. */
 export const TRAINING_PAGE_REFRESH_SECONDS = 30;

@@ -5,21 +5,32 @@
  * validation or training set (with the LoOp series for LoOp losses), written to `<out>/scatter/`.
  */
 import { evaluateEmbeddings } from '../eval/evaluate-embeddings.js';
+import { DmlError } from '../errors.js';
+import { GEM_DEFAULT_P } from '../engine/graph/embedding-network.js';
 import { DEFAULT_INDEX } from '../eval/evaluation.js';
 import { writeScatterFiles } from './scatter-files.js';
-import type { TrainConfig } from './config.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { tripletScatter } from './scatter.js';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 import type { TrainingData } from './training-data.js';
 import { z } from 'zod';
 import { positiveIntegerField } from '../util/zod-fields.js';
 import { clusterCountSpecsSchema } from '../eval/cluster-counts.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 
+/** The fields of a run's configuration that validation reads (the training config has them). */
+export interface ValidationSettings {
+  readonly validation: z.infer<typeof validationSpecSchema>;
+  readonly scatter: { readonly every: number; readonly set: 'train' | 'validation'; readonly maxPoints: number };
+  readonly seed: number;
+  /** For the message of an embedding that overflows: the settings that scale it. */
+  readonly model: { readonly kind: string; readonly head?: { readonly pooling?: string | undefined; readonly gemP?: number | undefined } | undefined };
+  readonly data: { readonly image?: { readonly mean?: readonly number[] | undefined; readonly std?: readonly number[] | undefined; readonly rescale?: number | undefined } | undefined };
+}
+
 /** What validation needs of a run, fixed for its whole length. */
 export interface ValidationContext {
-  config: TrainConfig;
+  config: ValidationSettings;
   /** The run folder (absolute). */
   out: string;
   /** The held-out sample, or undefined when the dataset holds no held-out items (then nothing is validated). */
@@ -52,6 +63,14 @@ export async function validateEpoch(context: ValidationContext, embed: (data: Tr
   const { last, ordinal } = point;
   if (point.unit === 'epoch' && ordinal % config.validation.every !== 0 && !last && ordinal !== 0) return;
   const set = await embed(validationData);
+  const bad = set.vectors.findIndex((v) => !Number.isFinite(v));
+  if (bad >= 0) {
+    const gem = config.model.kind === 'onnx' && config.model.head?.pooling === 'gem' ? `model.head.gemP ${config.model.head.gemP ?? GEM_DEFAULT_P}, ` : '';
+    throw new DmlError(
+      'E_NUMERIC',
+      `The ${point.index === 0 ? 'untrained ' : ''}model's embedding of held-out image ${set.ids[Math.floor(bad / set.dim)]} holds ${set.vectors[bad]} at ${point.unit} ${point.index}: a value overflows float32 in the network; check the settings that scale it (${gem}data.image mean ${JSON.stringify(config.data.image?.mean ?? null)}, std ${JSON.stringify(config.data.image?.std ?? null)} and rescale ${config.data.image?.rescale ?? '1/255'})`,
+    );
+  }
   const { metrics } = await evaluateEmbeddings(set, null, {
     ks: config.validation.ks,
     clusterCounts: config.validation.clusterCounts,

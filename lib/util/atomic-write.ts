@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { lstat, mkdir, open, readlink, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, readlink, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 
@@ -61,6 +61,20 @@ async function resolveWriteTarget(filePath: string): Promise<WriteTarget> {
   throw new DmlError('E_IO', `Cannot write ${filePath}: more than ${MAX_LINK_HOPS} symbolic links to follow (a loop?)`);
 }
 
+/**
+ * The first path on the way down to folder `dir` (from the root) that exists and is not a folder: what
+ * stops `mkdir -p dir` (EEXIST, ENOTDIR); `dir` itself when there is none.
+ */
+export async function fileOnFolderPath(dir: string): Promise<string> {
+  const parts = path.resolve(dir).split(path.sep);
+  for (let i = 2; i <= parts.length; i++) {
+    const at = parts.slice(0, i).join(path.sep);
+    const info = await stat(at).catch(() => undefined);
+    if (info !== undefined && !info.isDirectory()) return at;
+  }
+  return dir;
+}
+
 /** Writes every chunk of `data` through `handle`. */
 async function writeAll(handle: Awaited<ReturnType<typeof open>>, data: string | Uint8Array | Iterable<Uint8Array>): Promise<void> {
   if (typeof data === 'string' || data instanceof Uint8Array) {
@@ -94,7 +108,9 @@ export async function writeFileAtomic(filePath: string, data: string | Uint8Arra
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
-    throw new DmlError('E_IO', `Cannot create output folder ${dir}: ${(err as Error).message}`, { cause: err });
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'EEXIST' || code === 'ENOTDIR' ? `${await fileOnFolderPath(dir)} is a file, not a folder` : (err as Error).message;
+    throw new DmlError('E_IO', `Cannot create output folder ${dir}: ${reason}`, { cause: err });
   }
   let handle;
   try {

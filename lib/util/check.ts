@@ -25,6 +25,25 @@ export function checkNonNegativeNumber(name: string, value: unknown): number {
   return value;
 }
 
+/** The longest delay Node's timers hold (2^31 - 1 ms, about 24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A delay in seconds that a Node timer can hold: finite, above 0 (or at least 0 with `zero: true`)
+ * and at most {@link MAX_TIMER_MS} ms.
+ */
+export function checkTimerSeconds(name: string, value: unknown, zero = false): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || !(zero ? value >= 0 : value > 0) || value * 1000 > MAX_TIMER_MS) {
+    throw invalidParameterError(name, timerSecondsRange(zero), value);
+  }
+  return value;
+}
+
+/** What {@link checkTimerSeconds} expects, in words. */
+export function timerSecondsRange(zero = false): string {
+  return `a number of seconds in ${zero ? '[' : '('}0, ${MAX_TIMER_MS / 1000}] (the longest delay a Node timer holds)`;
+}
+
 /** A boolean. */
 export function checkBoolean(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw invalidParameterError(name, 'a boolean', value);

@@ -5,10 +5,11 @@
  * whose writer died while writing it. A file of that name that is anything else (another program's
  * file, a model's weights) is never taken for a stale lock and deleted: the lock is refused, naming it.
  */
-import { lstat, open, rm, writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
+import { openRegular } from './regular-file.js';
 
 /** The lock file's name inside the locked folder. */
 export const LOCK_FILE = 'lock';
@@ -27,17 +28,19 @@ function isProcessAlive(pid: number): boolean {
 
 /** What a lock file holds, after the rules of the file comment: a holder, a stale lock (dead writer), or a file that is no lock. */
 async function readLock(file: string): Promise<{ pid: number; host: unknown } | 'stale' | 'foreign'> {
-  const info = await lstat(file).catch(() => undefined);
-  if (info === undefined) return 'stale'; // gone meanwhile: its holder released it
-  if (!info.isFile() || info.size > MAX_LOCK_BYTES) return 'foreign';
-  const handle = await open(file, 'r');
   let text: string;
   try {
-    const bytes = Buffer.alloc(MAX_LOCK_BYTES);
-    const { bytesRead } = await handle.read(bytes, 0, MAX_LOCK_BYTES, 0);
-    text = bytes.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await handle.close();
+    const { handle, info } = await openRegular(file, 'lock file');
+    try {
+      if (info.size > MAX_LOCK_BYTES) return 'foreign';
+      text = (await handle.readFile()).toString('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'stale'; // gone meanwhile: its holder released it
+    if (err instanceof DmlError) return 'foreign'; // not a regular file
+    throw err;
   }
   let holder: { pid?: unknown; host?: unknown } | undefined;
   try {
@@ -67,7 +70,9 @@ export async function acquireFolderLock(dir: string, subject: string): Promise<s
         throw new DmlError('E_IO', `Cannot lock ${subject}: ${(err as Error).message}`, { cause: err });
       }
     }
-    const holder = await readLock(file);
+    const holder = await readLock(file).catch((err: unknown) => {
+      throw new DmlError('E_IO', `Cannot lock ${subject}: ${(err as Error).message}`, { cause: err });
+    });
     if (holder === 'foreign') {
       throw new DmlError('E_IO', `Cannot lock ${subject}: ${file} is not a lock file written by dmlkit; move it away (it is not removed)`);
     }

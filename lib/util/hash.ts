@@ -2,24 +2,24 @@
  * @file SHA-256 helpers for cache keys and provenance.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { DmlError } from '../errors.js';
+import { fileReadError, openRegular } from './regular-file.js';
 
 /** Hex SHA-256 of a string or bytes. */
 export function sha256(data: string | Uint8Array): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Hex SHA-256 of a file's bytes, streamed. */
-export async function sha256File(file: string): Promise<string> {
+/**
+ * Hex SHA-256 of a regular file's bytes, streamed (util/regular-file.ts: a FIFO is refused, not read
+ * forever). `what` names the file in errors: E_NOT_FOUND when missing, E_ARG when not a regular file, E_IO.
+ */
+export async function sha256File(file: string, what = 'file'): Promise<string> {
   const hash = createHash('sha256');
   try {
-    for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+    const { handle } = await openRegular(file, what);
+    for await (const chunk of handle.createReadStream()) hash.update(chunk as Buffer);
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-      cause: err,
-    });
+    throw fileReadError(what, file, err);
   }
   return hash.digest('hex');
 }

@@ -36,7 +36,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_CLUSTER_COUNTS } from '../../lib/eval/cluster-counts.js';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
-import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import type { EpochRecord } from '../../lib/train/epoch-record.js';
+import { train } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, summary } from './table-support.js';
 

@@ -255,6 +255,26 @@ describe('dml eval', function () {
       await expectFailure(['eval', MODEL, '--data', `folder:${path.join(dir, 'nowhere')}`], 1, /^dml: .*nowhere/);
     });
 
+    it('a FIFO where a file is read is refused at once, naming it (it used to block with no output): external data, --preprocessor-config, a preprocessor_config.json beside the model linked to one', async () => {
+      const mkfifo = (file: string): string => {
+        expect(spawnSync('mkfifo', [file]).status).to.equal(0);
+        return file;
+      };
+      const models = path.join(dir, 'models');
+      mkdirSync(models);
+      const external = writeExternalDataModel(models, 1, 'external.onnx', 'weights.bin');
+      rmSync(path.join(models, 'weights.bin'));
+      mkfifo(path.join(models, 'weights.bin'));
+      await expectFailure(['eval', external, '--data', smallFolder()], 2, /^dml: .*external\.onnx keeps weights in external data file "weights\.bin", which cannot be read: Cannot read external data file .*weights\.bin: a FIFO \(named pipe\), not a regular file\n$/);
+      const pipe = mkfifo(path.join(dir, 'config-pipe'));
+      await expectFailure(['eval', MODEL, '--data', smallFolder(), '--preprocessor-config', pipe], 2, new RegExp(`^dml: Cannot read preprocessor config ${pipe}: a FIFO \\(named pipe\\), not a regular file\n$`));
+      const beside = path.join(dir, 'hub');
+      mkdirSync(beside);
+      copyFileSync(MODEL, path.join(beside, 'model.onnx'));
+      symlinkSync(pipe, path.join(beside, 'preprocessor_config.json'));
+      await expectFailure(['eval', path.join(beside, 'model.onnx'), '--data', smallFolder()], 2, /^dml: Cannot read preprocessor config .*preprocessor_config\.json: a FIFO \(named pipe\), not a regular file\n$/);
+    });
+
     it('missing model', async () => {
       await expectFailure(['eval', path.join(dir, 'none.onnx'), '--data', smallFolder()], 1, /^dml: Cannot read model .*none\.onnx: no such file/);
     });

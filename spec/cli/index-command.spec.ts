@@ -219,7 +219,7 @@ describe('dml index', function () {
       [['index', 'add', path.join(dir, 'o4'), `folder:${images}`], 1, /^dml: No search index at .*o4 \(index\.json is missing\)\n$/],
       [['index', 'remove', path.join(dir, 'o5'), 'a'], 1, /^dml: No search index at .*o5/],
       // A model path that is a device (it used to be read until memory ran out), absurd parallelism, a batch that cannot be held.
-      [['index', 'build', '/dev/zero', `folder:${images}`, '--out', path.join(dir, 'o6'), '--no-cache'], 2, /^dml: Cannot read model \/dev\/zero: not a regular file \(expected an \.onnx file\)\n$/],
+      [['index', 'build', '/dev/zero', `folder:${images}`, '--out', path.join(dir, 'o6'), '--no-cache'], 2, /^dml: Cannot read model \/dev\/zero: a character device, not a regular file\n$/],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o7'), '--workers', '100000'], 2, new RegExp(`^dml: Expected an integer in \\[0, ${16 * availableParallelism()}\\] \\(at most 16 per core; this machine has ${availableParallelism()}\\) for --workers but received "100000"\n$`)],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o8'), '--threads', '100000'], 2, /^dml: Expected an integer in \[1, \d+\] \(at most 16 per core; this machine has \d+\) for --threads but received "100000"\n$/],
       [['index', 'build', MODEL, `folder:${images}`, '--out', path.join(dir, 'o9'), '--batch-size', '1000000000', '--no-cache'], 2, /^dml: Expected a batch whose float32 input fits in memory: at most \d+ images of 28x28x1 \(\d+ MiB, a quarter of this machine's memory or 4 GiB\) for batchSize but received "1000000000 \(\d+ MiB\)"\n$/],

@@ -155,7 +155,9 @@ describe('Hub-format models (spec/fixtures/hub)', function () {
       const res = await runCliCaptured(['index', 'build', model, `folder:${IMAGES}`, '--out', out, '--device', 'cpu', '--workers', '0', '--no-cache']);
       expect(res.code, res.stderr).to.equal(0);
       expect(res.stderr).to.equal('');
-      expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model.onnx', 'model.onnx_data']);
+      // The model and its data file apart from the index's own files (lib/index-store/layout.ts).
+      expect(readdirSync(out).sort()).to.deep.equal(['gen-1', 'index.json', 'model']);
+      expect(readdirSync(path.join(out, 'model')).sort()).to.deep.equal(['model.onnx', 'model.onnx_data']);
       const app = await createSearchApp({ dir: out, device: 'cpu', maxUploadBytes: 1 << 20, maxK: 5, allowWrites: false });
       try {
         const res2 = await app.inject({ method: 'POST', url: '/search?k=1', headers: { 'content-type': 'image/png' }, payload: readFileSync(path.join(IMAGES, 'b', 'small.png')) });

@@ -212,7 +212,16 @@ describe('loadImageBatch', () => {
       [{ ...rgbPre, height: 0 }, {}, 'Expected a positive integer for preprocessing.height but received 0'],
       [{ ...rgbPre, resizeShorter: 3 }, {}, 'Expected an integer of at least min(height, width) = 4 for preprocessing.resizeShorter but received 3'],
       [{ ...rgbPre, mean: [0.5] }, {}, 'Expected an array of 3 numbers (one per channel) for preprocessing.mean but received array of length 1'],
-      [{ ...rgbPre, std: [0.2, 0, 0.2] }, {}, 'Expected a positive finite number for preprocessing.std[1] but received 0'],
+      [{ ...rgbPre, std: [0.2, 0, 0.2] }, {}, 'Expected a positive number of float32 range, in [1.2e-38, 3.4e38] for preprocessing.std[1] but received 0'],
+      // Values a float32 tensor cannot hold, or that make every image the same input, train nothing.
+      [{ ...rgbPre, std: [0.2, 1e308, 0.2] }, {}, 'Expected a positive number of float32 range, in [1.2e-38, 3.4e38] for preprocessing.std[1] but received 1e+308'],
+      [{ ...rgbPre, mean: [1e308, 0, 0] }, {}, 'Expected a finite number of float32 range (at most 3.4e38 in magnitude) for preprocessing.mean[0] but received 1e+308'],
+      [{ ...rgbPre, rescale: 1e-300 }, {}, 'Expected a positive number of float32 range, in [1.2e-38, 3.4e38] for preprocessing.rescale but received 1e-300'],
+      [
+        { ...rgbPre, rescale: 1e-12 },
+        {},
+        `preprocessing: rescale 1e-12, mean ${rgbPre.mean[0]} and std ${rgbPre.std[0]} (channel 0) map black and white pixels to the same float32 input, so every image looks alike; expected a rescale (1/255 by default) and std that keep them apart`,
+      ],
       [{ ...rgbPre, channels: 2 as 1 }, {}, 'Expected 1 or 3 for preprocessing.channels but received 2'],
       [rgbPre, { concurrency: 0 }, 'Expected a positive integer for concurrency but received 0'],
       [

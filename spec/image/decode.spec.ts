@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -186,7 +187,11 @@ describe('decodeImageSource / decodeImageBuffer', () => {
       );
       const folder = path.join(dir, 'folder.jpg');
       mkdirSync(folder);
-      await expectDmlErrorWithPrefix(decodeImageSource(file(folder), { channels: 3 }), 'E_IO', folder, /: is a directory/);
+      await expectDmlErrorWithPrefix(decodeImageSource(file(folder), { channels: 3 }), 'E_IO', folder, /: a folder, not a regular file \(expected an image file\)$/);
+      // A FIFO used to block the read for good (issue 38): one line at once, and skippable like any bad image.
+      const fifo = path.join(dir, 'fifo.png');
+      expect(spawnSync('mkfifo', [fifo]).status).to.equal(0);
+      await expectDmlErrorWithPrefix(decodeImageSource(file(fifo), { channels: 3 }), 'E_IO', fifo, /: a FIFO \(named pipe\), not a regular file \(expected an image file\)$/);
     });
 
     it('bad options name the parameter', async () => {

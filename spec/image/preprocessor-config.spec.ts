@@ -70,6 +70,13 @@ describe('image/preprocessor-config', () => {
       'E_ARG',
       'c.json: a shortest_edge resize without a centre crop (do_center_crop, crop_size) gives images of different sizes, which cannot be batched; expected a crop or a {"height", "width"} size',
     );
+    // A value a float32 tensor cannot hold (image_std 1e308 divided every pixel down to 0: nothing trained).
+    await expectDmlError(
+      () => parsePreprocessorConfig({ size: 8, image_mean: 0.5, image_std: [0.5, 1e308, 0.5] }, 'c.json'),
+      'E_ARG',
+      'c.json: "image_std" is [0.5,1e+308,0.5]; expected three numbers, each a positive number of float32 range, in [1.2e-38, 3.4e38]',
+    );
+    await expectDmlError(() => parsePreprocessorConfig({ size: 8, rescale_factor: 0, image_mean: 0.5, image_std: 0.5 }, 'c.json'), 'E_ARG', 'c.json: "rescale_factor" is 0; expected a positive number of float32 range, in [1.2e-38, 3.4e38]');
     await expectDmlError(() => parsePreprocessorConfig({ size: 'big' }, 'c.json'), 'E_ARG', 'c.json: "size" is "big"; expected a number, {"shortest_edge"}, {"height", "width"} or {"longest_edge"}');
   });
 

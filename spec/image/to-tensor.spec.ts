@@ -58,7 +58,7 @@ describe('toTensor', () => {
       'Expected an array of 3 numbers (one per channel) for normalisation.mean but received array of length 1',
     );
     expect(call(() => toTensor(rgb, { mean, std: [1, 0, 1], layout: 'NCHW' }, new Float32Array(18)))).to.equal(
-      'Expected a positive finite number for normalisation.std[1] but received 0',
+      'Expected a positive number of float32 range, in [1.2e-38, 3.4e38] for normalisation.std[1] but received 0',
     );
     expect(call(() => toTensor({ ...rgb, width: 4 }, { mean, std, layout: 'NCHW' }, new Float32Array(24)))).to.match(
       /^Expected 24 bytes \(4x2x3\) for image.data but received Buffer of length 18$/,

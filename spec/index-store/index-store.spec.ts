@@ -203,8 +203,10 @@ describe('index-store interface: the same cases against both stores', function (
           const id = set.ids[3] as string;
           const byId = (await app.inject({ url: `/search?id=${encodeURIComponent(id)}&k=3` })).json<{ neighbours: Array<{ id: string }> }>();
           expect(byId.neighbours.map((n) => n.id)).to.deep.equal(bruteForce(set, rowOf(set, 3), 3, { exclude: 3 }).map((h) => h.id));
-          const health = (await app.inject({ url: '/healthz' })).json<{ items: number }>();
+          const health = (await app.inject({ url: '/healthz' })).json<{ items: number; dataFiles: number | null }>();
           expect(health.items).to.equal(24);
+          // The data files a search reads: the LanceDB table's one fragment; none for the in-memory hnswlib graph.
+          expect(health.dataFiles).to.equal(kind === 'lance' ? 1 : null);
           const labels = (await app.inject({ url: '/labels' })).json<{ total: number }>();
           expect(labels.total).to.equal(4);
           const metrics = await app.inject({ url: '/metrics' });
@@ -327,6 +329,33 @@ describe('index-store interface: the same cases against both stores', function (
       await store.close();
     });
 
+    it('a writer compacts its data files after compactEvery commits, after a pause in writes and when it closes; info counts them', async () => {
+      const dir = path.join(tmp, 'lance-compact');
+      await buildLanceIndex(fixture, dir);
+      const writer = await LanceIndexStore.open(dir, { writable: true, compactEvery: 3, compactIdleSeconds: 0.5 });
+      const add = (i: number): Promise<void> => writer.add([{ id: `w${i}`, label: 'axis', vector: axisVector(64, i, 0.5), image: { kind: 'file', path: `/${i}.png` } }]);
+      expect(await writer.dataFiles()).to.equal(1);
+      // Each commit is a data file of its own until the third, which compacts them (before the next write runs).
+      const files: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        await add(i);
+        files.push(await writer.dataFiles());
+      }
+      // LanceDB merges the new commits' files but keeps the build's indexed fragment apart: 2 after a compaction.
+      expect(files).to.deep.equal([2, 3, 4, 3, 4]);
+      expect(await writer.info()).to.deep.include({ dataFiles: 4, uncompactedCommits: 2, items: 29 });
+      // No write for compactIdleSeconds: the two commits are compacted.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(await writer.info()).to.deep.include({ dataFiles: 2, uncompactedCommits: 0 });
+      // Closing compacts what is left (7 files without compaction).
+      await add(5);
+      await writer.close();
+      const reader = await LanceIndexStore.open(dir);
+      expect([reader.count, await reader.dataFiles()]).to.deep.equal([30, 2]);
+      expect((await reader.search(axisVector(64, 4, 0.5), { k: 1 }))[0]?.id).to.equal('w4');
+      await reader.close();
+    });
+
     it('optimize creates the ANN index once additions cross minRows', async () => {
       const dir = path.join(tmp, 'lance-grow');
       await buildLanceIndex(fixture, dir, { minRows: 30, partitions: 1 });
@@ -370,7 +399,10 @@ describe('index-store interface: the same cases against both stores', function (
       const other = new Error('disk full');
       expect(explainMissingLancedb(other, 'x')).to.equal(other);
       expect(() => parseIndexLocation('lance:', '--out')).to.throw('Expected a folder after lance: for --out but received "lance:"');
-      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 0 }), 'E_ARG', 'Expected a positive number of seconds for refreshSeconds but received 0');
+      const range = 'a number of seconds in (0, 2147483.647] (the longest delay a Node timer holds)';
+      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 0 }), 'E_ARG', `Expected ${range} for refreshSeconds but received 0`);
+      // Above 2^31 - 1 ms a Node timer fires after 1 ms: a refresh every millisecond.
+      await expectDmlError(LanceIndexStore.open(path.join(tmp, 'lance-index'), { refreshSeconds: 2147484 }), 'E_ARG', `Expected ${range} for refreshSeconds but received 2147484`);
       await expectDmlError(openIndexStore(`lance:${fixture.dir}`), 'E_DATASET', /index\.json: expected a dmlkit\.lance-index\/1 file with a dim, ANN parameters and a table location/);
       await expectDmlError(buildLanceIndex(fixture, path.join(tmp, 'bad-ann'), { refineFactor: 0 }), 'E_ARG', 'Expected a positive integer for ann.refineFactor but received 0');
     });

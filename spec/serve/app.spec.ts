@@ -157,7 +157,7 @@ describe('serve/createSearchApp', function () {
 
     it('GET /healthz, GET /metrics.json (counts and latency quantiles per route), GET /labels and the page', async () => {
       const health = await app.inject({ url: '/healthz' });
-      expect(health.json()).to.deep.equal({ status: 'ok', items: 24, workers: 1, pending: 0, generation: 1, provider: 'cpu' });
+      expect(health.json()).to.deep.equal({ status: 'ok', items: 24, workers: 1, pending: 0, generation: 1, dataFiles: null, provider: 'cpu' });
       const metrics = (await app.inject({ url: '/metrics.json' })).json<{
         requests: number;
         routes: Record<string, { count: number; statuses: Record<string, number>; latencyMs: Record<string, number> }>;
@@ -227,7 +227,7 @@ describe('serve/createSearchApp', function () {
       await expectDmlError(createSearchApp({ dir, device: 'cpu', allowWrites: true, token: 'short' }), 'E_ARG', /token/);
     });
 
-    it('never logs the token: Authorization and token/access_token query values are censored at every level', async () => {
+    it('never logs the token: Authorization, a write\'s query string and credential-like parameters of any name are censored at every level', async () => {
       const dir = path.join(tmp, `copy-${copies++}`);
       spawnSync('cp', ['-r', fixture.dir, dir]);
       for (const level of ['trace', 'info']) {
@@ -239,12 +239,20 @@ describe('serve/createSearchApp', function () {
           expect(multipart.statusCode, multipart.body).to.equal(201);
           await app.inject({ url: `/healthz?access_token=${TOKEN}`, headers: { authorization: `Bearer ${TOKEN}` } });
           await app.inject({ url: `/search?Token=${encodeURIComponent(TOKEN)}&id=nope` });
+          // Refused writes with the token under other names (issue 38): the query of a write is never logged.
+          for (const query of [`auth=${TOKEN}`, `apikey=${TOKEN}`, `bearer=${TOKEN}`, `Authorization=Bearer%20${TOKEN}`, `label=x;token=${TOKEN}`]) {
+            expect((await app.inject({ method: 'POST', url: `/items?${query}`, payload: form({ label: 'l' }, { bytes: image }) })).statusCode).to.equal(401);
+          }
+          expect((await app.inject({ method: 'DELETE', url: `/items/x;token=${TOKEN}` })).statusCode).to.equal(401);
+          await app.inject({ url: `/labels?apikey=${TOKEN}&k=3;auth=${TOKEN}` });
         } finally {
           await app.close();
         }
         const log = lines.join('');
-        expect(log, level).to.include('"url":"/items?token=[redacted]&x=1"');
+        expect(log, level).to.include('"url":"/items?[redacted]"');
+        expect(log, level).to.include('"url":"/items/x;[redacted]"');
         expect(log, level).to.include('"url":"/healthz?access_token=[redacted]"');
+        expect(log, level).to.include('"url":"/labels?apikey=[redacted]&k=3;auth=[redacted]"');
         expect(log, level).not.to.include(TOKEN);
         if (level === 'trace') expect(log).to.include('"authorization":"[redacted]"');
       }

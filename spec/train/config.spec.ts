@@ -50,7 +50,9 @@ describe('train/config', () => {
     const config = parseTrainConfig({ ...onnx, microBatch: 8, data: { ...minimal.data, image: { mean: [0.5, 0.5, 0.5], resample: 'bicubic' } } }, 'train.json');
     expect([config.microBatch, config.data.image]).to.deep.equal([8, { mean: [0.5, 0.5, 0.5], resample: 'bicubic' }]);
     expect(parseTrainConfig(onnx, 'train.json').data.image).to.equal(undefined);
-    await expectDmlError(() => parseTrainConfig({ ...minimal, microBatch: 8 }, 'train.json'), 'E_ARG', "train.json: microBatch: splits the onnx backend's batches; with backend auto remove it (got 8)");
+    // With backend auto, microBatch (like device and model.kind onnx) chooses the graph trainer (lib/train/training-engine.ts).
+    expect(parseTrainConfig({ ...minimal, microBatch: 8 }, 'train.json').microBatch).to.equal(8);
+    await expectDmlError(() => parseTrainConfig({ ...minimal, backend: 'ort-cpu', microBatch: 8 }, 'train.json'), 'E_ARG', "train.json: microBatch: splits the onnx backend's batches; with backend ort-cpu remove it (got 8)");
     await expectDmlError(() => parseTrainConfig({ ...onnx, microBatch: 0 }, 'train.json'), 'E_ARG', 'train.json: microBatch: Too small: expected number to be >0');
     await expectDmlError(() => parseTrainConfig({ ...minimal, data: { ...minimal.data, image: { height: 8, resample: 'cubic' } } } as unknown as TrainConfigInput, 'train.json'), 'E_ARG', /data\.image\.resample: Invalid option: expected one of "nearest"\|"bilinear"\|"bicubic"\|"lanczos"/);
   });

@@ -92,6 +92,10 @@ describe('train/lr-schedule', () => {
     await expectDmlError(() => checkSchedule(onecycle, 10), 'E_ARG', /^optimizer\.schedule\.pctStart: .*got 0\.1 x 10 steps$/);
     const cosine = optimizerSchema.parse({ learningRate: 0.1, schedule: { kind: 'cosine' }, warmup: { steps: 10 } });
     await expectDmlError(() => checkSchedule(cosine, 10), 'E_ARG', /^optimizer\.warmup\.steps: must be below the run's 10 steps .*got 10$/);
+    // An epochs run knows its steps only here: a warm-up longer than the run is refused under any schedule.
+    const milestones = optimizerSchema.parse({ learningRate: 0.1, warmup: { steps: 12 } });
+    expect(() => checkSchedule(milestones, 13)).not.to.throw();
+    await expectDmlError(() => checkSchedule(milestones, 12), 'E_ARG', "optimizer.warmup.steps: must be below the run's 12 steps (a longer warm-up never reaches the learning rate), got 12");
   });
 
   const minimal: TrainConfigInput = {
@@ -136,6 +140,12 @@ describe('train/lr-schedule', () => {
     await bad({ warmup: { steps: 3, startFactor: 0 } }, /^a\.json: optimizer\.warmup\.startFactor: /);
     await bad({ schedule: { kind: 'cosine' }, milestones: [3] }, /^a\.json: optimizer\.milestones: milestones apply to the milestones schedule only, got \[3\] with schedule cosine$/);
     await bad({ schedule: { kind: 'onecycle' }, warmup: { steps: 3 } }, /^a\.json: optimizer\.warmup: onecycle warms up by itself .*got \{"steps":3,"startFactor":0\.333/);
-    await bad({ schedule: { kind: 'cosine' }, warmup: { steps: 50 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\) with the cosine schedule, got 50$/, { epochs: undefined, steps: 50 });
+    await bad({ schedule: { kind: 'cosine' }, warmup: { steps: 50 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\): a longer warm-up never reaches the learning rate, got 50$/, { epochs: undefined, steps: 50 });
+    // Impossible values that used to train: a warm-up longer than the run under any schedule, a cosine that climbs.
+    await bad({ warmup: { steps: 80 } }, /^a\.json: optimizer\.warmup\.steps: must be below steps \(50\): a longer warm-up never reaches the learning rate, got 80$/, { epochs: undefined, steps: 50 });
+    await bad(
+      { learningRate: 0.01, schedule: { kind: 'cosine', minLearningRate: 0.1 } },
+      /^a\.json: optimizer\.schedule\.minLearningRate: must be at most optimizer\.learningRate \(0\.01\), which the cosine anneals down from \(a larger one makes the rate climb\), got 0\.1$/,
+    );
   });
 });

@@ -6,11 +6,12 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
+import type { DmlError } from '../../lib/errors.js';
 import { parseTrainConfig } from '../../lib/train/config.js';
 import { train } from '../../lib/train/trainer.js';
 import { onCpuBackend } from '../helpers/tf-backend.js';
@@ -136,6 +137,66 @@ describe('train: the run folder', function () {
         writeFileSync(file, good);
         before = snapshot(run.out);
       }
+    });
+  });
+
+  describe('one writer per run folder, and no half-started run left behind', () => {
+    onCpuBackend();
+    const config = (name: string, overrides: Record<string, unknown> = {}): ReturnType<typeof parseTrainConfig> =>
+      parseTrainConfig(tinyTrainConfig(path.join(dir, name), overrides), 'test');
+    const failure = async (run: Promise<unknown>): Promise<unknown> => run.then(() => 'trained', (err: unknown) => err);
+
+    it('a second train or --resume on a folder in use is refused, naming the process; the first run is untouched', async () => {
+      const first = config('locked', { epochs: 2 });
+      const lock = path.join(first.out, 'lock');
+      let refused: Promise<unknown[]> | undefined;
+      await train(first, {
+        onBatch: () => {
+          refused ??= Promise.all([failure(train({ ...first, epochs: 3 }, { resume: true })), failure(train(first, { overwrite: true })), failure(train(first))]);
+        },
+      });
+      const message = `Run folder ${first.out} is in use by process ${process.pid} on ${os.hostname()} (lock file ${lock}); stop that process, or delete the lock file if it is gone`;
+      for (const err of await (refused as Promise<unknown[]>)) {
+        expect((err as DmlError).code).to.equal('E_IO');
+        expect((err as Error).message).to.equal(message);
+      }
+      expect(existsSync(lock)).to.equal(false);
+      const lines = logEntries(first.out);
+      expect(lines.filter((e) => e.type === 'step')).to.have.length(20);
+      expect(lines.filter((e) => e.type === 'epoch').map((e) => e.epoch)).to.deep.equal([0, 1, 2]);
+    });
+
+    it('a fresh start that fails before its first step removes what it wrote (the folder it made too), so the same run starts again', async () => {
+      const stop = { onBatch: (): never => { throw new Error('stop before the first step'); } };
+      const made = config(path.join('made', 'run'));
+      expect(await failure(train(made, stop))).to.have.property('message', 'stop before the first step');
+      expect(existsSync(path.join(dir, 'made'))).to.equal(false);
+      const existing = config('existing');
+      mkdirSync(existing.out);
+      writeFileSync(path.join(existing.out, 'notes.txt'), 'kept');
+      expect(await failure(train(existing, stop))).to.have.property('message', 'stop before the first step');
+      expect(readdirSync(existing.out)).to.deep.equal(['notes.txt']);
+      await train(existing);
+      expect(readdirSync(existing.out).sort()).to.deep.equal(['checkpoints', 'config.json', 'log.jsonl', 'notes.txt', 'report.json', 'scatter']);
+      // --overwrite replaces the run: a start that fails leaves none of it (the old log was already gone).
+      expect(await failure(train(existing, { overwrite: true, ...stop }))).to.have.property('message', 'stop before the first step');
+      expect(readdirSync(existing.out)).to.deep.equal(['notes.txt']);
+      // A refused start removes nothing.
+      await train(existing);
+      const finished = snapshot(existing.out);
+      expect(await failure(train(existing))).to.have.property('code', 'E_ARG');
+      expect(snapshot(existing.out)).to.deep.equal(finished);
+    });
+
+    it('an out that names a file (or lies under one) is one line naming it', async () => {
+      const file = path.join(dir, 'a-file');
+      writeFileSync(file, 'x');
+      for (const out of [file, path.join(file, 'run')]) {
+        const err = (await failure(train(parseTrainConfig(tinyTrainConfig(out), 'test')))) as DmlError;
+        expect(err.code).to.equal('E_ARG');
+        expect(err.message).to.equal(`Cannot use ${out} as the run folder (out, --out): ${out === file ? 'it is' : `${file} is`} a file, not a folder`);
+      }
+      expect(readFileSync(file, 'utf8')).to.equal('x');
     });
   });
 

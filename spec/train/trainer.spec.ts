@@ -230,6 +230,13 @@ describe('train', function () {
     it('embedding dim 0', async () => {
       await fails((c) => ({ ...c, model: { kind: 'mlp', inputDim: 784, hidden: [], embeddingDim: 0 } }), 'E_ARG', /^train\.json: model\.embeddingDim: /);
     });
+    it('an embedding dim too large to allocate (one line, not "Invalid typed array length")', async () => {
+      await fails(
+        (c) => ({ ...c, model: { kind: 'mlp', inputDim: 784, hidden: [16], embeddingDim: 1e9 } }),
+        'E_ARG',
+        /^model: a layer's weights cannot be allocated \(Invalid typed array length: 16000000000\); lower model\.embeddingDim \(1000000000\) or the widths of its other layers$/,
+      );
+    });
     it('n larger than a class allows without replacement', async () => {
       await fails((c) => ({ ...c, sampler: { kind: 'exact', groupSize: 70, batchSize: 140, replacement: false } }), 'E_ARG', /class/);
     });
@@ -247,6 +254,19 @@ describe('train', function () {
         /^data\.image\.height: expected 32, as the model's input \[batch, 32, 32, 3\] \(height, width, channels\) says, but received 28; make data\.image and the model's input shape agree$/,
       );
       await fails((c) => ({ ...c, model: cnn([28, 28, 3]) }), 'E_ARG', /^data\.image\.channels: expected 3, .* but received 1;/);
+    });
+    it('values that leave nothing to train (issue 38): a shift of the whole image, a scale below one pixel, a std or mean beyond float32, a GeM exponent of 1e-30', async () => {
+      const augmented = (augmentation: Record<string, unknown>) => (c: TrainConfigInput): TrainConfigInput => ({ ...c, data: { ...c.data, augmentation: augmentation as never } });
+      await fails(augmented({ translate: 28 }), 'E_ARG', /^Expected fewer pixels than the images' smaller side \(28; a shift of that many moves an image out of the frame\) for data\.augmentation\.translate but received 28$/);
+      await fails(augmented({ rescale: [1e-9, 1e-9] }), 'E_ARG', /^Expected a minimum of at least 1\/28 .* for data\.augmentation\.rescale but received "\[1e-9, 1e-9\]"$/);
+      const image = (fields: Record<string, unknown>) => (c: TrainConfigInput): TrainConfigInput => ({ ...c, data: { ...c.data, image: { height: 28, width: 28, channels: 1, ...fields } } });
+      await fails(image({ mean: [0], std: [1e308] }), 'E_ARG', /^Expected a positive number of float32 range, in \[1\.2e-38, 3\.4e38\] for data\.image\.std\[0\] but received 1e\+308$/);
+      await fails(image({ mean: [1e308], std: [1] }), 'E_ARG', /^Expected a finite number of float32 range .* for data\.image\.mean\[0\] but received 1e\+308$/);
+      await fails(
+        (c) => ({ ...c, backend: 'onnx', model: { kind: 'onnx', path: 'models/default.onnx', head: { pooling: 'gem', gemP: 1e-30, embeddingDim: 4 } } }) as TrainConfigInput,
+        'E_ARG',
+        /^train\.json: model\.head\.gemP: Too small: expected number to be >=0\.1$/,
+      );
     });
     it('an unknown field', async () => {
       await fails((c) => ({ ...c, epochz: 3 }) as TrainConfigInput, 'E_ARG', /epochz/);
@@ -341,6 +361,31 @@ describe('train', function () {
     await train(parseTrainConfig(config(path.join(dir, 'still'), { scale: [1, 1], ratio: [1, 1], flipProbability: 0 }), 'test'));
     expect(stepLosses(path.join(dir, 'r2'))).to.deep.equal(stepLosses(path.join(dir, 'r1')));
     expect(stepLosses(path.join(dir, 'still'))).not.to.deep.equal(stepLosses(path.join(dir, 'r1')));
+  });
+
+  it('warns, also in report.json, when a validation period trained nothing (no batch had a valid tuple)', async () => {
+    // Contrastive margins no pair violates (distances of unit vectors lie in [0, 2]): every batch is invalid.
+    const out = path.join(dir, 'nothing');
+    const result = await train(parseTrainConfig(tinyConfig(out, { epochs: 2, loss: { name: 'contrastive', posMargin: 2, negMargin: 0 } as LossSpec }), 'test'));
+    const warning = (epoch: number): string =>
+      `epoch ${epoch} trained nothing: none of its 10 batches had a valid tuple for the contrastive loss (valid fraction 0); check the settings that make the images or embeddings alike (data.augmentation, data.image, the sampler, the model's pooling)`;
+    expect(result.warnings).to.deep.equal([warning(1), warning(2)]);
+    expect((JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as { warnings: string[] }).warnings).to.deep.equal([warning(1), warning(2)]);
+    expect(result.history.map((r) => r.updates)).to.deep.equal([0, 0, 0]);
+  });
+
+  it('an embedding that overflows at the untrained validation names the settings that scale it, and leaves no run behind', async () => {
+    // GeM with p = 50 (allowed) over ReLU features of inputs up to 1000: x^50 overflows float32.
+    const out = path.join(dir, 'overflow');
+    const model = { kind: 'onnx', path: 'spec/fixtures/graph-trainer/resnet-triplet/initial.onnx', preprocessorConfig: false, output: '/block2/relu_1/Relu_output_0', head: { pooling: 'gem', gemP: 50, embeddingDim: 8 } };
+    const image = { height: 16, width: 16, channels: 3, resizeShorter: 16, mean: [0, 0, 0], std: [0.001, 0.001, 0.001] };
+    const config = tinyConfig(out, { backend: 'onnx', device: 'cpu', model, data: { ...tinyConfig(out).data, image }, epochs: 1 } as Partial<TrainConfigInput>);
+    await expectDmlError(
+      train(parseTrainConfig(config, 'test')),
+      'E_NUMERIC',
+      "The untrained model's embedding of held-out image ankle_boot/t10k-00000.png holds NaN at epoch 0: a value overflows float32 in the network; check the settings that scale it (model.head.gemP 50, data.image mean [0,0,0], std [0.001,0.001,0.001] and rescale 1/255)",
+    );
+    expect(existsSync(out)).to.equal(false);
   });
 
   it('keeps no temporary files in the output', async () => {

@@ -86,4 +86,13 @@ describe('util/writeFileAtomic', () => {
     expect(readdirSync(tmp).sort()).to.deep.equal(['a', 'b', 'folder']);
     expect(readdirSync(path.join(tmp, 'folder'))).to.deep.equal([]);
   });
+
+  it('a file where an output folder should go is named (--out naming a file), not "EEXIST ... mkdir"', async () => {
+    const file = path.join(tmp, 'report');
+    writeFileSync(file, 'x');
+    for (const target of [path.join(file, 'report.json'), path.join(file, 'sub', 'report.json')]) {
+      await expectDmlError(writeFileAtomic(target, 'y'), 'E_IO', `Cannot create output folder ${path.dirname(target)}: ${file} is a file, not a folder`);
+    }
+    expect(readFileSync(file, 'utf8')).to.equal('x');
+  });
 });

@@ -14,6 +14,7 @@
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { GraphBuilder, l2Normalize } from './graph-builder.js';
 import { decodeModel, describeValueInfo, encodeModel, int64Value, node as protoNode, tensorValueInfo, type NodeProto } from '../../onnx/builder.js';
+import { MAX_MODEL_FILE_BYTES } from '../../onnx/model-files.js';
 import { Rng } from '../../util/rng.js';
 import { readOnnxGraph } from './onnx-ir.js';
 import { inferShapes } from './shapes.js';
@@ -27,6 +28,13 @@ export const GEM_DEFAULT_P = 3;
 /** GeM's floor before the power: cirtorch's `eps`. */
 const GEM_EPSILON = 1e-6;
 
+/**
+ * The exponents GeM accepts. Below 0.1, x^p of float32 features is all but 1 whatever x is (at 1e-30
+ * exactly 1: every image pools to the same vector and nothing trains); above 50, x^p overflows float32
+ * for any feature above e^(88.7/50) = 5.9 (at 1e6 for any feature above 1). Max pooling is `pooling: 'max'`.
+ */
+export const GEM_P_RANGE = [0.1, 50] as const;
+
 /** The new head of {@link prepareEmbeddingNetwork}. */
 export interface EmbeddingHeadSpec {
   /**
@@ -35,7 +43,7 @@ export interface EmbeddingHeadSpec {
    * with the fixed exponent {@link gemP}.
    */
   readonly pooling?: 'avg' | 'max' | 'avgmax' | 'gem' | undefined;
-  /** GeM's exponent p (`pooling: 'gem'`); default 3 (1 is average pooling, large p approaches max pooling). */
+  /** GeM's exponent p (`pooling: 'gem'`), in [0.1, 50] (`GEM_P_RANGE`); default 3 (1 is average pooling, large p approaches max pooling). */
   readonly gemP?: number | undefined;
   /** A BatchNorm neck before the Linear layer; default false. */
   readonly batchNorm?: boolean | undefined;
@@ -139,7 +147,7 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
       const pooled = [];
       if (pooling === 'gem') {
         const p = options.head.gemP ?? GEM_DEFAULT_P;
-        if (!Number.isFinite(p) || p <= 0) throw invalidParameterError('head.gemP', 'a positive number', p);
+        if (!(p >= GEM_P_RANGE[0] && p <= GEM_P_RANGE[1])) throw invalidParameterError('head.gemP', `a number in [${GEM_P_RANGE.join(', ')}] (float32 keeps GeM meaningful there)`, p);
         const clamped = g.op('Clip', [features, g.floats('head/gem.eps', [], [GEM_EPSILON])], 'head/gem_clamp');
         const averaged = g.op('GlobalAveragePool', [g.op('Pow', [clamped, g.floats('head/gem.p', [], [p])], 'head/gem_pow')], 'head/gem_mean');
         pooled.push(g.op('Pow', [averaged, g.floats('head/gem.inverse_p', [], [1 / p])], 'head/gem'));
@@ -163,6 +171,10 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
         'head/neck',
         { epsilon: { f: 1e-5 }, momentum: { f: 0.9 } },
       );
+    }
+    // The Linear layer's weight must fit in an ONNX file (protobuf's 2 GiB), as the trained network is one.
+    if ((embeddingDim as number) * width * 4 >= MAX_MODEL_FILE_BYTES) {
+      throw invalidParameterError('head.embeddingDim', `at most ${Math.floor((MAX_MODEL_FILE_BYTES / 4 - 1) / width)} (its Linear layer from ${width} features must fit in an ONNX file, 2 GiB)`, embeddingDim);
     }
     const { weight, bias } = linearInit(rng, width, embeddingDim as number);
     features = g.op('Gemm', [features, g.floats('head/fc.weight', [embeddingDim as number, width], weight), g.floats('head/fc.bias', [embeddingDim as number], bias)], 'head/fc', {

@@ -72,13 +72,20 @@ function tensorFromProto(proto: TensorProto, where: string): IrTensor {
   if (!type) throw new DmlError('E_MODEL', `${where}: tensor ${name} has ONNX data type ${proto.dataType}; the graph trainer reads float32, float64, int64, int32 and bool tensors`);
   if (proto.dataLocation === 1) throw new DmlError('E_MODEL', `${where}: tensor ${name} keeps its data in an external file; the graph trainer reads models with the weights inside the .onnx file`);
   const dims = (proto.dims ?? []).map((d) => int64Value(d) ?? 0);
+  if (dims.some((d) => !Number.isSafeInteger(d) || d < 0)) throw new DmlError('E_MODEL', `${where}: tensor ${name} has dims [${dims.join(', ')}]; expected non-negative integers`);
   const count = elementCount(dims);
   const raw = proto.rawData && proto.rawData.length > 0 ? proto.rawData : undefined;
+  const values: readonly (number | { toNumber(): number })[] =
+    type === 'float32' ? (proto.floatData ?? []) : type === 'float64' ? (proto.doubleData ?? []) : type === 'int64' ? (proto.int64Data ?? []) : (proto.int32Data ?? []);
+  // The data must match the dims before anything of the dims' size is allocated.
+  const width = { float32: 4, float64: 8, int64: 8, int32: 4, bool: 1 }[type];
+  if (raw ? raw.byteLength !== count * width : values.length !== count) {
+    const held = raw ? `${raw.byteLength} bytes` : `${values.length} values`;
+    throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${held}, expected ${raw ? `${count * width} bytes` : count} for dims [${dims.join(', ')}]`);
+  }
   const data = type === 'float32' ? new Float32Array(count) : new Float64Array(count);
   if (raw) {
     const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    const width = { float32: 4, float64: 8, int64: 8, int32: 4, bool: 1 }[type];
-    if (raw.byteLength !== count * width) throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${raw.byteLength} bytes, expected ${count * width} for dims [${dims.join(', ')}]`);
     for (let i = 0; i < count; i++) {
       if (type === 'float32') data[i] = view.getFloat32(4 * i, true);
       else if (type === 'float64') data[i] = view.getFloat64(8 * i, true);
@@ -87,9 +94,6 @@ function tensorFromProto(proto: TensorProto, where: string): IrTensor {
       else data[i] = view.getUint8(i);
     }
   } else {
-    const values: readonly (number | { toNumber(): number })[] =
-      type === 'float32' ? (proto.floatData ?? []) : type === 'float64' ? (proto.doubleData ?? []) : type === 'int64' ? (proto.int64Data ?? []) : (proto.int32Data ?? []);
-    if (values.length !== count) throw new DmlError('E_MODEL', `${where}: tensor ${name} holds ${values.length} values, expected ${count} for dims [${dims.join(', ')}]`);
     values.forEach((v, i) => (data[i] = int64Value(v) ?? 0));
   }
   return { type, dims, data };

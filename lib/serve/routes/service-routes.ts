@@ -17,6 +17,7 @@ export async function serviceRoutes(app: FastifyInstance, context: RouteContext)
     workers: pool.size,
     pending: pool.pending,
     generation: store.generation,
+    dataFiles: await store.dataFiles(),
     provider: chosen?.provider ?? null,
   }));
 

@@ -21,16 +21,24 @@ export async function buildModel(spec: ModelSpec, seed: number): Promise<tf.Laye
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw invalidParameterError('seed', 'an integer in [0, 2^32)', seed);
   const resolved = parseSpec(modelSpecSchema, spec, 'model');
   const rng = new Rng(seed);
-  switch (resolved.kind) {
-    case 'mlp':
-      return buildMlpModel(resolved, rng);
-    case 'cnn':
-      return buildCnnModel(resolved, rng);
-    case 'convnet':
-      return buildConvnetModel(resolved, rng);
-    case 'tfjs-backbone':
-      return buildTfjsBackboneModel(resolved, rng);
-    case 'onnx':
-      throw new DmlError('E_ARG', 'model.kind "onnx" has no TensorFlow.js model: the graph trainer (backend "onnx") trains it as ONNX');
+  try {
+    switch (resolved.kind) {
+      case 'mlp':
+        return buildMlpModel(resolved, rng);
+      case 'cnn':
+        return buildCnnModel(resolved, rng);
+      case 'convnet':
+        return buildConvnetModel(resolved, rng);
+      case 'tfjs-backbone':
+        return await buildTfjsBackboneModel(resolved, rng);
+      case 'onnx':
+        throw new DmlError('E_ARG', 'model.kind "onnx" has no TensorFlow.js model: the graph trainer (backend "onnx") trains it as ONNX');
+    }
+  } catch (err) {
+    // A layer too wide for one typed array (model.embeddingDim 1e9: "Invalid typed array length").
+    if (err instanceof RangeError) {
+      throw new DmlError('E_ARG', `model: a layer's weights cannot be allocated (${err.message}); lower model.embeddingDim (${'embeddingDim' in resolved ? resolved.embeddingDim : ''}) or the widths of its other layers`, { cause: err });
+    }
+    throw err;
   }
 }

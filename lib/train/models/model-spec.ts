@@ -15,7 +15,7 @@
  */
 import { z } from 'zod';
 import { positiveIntegerField } from '../../util/zod-fields.js';
-import type { EmbeddingHeadSpec } from '../../engine/graph/embedding-network.js';
+import { GEM_P_RANGE, type EmbeddingHeadSpec } from '../../engine/graph/embedding-network.js';
 
 /** Activations of hidden layers; each has a one-node ONNX counterpart. */
 export type Activation = 'relu' | 'elu' | 'tanh' | 'sigmoid';
@@ -205,8 +205,8 @@ export const modelSpecSchema = z.discriminatedUnion('kind', [
       head: z
         .object({
           pooling: z.enum(['avg', 'max', 'avgmax', 'gem']).default('avg'),
-          /** GeM's exponent p with `pooling: "gem"` (default 3). */
-          gemP: z.number().positive().optional(),
+          /** GeM's exponent p with `pooling: "gem"` (default 3), in [0.1, 50] (GEM_P_RANGE). */
+          gemP: z.number().min(GEM_P_RANGE[0]).max(GEM_P_RANGE[1]).optional(),
           batchNorm: z.boolean().default(false),
           embeddingDim: positiveIntegerField,
         })

@@ -8,7 +8,7 @@
  * Shard paths must stay inside the model.json's folder. Only layers models load here: a graph model
  * (`format: graph-model`, from `--output_format=tfjs_graph_model`) has no layer topology to train.
  */
-import { readFile } from 'node:fs/promises';
+import { fileReadError, readRegular } from '../../util/regular-file.js';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../../errors.js';
@@ -19,13 +19,6 @@ export const WEIGHTS_FILE = 'weights.bin';
 
 /** Bytes per element of a stored weight (after quantisation, when there is one). */
 const BYTES_PER_ELEMENT: Readonly<Record<string, number>> = { float32: 4, int32: 4, bool: 1, uint8: 1, uint16: 2, float16: 2 };
-
-function ioError(file: string, err: unknown): DmlError {
-  const e = err as NodeJS.ErrnoException;
-  return new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_IO', `Cannot read ${file}: ${e.code === 'ENOENT' ? 'no such file' : e.message}`, {
-    cause: err,
-  });
-}
 
 function storedBytes(spec: tf.io.WeightsManifestEntry): number | undefined {
   const perElement = BYTES_PER_ELEMENT[spec.quantization?.dtype ?? spec.dtype];
@@ -72,9 +65,9 @@ async function readWeights(dir: string, manifest: tf.io.WeightsManifestConfig, f
         throw new DmlError('E_MODEL', `${file}: weight shard path ${JSON.stringify(rel)} leaves the model's folder`);
       }
       try {
-        shards.push(await readFile(shard));
+        shards.push(await readRegular(shard, 'weight shard'));
       } catch (err) {
-        throw ioError(shard, err);
+        throw fileReadError('weight shard', shard, err);
       }
     }
     specs.push(...group.weights);
@@ -102,9 +95,9 @@ export function fileModelLoader(modelJsonPath: string): tf.io.IOHandler & { load
     async load(): Promise<tf.io.ModelArtifacts> {
       let text: string;
       try {
-        text = await readFile(modelJsonPath, 'utf8');
+        text = (await readRegular(modelJsonPath, 'model')).toString('utf8');
       } catch (err) {
-        throw ioError(modelJsonPath, err);
+        throw fileReadError('model', modelJsonPath, err);
       }
       const json = parseModelJson(text, modelJsonPath);
       const dir = path.dirname(path.resolve(modelJsonPath));

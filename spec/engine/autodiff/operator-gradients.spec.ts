@@ -14,6 +14,7 @@ import { expect } from 'chai';
 import { differentiableOperators } from '../../../lib/engine/autodiff/rules/registry.js';
 import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
 import { boolTensor, encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type AttributeValue, type TensorProto } from '../../../lib/onnx/builder.js';
+import { relativeError } from '../../helpers/relative-error.js';
 
 interface CaseInput {
   name: string;
@@ -69,18 +70,6 @@ function modelOf(c: OperatorCase): Uint8Array {
     initializers: [floatTensor('zero', [], [0]), ...c.inputs.filter((i) => i.name !== '').map((i) => tensorOf(i.trained ? { ...i, name: `${i.name}/value` } : i))],
     opsetImports: [{ domain: '', version: fixture.opset }],
   });
-}
-
-/** Largest |actual - expected| over the largest |expected| (at least 1e-3). */
-function relativeError(actual: ArrayLike<number>, expected: readonly number[]): number {
-  expect(actual.length).to.equal(expected.length);
-  let diff = 0;
-  let scale = 1e-3;
-  expected.forEach((e, i) => {
-    diff = Math.max(diff, Math.abs((actual[i] as number) - e));
-    scale = Math.max(scale, Math.abs(e));
-  });
-  return diff / scale;
 }
 
 describe(`autodiff: every operator's gradient rule against PyTorch ${fixture.torch} in float64`, function () {

@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../../lib/onnx/builder.js';
 import { expectDmlError } from '../../helpers/expect-dml-error.js';
+import { relativeError } from '../../helpers/relative-error.js';
 
 const FIXTURES = new URL('../../fixtures/graph-gradients/', import.meta.url);
 
@@ -20,18 +21,6 @@ interface GradientFixture {
   gradients: Record<string, number[]>;
   torchFloat32Error: Record<string, number>;
   runningStatistics: Record<string, number[]>;
-}
-
-/** Largest |a - b| over the largest |b| (or 1e-3 where b is tiny): a relative error of the whole tensor. */
-function relativeError(actual: ArrayLike<number>, expected: readonly number[]): number {
-  expect(actual.length).to.equal(expected.length);
-  let diff = 0;
-  let scale = 1e-3;
-  expected.forEach((e, i) => {
-    diff = Math.max(diff, Math.abs((actual[i] as number) - e));
-    scale = Math.max(scale, Math.abs(e));
-  });
-  return diff / scale;
 }
 
 describe('GraphTrainer', function () {

@@ -12,6 +12,7 @@ import { GraphTrainer } from '../../../lib/engine/graph-trainer/graph-trainer.js
 import { readOnnxGraph } from '../../../lib/engine/graph/onnx-ir.js';
 import { decodeModel } from '../../../lib/onnx/builder.js';
 import ort from '../../../lib/onnx/ort.js';
+import { relativeError } from '../../helpers/relative-error.js';
 
 const FIXTURES = new URL('../../fixtures/user-exports/', import.meta.url);
 
@@ -23,18 +24,6 @@ interface TrainedRecord {
   seeds: number[][];
   tensors: Record<string, number[]>;
   evalOutput: number[];
-}
-
-/** Largest |a - b| over the largest |b| (at least 1e-3). */
-function relativeError(actual: ArrayLike<number>, expected: readonly number[]): number {
-  expect(actual.length).to.equal(expected.length);
-  let diff = 0;
-  let scale = 1e-3;
-  expected.forEach((e, i) => {
-    diff = Math.max(diff, Math.abs((actual[i] as number) - e));
-    scale = Math.max(scale, Math.abs(e));
-  });
-  return diff / scale;
 }
 
 describe('GraphTrainer on PyTorch exports as users make them', function () {

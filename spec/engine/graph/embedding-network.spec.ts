@@ -264,7 +264,13 @@ describe('prepareEmbeddingNetwork', () => {
     });
 
     it('refuses an exponent that is not a positive number', async () => {
-      await expectDmlError(() => prepareEmbeddingNetwork(convNet(convWeight), { itemDims: [2, 4, 4], head: { ...gemHead, gemP: 0 } }), 'E_ARG', 'Expected a positive number for head.gemP but received 0');
+      for (const gemP of [0, 1e-30, 1e6]) {
+        await expectDmlError(
+          () => prepareEmbeddingNetwork(convNet(convWeight), { itemDims: [2, 4, 4], head: { ...gemHead, gemP } }),
+          'E_ARG',
+          `Expected a number in [0.1, 50] (float32 keeps GeM meaningful there) for head.gemP but received ${gemP}`,
+        );
+      }
     });
   });
 
@@ -273,5 +279,23 @@ describe('prepareEmbeddingNetwork', () => {
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES }), 'E_MODEL', `model: '${FEATURES}' has shape [N, 32, 8, 8]; without a head the network must end in features [N, D]`);
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: [3, 16], head }), 'E_ARG', /itemDims/);
     await expectDmlError(() => prepareEmbeddingNetwork(RESNET, { itemDims: [3, 28, 28], head }), 'E_ARG', "Expected 16, as model's input input [batch, 3, 16, 16] says for itemDims[1] but received 28");
+  });
+
+  it('a head too large for an ONNX file, and an initializer whose dims disagree with its data, are one line each (not "Invalid typed array length")', async () => {
+    await expectDmlError(
+      () => prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head: { embeddingDim: 1e9 } }),
+      'E_ARG',
+      'Expected at most 16777215 (its Linear layer from 32 features must fit in an ONNX file, 2 GiB) for head.embeddingDim but received 1000000000',
+    );
+    // A weight whose dims say 10^10 values over 10 stored ones (the builder checks dims, so they are changed after).
+    const weight = { ...floatTensor('w', [10], new Float32Array(10)), dims: [100000, 100000] };
+    const bytes = encodeModel({
+      graphName: 'huge',
+      inputs: [tensorValueInfo('x', 'float32', ['batch', 100000])],
+      outputs: [tensorValueInfo('y', 'float32', ['batch', 100000])],
+      initializers: [weight],
+      nodes: [node('MatMul', ['x', 'w'], ['y'])],
+    });
+    await expectDmlError(() => readOnnxGraph(bytes, 'huge.onnx'), 'E_MODEL', 'huge.onnx: tensor w holds 40 bytes, expected 40000000000 bytes for dims [100000, 100000]');
   });
 });

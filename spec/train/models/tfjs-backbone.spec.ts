@@ -104,10 +104,10 @@ describe('train/models: tfjs layers models from files and as backbones', () => {
       copyFileSync(path.join(FIXTURE, name), p);
       return p;
     };
-    await expectDmlError(loadLayersModelFromFile(path.join(dir, 'model.json')), 'E_NOT_FOUND', `Cannot read ${path.join(dir, 'model.json')}: no such file`);
+    await expectDmlError(loadLayersModelFromFile(path.join(dir, 'model.json')), 'E_NOT_FOUND', `Cannot read model ${path.join(dir, 'model.json')}: no such file`);
     const json = copy('model.json');
     copy('group1-shard1of2.bin');
-    await expectDmlError(loadLayersModelFromFile(json), 'E_NOT_FOUND', `Cannot read ${path.join(dir, 'group1-shard2of2.bin')}: no such file`);
+    await expectDmlError(loadLayersModelFromFile(json), 'E_NOT_FOUND', `Cannot read weight shard ${path.join(dir, 'group1-shard2of2.bin')}: no such file`);
     writeFileSync(path.join(dir, 'group1-shard2of2.bin'), new Uint8Array(10));
     await expectDmlError(loadLayersModelFromFile(json), 'E_MODEL', `${json}: the weight shards hold 210 bytes but the weightsManifest describes 276`);
 
