@@ -52,7 +52,10 @@ export type { GraphOptimizerSettings } from './engine/graph-trainer/optimizer-gr
 export { prepareEmbeddingNetwork, type EmbeddingHeadSpec, type EmbeddingNetworkOptions } from './engine/graph/embedding-network.js';
 export { GraphNetwork, embeddingLossGradient, graphOptimizerSettings, type EmbeddingLossGradient, type GraphBatch } from './train/graph-network.js';
 export { tripletScatter, type TripletScatter, type TripletScatterOptions, type LoopScatterSeries } from './train/scatter.js';
-export { trainingReportHtml, writeTrainingReportHtml, lossChartSvg, validationChartSvg, type TrainingReportInput } from './train/training-html.js';
+export { trainingReportHtml, writeTrainingReportHtml, type TrainingPageStatus } from './train/training-html.js';
+// A run folder read back (log.jsonl, config.json, scatter files), and its charts against the step.
+export { readRunFolder, parseRunLog, type RunFolder, type StepEntry, type ScatterEntry, type FinishedRunInfo } from './train/run-log.js';
+export { emaSmoothed, stepLossChartSvg, learningRateChartSvg, validFractionChartSvg, validationStepChartSvg, validationMetrics, validationValue, LOSS_SMOOTHING, type ChartRun } from './train/training-charts.js';
 // Miners: per-anchor selection, pair lists and the multi-similarity miner, triplet lists and the triplet-margin miner,
 // PML's batch-hard and pair-margin miners and the miner option of the pair losses.
 export {

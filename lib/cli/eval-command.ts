@@ -21,6 +21,7 @@ import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessin
 export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   data?: string;
   trainClasses?: string;
+  classNames?: string;
   hotelsTestSet?: string;
   queryEmbeddings?: string;
   queryLabels?: string;
@@ -55,9 +56,10 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .argument('[models...]', 'ONNX embedders to evaluate side by side')
     .option('--data <layout:path>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path> (required with models)')
     .option('--train-classes <labels>', 'class-disjoint split: these labels (e.g. 0-4) are training classes, the rest is evaluated')
+    .option('--class-names <file>', 'names for numbered labels, shown in the reports: one name per line (line i names label i, from 0) or a .json object of label -> name (default: the dataset\'s own, e.g. Fashion-MNIST\'s; else none)')
     .option('--hotels-test-set <name>', 'Hotels-50K query set: unoccluded, low_occlusions, medium_occlusions, high_occlusions')
     .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D (required without models)')
-    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings (required with --query-embeddings)')
+    .option('--query-labels <file.npy>', 'labels of the query embeddings: a .npy of N integers or strings, or the .json that --save-embeddings writes beside its .npy (its ids and query/gallery roles too) (required with --query-embeddings)')
     .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
     .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")

@@ -17,6 +17,7 @@ import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
 import type { NeighbourRecorder } from './saved-neighbours.js';
+import { ConfusionCounter, similarityHistograms, type RunDiagnostics } from './diagnostics.js';
 import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
 import { clampedClusterCountsWarning, DEFAULT_CLUSTER_COUNTS, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import { CLUSTER_SETS, DEFAULT_INDEX, DEFAULT_KS } from './evaluation.js';
@@ -84,6 +85,8 @@ export interface EmbeddingEvaluation {
   sameSet: boolean;
   /** A seeded sample of failing and succeeding queries with their top neighbours. */
   examples: RetrievalExample[];
+  /** The label pairs most often confused in the top K and the pair-similarity histograms (eval/diagnostics.ts). */
+  diagnostics: RunDiagnostics;
   /**
    * Warnings about the numbers, one line each, for the caller to show and record (nothing is printed
    * here): a single-class set (retrieval trivially perfect), cluster counts capped at the item count.
@@ -198,6 +201,7 @@ export async function evaluateEmbeddings(
     neighbours: options.examples?.neighbours ?? DEFAULT_EXAMPLE_NEIGHBOURS,
     seed: kmeansSeed,
   });
+  const confusions = new ConfusionCounter(labels.queryCodes, labels.galleryCodes, labels.labelNames, maxK);
   // Rows of queries that are in the gallery come back padded where fewer than k others exist.
   const k = Math.min(accumulator.requiredNeighbours, g.count);
   const threads = options.threads !== undefined ? { threads: options.threads } : {};
@@ -221,6 +225,7 @@ export async function evaluateEmbeddings(
       addScores(block);
       accumulator.add(block);
       examples.add(block);
+      confusions.add(block);
       options.onNeighbours?.(block, sets);
     }
     timings.searchSeconds = seconds(start);
@@ -247,6 +252,7 @@ export async function evaluateEmbeddings(
     for await (const block of hnsw.search(query.vectors, query.count, { k, selfIndex })) {
       accumulator.add(block);
       examples.add(block);
+      confusions.add(block);
       options.onNeighbours?.(block, sets);
       copyTopColumns(block, maxK, approxTop);
       options.onProgress?.('hnsw search', block.queryOffset + block.queryCount, query.count);
@@ -272,6 +278,11 @@ export async function evaluateEmbeddings(
       (annRecall as Record<string, number>)[String(kk)] = (hits[i] as number) / (kk * query.count);
     });
   }
+  const diagnostics: RunDiagnostics = {
+    confusionK: maxK,
+    confusions: confusions.result(),
+    similarities: similarityHistograms(query, g, selfIndex, labels.queryCodes, labels.galleryCodes, kmeansSeed),
+  };
   const retrieval = accumulator.result();
   const { mrr, map } = fullRanking?.result() ?? { mrr: null, map: null };
   const perClass = worstFirst(
@@ -356,7 +367,7 @@ export async function evaluateEmbeddings(
     neighboursRetrieved: k,
     fullRanking: withScores,
   };
-  return { metrics, parameters, timings, sameSet, examples: examples.result(), warnings };
+  return { metrics, parameters, timings, sameSet, examples: examples.result(), diagnostics, warnings };
 }
 
 /** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */

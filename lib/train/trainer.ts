@@ -74,6 +74,12 @@ export interface TrainOptions {
    * (with `data.trainLabelGroups`, the group names), for diagnostics and tests.
    */
   onBatch?: (batch: { epoch: number; step: number; labels: string[] }) => void;
+  /**
+   * Called after each validation point is logged and checkpointed (epoch 0 included), with the
+   * backend that trains and, on the onnx backend, its execution provider; `dml train` rewrites the
+   * run's report.html here (lib/train/training-html.ts). Awaited before training goes on.
+   */
+  onValidation?: (point: { out: string; backend: string; provider?: string; history: readonly EpochRecord[] }) => void | Promise<void>;
 }
 
 /** What a finished run returns (also written to `<out>/report.json`). */
@@ -369,6 +375,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     await writeLog({ type: budget.unit === 'steps' ? 'validation' : 'epoch', ...record });
     await saveState();
     log(describe(record));
+    await options.onValidation?.({ out, backend: network.backend, ...(network.device ? { provider: network.device.provider } : {}), history });
   };
 
   if (!options.resume) await prepareFolder();

@@ -142,7 +142,7 @@ describe('report', () => {
     expect(html).to.include('folder:&lt;x &amp; y&gt;');
     expect(html).not.to.include('<x & y>');
     expect(html).not.to.include('<pre>');
-    expect(html.match(/<svg/g)?.length).to.equal(2);
+    expect(html.match(/<svg/g)?.length).to.equal(3); // Recall@K, NMI curve, per-class Recall@1 bars (no diagnostics recorded: no histograms)
     expect(html).to.include('NMI curve (NMI over cluster counts)');
     expect(html).to.include('<th>model</th><th class="num">R@1</th>');
     expect(html).to.include('<tr><td>a.onnx</td><td class="num">50.00</td><td class="num">100.00</td>');
