@@ -13,12 +13,11 @@ export {
   BACKEND_PREFERENCES,
   TFJS_BACKEND_ORDER,
   TFJS_BACKENDS,
-  TRAINING_BACKENDS,
   type BackendChoice,
   type BackendPreference,
   type TfjsBackend,
-  type TrainingBackend,
 } from './engine/tfjs/backend-registry.js';
+export { TRAINING_BACKENDS, type TrainingBackend } from './train/training-backends.js';
 export { buildModel } from './train/models/build-model.js';
 export type { Activation, HeadSpec, ModelSpec, MlpModelSpec, CnnModelSpec, ConvnetModelSpec, ConvnetDownsample, ConvnetPooling, TfjsBackboneModelSpec, OnnxModelSpec } from './train/models/model-spec.js';
 export { modelSpecSchema } from './train/models/model-spec.js';

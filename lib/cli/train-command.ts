@@ -4,7 +4,7 @@
  * work is in train-run.ts, loaded when the command runs (it loads TensorFlow.js).
  */
 import type { Command } from 'commander';
-import { BACKEND_PREFERENCES } from '../engine/tfjs/backend-registry.js';
+import { TRAINING_BACKENDS } from '../train/training-backends.js';
 import { DEVICE_HELP } from '../onnx/devices.js';
 import { explainMissingTensorflow } from '../util/optional-deps.js';
 
@@ -33,7 +33,7 @@ export function registerTrainCommand(program: Command): void {
     .option('--steps <n>', 'train this many optimiser steps (replaces the config\'s epochs or steps; default: the config\'s)')
     .option('--seed <n>', 'override seed (default: the config\'s)')
     .option('--out <dir>', 'override the output folder (default: the config\'s)')
-    .option('--backend <name>', `override backend: ${BACKEND_PREFERENCES.join(', ')}, or onnx (the graph trainer on onnxruntime) (default: the config's)`)
+    .option('--backend <name>', `override backend: ${TRAINING_BACKENDS.join(', ')} (onnx: the graph trainer on onnxruntime; auto picks it unless @tensorflow/tfjs-node is installed) (default: the config's)`)
     .option('--device <name>', `the onnx backend's device: ${DEVICE_HELP} (default: the config's, else auto)`)
     .option('--micro-batch <n>', "the onnx backend runs each batch in micro-batches of at most n items, the gradients summed and the loss on the whole batch (default: the config's, else none)")
     .option('--resume', 'continue from <out>/checkpoints/last')

@@ -21,7 +21,7 @@ import { configLossSchema, lossSpecSchema } from './losses/registry.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { DEVICE_CHOICES } from '../onnx/devices.js';
-import { TRAINING_BACKENDS } from '../engine/tfjs/backend-registry.js';
+import { TRAINING_BACKENDS } from './training-backends.js';
 
 /** The zod schema of a training config (`dml train --config`); {@link parseTrainConfig} applies it with clear messages. */
 export const trainConfigSchema = z
