@@ -9,6 +9,7 @@
  */
 export { DmlError, invalidParameterError, type DmlErrorCode } from './errors.js';
 export { Rng } from './util/rng.js';
+export { defaultDataPath, defaultModelPath, packageRoot } from './util/package-files.js';
 
 export type { ImageSource, Manifest, ManifestItem } from './data/manifest.js';
 export { openDataset, manifestHash, DATASET_LAYOUTS, type OpenDatasetOptions, type ManifestHashOptions } from './data/open-dataset.js';
@@ -16,7 +17,7 @@ export { applyClassSplit, parseClassList } from './data/class-split.js';
 export { readIdxFile, parseIdx, type IdxArray } from './data/idx-reader.js';
 
 export { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, type ResampleFilter, type ResizeMode, type TensorLayout, type TrainAugmentation } from './image/preprocessing.js';
-export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE } from './image/preprocessor-config.js';
+export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE, isTimmConfig, parseTimmConfig, TIMM_CONFIG_FILE } from './image/preprocessor-config.js';
 export { resampleRaw } from './image/resample.js';
 export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
 export type { ImageBatch, ImageFailure } from './image/batch-collector.js';
@@ -26,7 +27,7 @@ export type { RawImage } from './image/raw-image.js';
 
 export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo } from './onnx/session.js';
 export { AUTO_PROVIDER_ORDER, DEFAULT_DEVICE, DEVICE_CHOICES, EXECUTION_DEVICES, type DeviceChoice, type ExecutionDevice, type ExecutionProviderName, type ProviderAttempt, type ProviderChoice } from './onnx/devices.js';
-export { readModelMetadata, readExternalDataLocations, type ModelMetadata } from './onnx/metadata.js';
+export { readModelMetadata, readExternalDataLocations, readExternalDataRanges, type ExternalTensorRange, type ModelMetadata } from './onnx/metadata.js';
 export { readModelFiles, modelIdentity, copyModelFiles, type ExternalDataFile, type ModelFiles } from './onnx/model-files.js';
 export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';
 
@@ -40,7 +41,7 @@ export { readNpy, writeNpy, parseNpy, encodeNpy, type NpyArray } from './embed/n
 
 export type { NeighbourBlock } from './search/neighbours.js';
 export { exactSearch, type ExactSearchOptions } from './search/exact.js';
-export { EmbeddingIndex, type EmbeddingIndexOptions, type SearchResult } from './search/embedding-index.js';
+export { EmbeddingIndex, NORM_TOLERANCE, type EmbeddingIndexOptions, type SearchResult } from './search/embedding-index.js';
 export { HnswIndex, type HnswParams, type HnswBuildOptions, type HnswSearchOptions, type HnswLoadOptions, type HnswNeighbour } from './search/hnsw.js';
 
 export { RetrievalMetricsAccumulator, RETRIEVAL_METRIC_DEFINITIONS, type RetrievalMetrics, type RetrievalMetricsOptions, type LabelRetrievalMetrics } from './metrics/retrieval.js';
@@ -70,6 +71,8 @@ export {
   type NmiCurvePoint,
 } from './eval/evaluation.js';
 export type { DatasetInfo, ModelInfo, RunReport } from './eval/run-report.js';
+export { CONFUSIONS_KEPT, MAX_EXACT_WORK, SAMPLED_PAIRS, SIMILARITY_BINS, type LabelConfusion, type RunDiagnostics, type SimilarityHistograms } from './eval/diagnostics.js';
+export { combineReports, readSavedReport, runDifferences, type CombinedReports, type SavedReport } from './report/compare-reports.js';
 export { buildReport, isSingleRunReport, REPORT_FORMAT, type Report, type ReportHeader, type SingleRunReport } from './report/report.js';
 export { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, type ExampleNeighbour, type ExampleSelection, type RetrievalExample } from './eval/retrieval-examples.js';
 

@@ -88,3 +88,49 @@ describe('architecture: comments point at files that exist', () => {
     expect(missing).to.deep.equal([]);
   });
 });
+
+describe('architecture: no import cycles in the training rooms', () => {
+  /** The groups of files under `dir` that import each other in a circle (Tarjan's strongly connected components of more than one file). */
+  function importCycles(dir: string): string[][] {
+    const files = typeScriptFiles(path.resolve(dir));
+    const edges = new Map(
+      files.map((file) => [
+        file,
+        relativeImports(readFileSync(file, 'utf8'))
+          .map((specifier) => path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts'))
+          .filter((target) => files.includes(target)),
+      ]),
+    );
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const cycles: string[][] = [];
+    const visit = (file: string): void => {
+      index.set(file, index.size);
+      low.set(file, index.get(file) as number);
+      stack.push(file);
+      for (const target of edges.get(file) ?? []) {
+        if (!index.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file) as number, low.get(target) as number));
+        } else if (stack.includes(target)) low.set(file, Math.min(low.get(file) as number, index.get(target) as number));
+      }
+      if (low.get(file) !== index.get(file)) return;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop() as string;
+        component.push(path.relative(lib, member));
+      } while (member !== file);
+      if (component.length > 1) cycles.push(component.sort());
+    };
+    for (const file of files) if (!index.has(file)) visit(file);
+    return cycles;
+  }
+
+  for (const room of ['train', 'engine']) {
+    it(`lib/${room} has none (type imports included)`, () => {
+      expect(importCycles(path.join('lib', room))).to.deep.equal([]);
+    });
+  }
+});

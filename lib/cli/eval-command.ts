@@ -21,6 +21,7 @@ import { addPreprocessingOptions, type PreprocessingFlags } from './preprocessin
 export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   data?: string;
   trainClasses?: string;
+  classNames?: string;
   hotelsTestSet?: string;
   queryEmbeddings?: string;
   queryLabels?: string;
@@ -44,6 +45,7 @@ export interface EvalFlags extends EmbedFlags, HnswFlags, PreprocessingFlags {
   examples: string;
   cacheDir?: string;
   cache: boolean;
+  fullRanking: boolean;
 }
 
 /** Registers `eval` on the program. */
@@ -54,9 +56,10 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .argument('[models...]', 'ONNX embedders to evaluate side by side')
     .option('--data <layout:path>', 'dataset: folder:, csv:, jsonl:, cub:, cars196:, sop:, inshop:, hotels50k:, idx:/mnist:/fashion-mnist: <path> (required with models)')
     .option('--train-classes <labels>', 'class-disjoint split: these labels (e.g. 0-4) are training classes, the rest is evaluated')
+    .option('--class-names <file>', 'names for numbered labels, shown in the reports: one name per line (line i names label i, from 0) or a .json object of label -> name (default: the dataset\'s own, e.g. Fashion-MNIST\'s; else none)')
     .option('--hotels-test-set <name>', 'Hotels-50K query set: unoccluded, low_occlusions, medium_occlusions, high_occlusions')
     .option('--query-embeddings <file.npy>', 'precomputed query embeddings, float N x D (required without models)')
-    .option('--query-labels <file.npy>', 'labels of the query embeddings, N integers or strings (required with --query-embeddings)')
+    .option('--query-labels <file.npy>', 'labels of the query embeddings: a .npy of N integers or strings, or the .json that --save-embeddings writes beside its .npy (its ids and query/gallery roles too) (required with --query-embeddings)')
     .option('--gallery-embeddings <file.npy>', 'precomputed gallery embeddings (default: query set = gallery set)')
     .option('--gallery-labels <file.npy>', 'labels of the gallery embeddings')
     .option('--k <list>', "Recall@K values (default: the dataset protocol's, else 1,2,4,8)")
@@ -77,6 +80,7 @@ export function registerEvalCommand(program: Command, commandLine: string[]): vo
     .option('--examples <n>', 'retrieval examples in the reports: n seeded random queries (the same for every model) and each model\'s n worst queries (lowest AP@R); 0 for none', String(DEFAULT_EXAMPLES))
     .option('--cache-dir <dir>', 'embedding cache folder (default: <out>/cache when --out is given)')
     .option('--no-cache', 'do not read or write the embedding cache')
+    .option('--no-full-ranking', 'skip MRR and mAP over the whole ranking (they read every query\'s similarity to every gallery item: about as much time again as the search, several times it for classes of thousands of items)')
     .option('--output-name <name>', 'model output holding the embeddings (default: a 2-D output named like an embedding, e.g. image_embeds or pooler_output, else the first)')
     .option('--pooling <kind>', POOLING_HELP);
   addPreprocessingOptions(addEmbedOptions(addHnswOptions(command)))

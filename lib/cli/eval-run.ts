@@ -3,17 +3,18 @@
  * models or the .npy embeddings, prints the table and writes the reports. Loaded only when the command
  * runs.
  */
-import { access, constants, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { parseClassList } from '../data/class-split.js';
+import { readClassNames } from '../data/class-names.js';
 import { DmlError, invalidParameterError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { normalizeRowsInPlace } from '../embed/normalize.js';
 import { readNpy } from '../embed/npy.js';
+import { readEmbeddingSidecar } from '../embed/embedding-files.js';
 import { DEFAULT_CLUSTER_COUNTS, parseClusterCountSpecs, type ClusterCountSpec } from '../eval/cluster-counts.js';
 import { evaluateEmbeddings, type EvaluateEmbeddingsOptions } from '../eval/evaluate-embeddings.js';
-import { evaluateModelFile, openEvaluationDataset } from '../eval/evaluate-model.js';
+import { evaluateModelFile, openEvaluationDataset, subset, type ItemRole } from '../eval/evaluate-model.js';
 import { CLUSTER_SETS, DEFAULT_KS, type IndexParameters } from '../eval/evaluation.js';
 import { NeighbourRecorder, neighboursCsv } from '../eval/saved-neighbours.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
@@ -25,8 +26,9 @@ import { exampleThumbnails } from '../report/thumbnails.js';
 import type { ImageSource } from '../data/manifest.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { printWarning } from './warning.js';
+import { checkWritableFile, checkWritableFolder } from './output-checks.js';
 import { checkStandardOutput, writeStandardOutput } from '../util/standard-output.js';
-import { createProgress, formatSeconds, progressMode } from '../util/progress.js';
+import { createProgress, formatSeconds, progressMode, type Progress } from '../util/progress.js';
 import {
   parseChoice,
   parseNonNegativeInt,
@@ -40,41 +42,6 @@ import type { EvalFlags } from './eval-command.js';
 import { decodeWorkers, embedderOptions, limitInputPixels, withSkipBadImagesHint } from './embed-flags.js';
 import { hnswParameters } from './hnsw-flags.js';
 import { preprocessingOverrides } from './preprocessing-flags.js';
-
-/**
- * Checks that folder `dir` exists or can be created, before any work starts: its nearest existing
- * ancestor must be a writable folder. `what` names the flag and value in the error.
- */
-async function checkWritableFolder(dir: string, what: string): Promise<void> {
-  let current = path.resolve(dir);
-  for (;;) {
-    const info = await stat(current).catch(() => undefined);
-    if (info) {
-      if (!info.isDirectory()) throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not a folder`);
-      break;
-    }
-    const parent = path.dirname(current);
-    if (parent === current) break;
-    current = parent;
-  }
-  try {
-    await access(current, constants.W_OK);
-  } catch {
-    throw new DmlError('E_IO', `Cannot write ${what}: ${current} is not writable`);
-  }
-}
-
-/**
- * Checks that `file` can be written as a file before any work starts: it is not a folder, and its
- * folder exists or can be created (see {@link checkWritableFolder}). `what` names the flag and value.
- */
-async function checkWritableFile(file: string, what: string): Promise<void> {
-  const info = await stat(file).catch(() => undefined);
-  if (info?.isDirectory()) {
-    throw new DmlError('E_IO', `Cannot write ${what}: ${path.resolve(file)} is a folder; expected a file path such as ${path.join(file, 'report.json')}`);
-  }
-  await checkWritableFolder(path.dirname(file), what);
-}
 
 /** Prints each warning as one `warning: <message>` line on stderr. */
 function printWarnings(warnings: readonly string[]): void {
@@ -155,6 +122,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     },
     ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
     examples: { count: parseNonNegativeInt(flags.examples, '--examples') },
+    fullRanking: flags.fullRanking,
   };
   const explicitKs = flags.k !== undefined ? parsePositiveIntList(flags.k, '--k') : undefined;
   // Every flag is checked here, before any file is read: a usage error is never masked by a data error.
@@ -187,20 +155,6 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   if (flags.json === '-') checkStandardOutput(JSON_TO_STDOUT);
   checkDistinctOutputs(outputFiles(flags, models));
 
-  const progress = new Map<string, ReturnType<typeof createProgress>>();
-  const onProgress = (stage: string, done: number, total: number): void => {
-    let bar = progress.get(stage);
-    if (!bar) {
-      bar = createProgress(stage);
-      progress.set(stage, bar);
-    }
-    bar.update(done, total);
-    if (done >= total) {
-      bar.stop();
-      progress.delete(stage);
-    }
-  };
-
   const runs: RunReport[] = [];
   /** With --save-neighbours, each run's top-K neighbours, written as one CSV once every run succeeded. */
   const recorders: NeighbourRecorder[] = [];
@@ -214,8 +168,11 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
   const sources = new Map<string, ImageSource>();
   if (usingNpy) {
     const ks = explicitKs ?? [...DEFAULT_KS];
-    runs.push(await evaluateNpy(flags, { ...common, ks, onProgress, ...recordNeighbours(path.basename(flags.queryEmbeddings as string), ks) }));
-    printWarnings(runs[0]?.warnings ?? []);
+    const name = path.basename(flags.queryEmbeddings as string);
+    const run = await evaluateNpy(flags, { ...common, ks, onProgress: runProgress(name), ...recordNeighbours(name, ks) });
+    if (flags.classNames !== undefined) run.dataset.classNames = await readClassNames(flags.classNames, new Set(run.metrics.perClass.map((c) => c.label)));
+    runs.push(run);
+    printWarnings(run.warnings);
   } else {
     const spec = flags.data as string;
     const { manifest, hash } = await openEvaluationDataset(spec, {
@@ -223,6 +180,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
       ...(flags.hotelsTestSet !== undefined ? { hotelsTestSet: flags.hotelsTestSet } : {}),
       ...(trainClasses !== undefined ? { trainClasses, trainClassesName: '--train-classes' } : {}),
     });
+    if (flags.classNames !== undefined) manifest.classNames = await readClassNames(flags.classNames, new Set(manifest.items.map((it) => it.label)));
     for (const item of manifest.items) sources.set(item.id, item.source);
     const ks = explicitKs ?? manifest.defaultK;
     const cacheDir = !flags.cache ? undefined : (flags.cacheDir ?? (flags.out !== undefined ? path.join(flags.out, 'cache') : undefined));
@@ -234,7 +192,7 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
           await evaluateModelFile(model, openOptions, manifest, {
             ...common,
             ks,
-            onProgress,
+            onProgress: runProgress(name),
             ...recordNeighbours(name, ks),
             datasetSpec: spec,
             manifestHash: hash,
@@ -269,6 +227,27 @@ export async function runEval(models: string[], flags: EvalFlags, argv: string[]
     const written = [...outputFiles(flags, models).map((o) => o.file), ...(flags.json === '-' ? ['report.json to standard output'] : [])];
     process.stderr.write(`${evalSummary(runs, written, (performance.now() - started) / 1000)}\n`);
   }
+}
+
+/**
+ * The progress callback of the run of model `name`: one reporter per stage (from `create`, default
+ * {@link createProgress}), labelled with the stage and the model, so the lines of several models tell
+ * which is running (`embed (default.onnx): 300/600 (50%), ...`).
+ */
+export function runProgress(name: string, create: (label: string) => Progress = createProgress): (stage: string, done: number, total: number) => void {
+  const stages = new Map<string, Progress>();
+  return (stage, done, total) => {
+    let bar = stages.get(stage);
+    if (!bar) {
+      bar = create(`${stage} (${name})`);
+      stages.set(stage, bar);
+    }
+    bar.update(done, total);
+    if (done >= total) {
+      bar.stop();
+      stages.delete(stage);
+    }
+  };
 }
 
 /**
@@ -327,8 +306,30 @@ async function readEmbeddingsNpy(file: string): Promise<{ vectors: Float32Array;
   return { vectors, count, dim };
 }
 
+/** What a labels file gives: the labels, and from a `--save-embeddings` sidecar also the ids and each row's role. */
+interface ReadLabels {
+  labels: string[];
+  ids?: string[];
+  roles?: ItemRole[];
+  warnings: string[];
+}
+
+/**
+ * Reads the N labels of `embeddingsFile`: from a .npy (see {@link readLabelsNpy}), or from the .json
+ * sidecar `dml eval --save-embeddings` writes beside its .npy (its labels, ids and query/gallery roles).
+ */
+async function readLabels(file: string, expected: number, embeddingsFile: string): Promise<ReadLabels> {
+  if (!file.toLowerCase().endsWith('.json')) return readLabelsNpy(file, expected, embeddingsFile);
+  const sidecar = await readEmbeddingSidecar(file);
+  if (sidecar.labels.length !== expected) {
+    throw new DmlError('E_DATASET', `${file} holds ${sidecar.labels.length} labels but ${embeddingsFile} holds ${expected} embeddings (expected the .json written beside that .npy)`);
+  }
+  const roles = sidecar.provenance['roles'];
+  return { labels: sidecar.labels, ids: sidecar.ids, ...(Array.isArray(roles) && roles.length === expected ? { roles: roles as ItemRole[] } : {}), warnings: [] };
+}
+
 /** Reads N labels (integers or strings) as strings; labels of shape (N, 1) are flattened, with a warning. */
-async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<{ labels: string[]; warnings: string[] }> {
+async function readLabelsNpy(file: string, expected: number, embeddingsFile: string): Promise<ReadLabels> {
   const npy = await readNpy(file);
   if (npy.shape.length !== 1 && !(npy.shape.length === 2 && npy.shape[1] === 1)) {
     throw new DmlError('E_DATASET', `${file}: expected a 1-D label array but found shape (${npy.shape.join(', ')})`);
@@ -355,23 +356,31 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     throw invalidParameterError('--gallery-embeddings/--gallery-labels', 'both files or neither', 'only one');
   }
   const warnings: string[] = [];
-  const load = async (emb: string, lab: string, prefix: string): Promise<EmbeddingSet> => {
+  const load = async (emb: string, lab: string, prefix: string): Promise<{ set: EmbeddingSet; roles?: ItemRole[] }> => {
     const e = await readEmbeddingsNpy(emb);
-    const read = await readLabelsNpy(lab, e.count, emb);
+    const read = await readLabels(lab, e.count, emb);
     warnings.push(...read.warnings);
-    return { ...e, labels: read.labels, ids: Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) };
+    return { set: { ...e, labels: read.labels, ids: read.ids ?? Array.from({ length: e.count }, (_, i) => `${prefix}${i}`) }, ...(read.roles ? { roles: read.roles } : {}) };
   };
-  const query = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
-  const gallery =
-    flags.galleryEmbeddings !== undefined ? await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g') : null;
+  const loaded = await load(flags.queryEmbeddings, flags.queryLabels, 'q');
+  let query = loaded.set;
+  let gallery = flags.galleryEmbeddings !== undefined ? (await load(flags.galleryEmbeddings, flags.galleryLabels as string, 'g')).set : null;
+  // A saved set whose rows have separate query and gallery roles is evaluated as its dataset was.
+  const roles = gallery === null ? loaded.roles : undefined;
+  const split = roles !== undefined && roles.some((r) => r !== 'query+gallery');
+  if (split) {
+    const all = query;
+    query = subset(all, (r) => roles[r] !== 'gallery');
+    gallery = subset(all, (r) => roles[r] !== 'query');
+  }
   const evaluation = await evaluateEmbeddings(query, gallery, options);
-  const spec = gallery ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
+  const spec = flags.galleryEmbeddings !== undefined ? `${flags.queryEmbeddings} vs ${flags.galleryEmbeddings}` : flags.queryEmbeddings;
   return {
     name: path.basename(flags.queryEmbeddings),
     dataset: {
       spec,
       layout: 'npy',
-      protocol: gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
+      protocol: split ? `the query and gallery rows of ${flags.queryLabels}` : gallery ? 'separate query and gallery embeddings' : 'query set = gallery set',
       queryCount: query.count,
       galleryCount: gallery?.count ?? query.count,
       sameSet: evaluation.sameSet,
@@ -381,6 +390,7 @@ async function evaluateNpy(flags: EvalFlags, options: EvaluateEmbeddingsOptions)
     parameters: evaluation.parameters,
     timings: evaluation.timings,
     examples: evaluation.examples,
+    diagnostics: evaluation.diagnostics,
     warnings: [...warnings, ...evaluation.warnings],
   };
 }

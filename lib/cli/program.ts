@@ -7,6 +7,7 @@ import { DmlError } from '../errors.js';
 import { collectVersions } from '../util/versions.js';
 import { silenceProgress } from '../util/progress.js';
 import { addHelpFooter, HELP_CONFIGURATION } from './help.js';
+import { registerCompareCommand } from './compare-command.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerExportCommand } from './export-command.js';
 import { registerIndexCommand } from './index-command.js';
@@ -16,7 +17,7 @@ import { registerTrainCommand } from './train-command.js';
 /** One example per command, by command path, shown at the end of its `--help` (with the exit codes). */
 export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
   eval: ['dml eval models/default.onnx --data folder:data/default --out runs/default --examples 6'],
-  train: ['dml train --config scripts/configs/fashion-mnist-mlp.json --out runs/mlp'],
+  train: ['dml train --config scripts/configs/fashion-mnist-mlp.json --backend onnx --out runs/mlp', 'dml train --config scripts/configs/fashion-mnist-mlp.json steps=500 optimizer.learningRate=0.0005 --out runs/mlp-500'],
   export: ['dml export runs/mlp --out runs/mlp/model.onnx'],
   index: ['dml index build models/default.onnx folder:data/default --out runs/index'],
   'index build': ['dml index build models/default.onnx folder:data/default --out runs/index'],
@@ -25,6 +26,7 @@ export const COMMAND_EXAMPLES: Readonly<Record<string, readonly string[]>> = {
   'index info': ['dml index info runs/index'],
   'index optimize': ['dml index optimize lance:runs/lance-index'],
   serve: ['dml serve runs/index --port 8080'],
+  compare: ['dml compare runs/mlp runs/convnet --out runs/compared', 'dml compare runs/evalA/report.json runs/evalB/report.json --out runs/compared'],
 };
 
 /** `command` and every command below it. */
@@ -66,13 +68,15 @@ export function createProgram(commandLine: string[]): Command {
     .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, 'dml: ')), writeOut: writeHelpText })
     .showHelpAfterError('(run dml help for usage)')
     .hook('preAction', () => {
-      if (program.opts<{ quiet?: boolean }>().quiet === true) silenceProgress();
+      // Set either way, so that one run's --quiet does not carry over to the next in the same process (the specs run the CLI in-process).
+      silenceProgress(program.opts<{ quiet?: boolean }>().quiet === true);
     });
   registerEvalCommand(program, commandLine);
   registerTrainCommand(program);
   registerExportCommand(program);
   registerIndexCommand(program);
   registerServeCommand(program);
+  registerCompareCommand(program, commandLine);
   addHelpFooter(program, ['dml eval models/default.onnx --data folder:data/default --out runs/default', 'dml eval --help']);
   for (const command of allCommands(program)) {
     const examples = COMMAND_EXAMPLES[commandPath(command)];

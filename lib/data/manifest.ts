@@ -42,4 +42,6 @@ export interface Manifest {
   /** Recall@K values this dataset's protocol reports by default (e.g. [1,2,4,8] for CUB). */
   defaultK: number[];
   items: ManifestItem[];
+  /** Display names of labels where the dataset has them (Fashion-MNIST's, Cars196's `class_names`); reports show them. */
+  classNames?: Record<string, string>;
 }

@@ -151,6 +151,11 @@ export class OnnxEmbedder {
   readonly modelSha256: string;
   /** The model's external data files (weights stored beside it), with their hashes; empty for most models. */
   readonly externalData: readonly ExternalDataFile[];
+  /**
+   * The element types of the model's image input and embedding output as its file declares them
+   * (`float32`, `float16`, `bfloat16`: bfloat16 ones run cast to float32 inside the graph).
+   */
+  readonly ioTypes: { input: string; output: string };
   /** Execution provider that actually runs the model. */
   readonly provider: ExecutionProviderName;
   /** Providers tried before, with their errors (empty when the first choice loaded). */
@@ -173,6 +178,7 @@ export class OnnxEmbedder {
     modelPath: string;
     modelSha256: string;
     externalData: ExternalDataFile[];
+    ioTypes: { input: string; output: string };
     provider: ExecutionProviderName;
     providerAttempts: ProviderAttempt[];
     signature: ModelSignature;
@@ -185,6 +191,7 @@ export class OnnxEmbedder {
     this.modelPath = init.modelPath;
     this.modelSha256 = init.modelSha256;
     this.externalData = init.externalData;
+    this.ioTypes = init.ioTypes;
     this.provider = init.provider;
     this.providerAttempts = init.providerAttempts;
     this.signature = init.signature;
@@ -215,6 +222,8 @@ export class OnnxEmbedder {
       spinning: false,
     };
     let session: SessionRunner;
+    /** The inputs and outputs the file declares bfloat16 (cast to float32 inside the graph in memory). */
+    let bfloat16Io = new Set<string>();
     try {
       // By path, so that onnxruntime finds external data files beside the model.
       session = await openSessionRunner(modelPath, sessionOptions);
@@ -226,7 +235,8 @@ export class OnnxEmbedder {
       if (files.externalData.length > 0) {
         throw new DmlError('E_MODEL', `${modelPath}: bfloat16 inputs or outputs need the model rewritten in memory, which cannot carry its external data files; expected a model with float32 or float16 inputs and outputs, or one without external data`, { cause: err });
       }
-      session = await openSessionRunner(widened, sessionOptions);
+      session = await openSessionRunner(widened.bytes, sessionOptions);
+      bfloat16Io = new Set([...widened.inputs, ...widened.outputs]);
     }
     const { io } = session;
     const overrides = {
@@ -246,6 +256,10 @@ export class OnnxEmbedder {
       modelPath,
       modelSha256: files.sha256,
       externalData: files.externalData,
+      ioTypes: {
+        input: bfloat16Io.has(signature.inputName) ? 'bfloat16' : signature.inputType,
+        output: bfloat16Io.has(signature.outputName) ? 'bfloat16' : (io.outputs.find((o) => o.name === signature.outputName)?.type ?? 'float32'),
+      },
       provider: session.provider,
       providerAttempts: session.attempts,
       signature,

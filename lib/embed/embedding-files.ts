@@ -22,7 +22,8 @@ export interface EmbeddingProvenance {
   [key: string]: unknown;
 }
 
-interface Sidecar {
+/** What `<name>.json` holds beside `<name>.npy`. */
+export interface EmbeddingSidecar {
   format: string;
   count: number;
   dim: number;
@@ -40,7 +41,7 @@ export function embeddingFiles(prefix: string): { vectors: string; sidecar: stri
 export async function saveEmbeddingSet(prefix: string, set: EmbeddingSet, provenance: EmbeddingProvenance = {}): Promise<void> {
   const files = embeddingFiles(prefix);
   await writeNpy(files.vectors, set.vectors, [set.count, set.dim]);
-  const sidecar: Sidecar = {
+  const sidecar: EmbeddingSidecar = {
     format: EMBEDDING_SIDECAR_FORMAT,
     count: set.count,
     dim: set.dim,
@@ -51,22 +52,28 @@ export async function saveEmbeddingSet(prefix: string, set: EmbeddingSet, proven
   await writeFileAtomic(files.sidecar, JSON.stringify(sidecar));
 }
 
-/** Reads a set written by {@link saveEmbeddingSet}; any inconsistency between the two files is an error. */
-export async function loadEmbeddingSet(prefix: string): Promise<{ set: EmbeddingSet; provenance: EmbeddingProvenance }> {
-  const files = embeddingFiles(prefix);
-  let sidecar: Sidecar;
+/** Reads the sidecar `file` (`<name>.json`) of a stored set, checking its format. */
+export async function readEmbeddingSidecar(file: string): Promise<EmbeddingSidecar> {
+  let sidecar: EmbeddingSidecar;
   try {
-    sidecar = JSON.parse((await readRegular(files.sidecar, 'embedding sidecar')).toString('utf8')) as Sidecar;
+    sidecar = JSON.parse((await readRegular(file, 'embedding sidecar')).toString('utf8')) as EmbeddingSidecar;
   } catch (err) {
     if (err instanceof DmlError) throw err;
     const e = err as NodeJS.ErrnoException;
-    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_DATASET', `Cannot read embedding sidecar ${files.sidecar}: ${e.message}`, {
+    throw new DmlError(e.code === 'ENOENT' ? 'E_NOT_FOUND' : 'E_DATASET', `Cannot read embedding sidecar ${file}: ${e.message}`, {
       cause: err,
     });
   }
-  if (sidecar.format !== EMBEDDING_SIDECAR_FORMAT) {
-    throw new DmlError('E_DATASET', `${files.sidecar}: expected format ${EMBEDDING_SIDECAR_FORMAT} but found ${String(sidecar.format)}`);
+  if (sidecar?.format !== EMBEDDING_SIDECAR_FORMAT) {
+    throw new DmlError('E_DATASET', `${file}: expected format ${EMBEDDING_SIDECAR_FORMAT} but found ${String(sidecar?.format)}`);
   }
+  return sidecar;
+}
+
+/** Reads a set written by {@link saveEmbeddingSet}; any inconsistency between the two files is an error. */
+export async function loadEmbeddingSet(prefix: string): Promise<{ set: EmbeddingSet; provenance: EmbeddingProvenance }> {
+  const files = embeddingFiles(prefix);
+  const sidecar = await readEmbeddingSidecar(files.sidecar);
   const npy = await readNpy(files.vectors);
   if (!(npy.data instanceof Float32Array) || npy.shape.length !== 2) {
     throw new DmlError('E_DATASET', `${files.vectors}: expected a float32 N x D array but found ${npy.dtype} of shape (${npy.shape.join(', ')})`);

@@ -249,6 +249,12 @@ export function resolveImagePreprocessing(
     if (value === undefined) delete sources[key];
     else (optional as Record<string, unknown>)[key] = value;
   }
+  // An exact resize without its size (`--stretch`, `resizeMode: 'exact'` alone) is to the input size: Keras' stretch.
+  if (optional.resizeMode === 'exact' && optional.resizeWidth === undefined && optional.resizeHeight === undefined) {
+    optional.resizeWidth = width;
+    optional.resizeHeight = height;
+    sources.resizeWidth = sources.resizeHeight = sources.resizeMode as PreprocessingSource;
+  }
   return { preprocessing: { height, width, resizeShorter, channels, layout, mean, std, ...optional }, sources };
 }
 

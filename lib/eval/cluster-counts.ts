@@ -60,14 +60,19 @@ export function resolveClusterCounts(specs: readonly ClusterCountSpec[], labelCo
 
 /**
  * The warning for cluster counts that {@link resolveClusterCounts} caps at `pointCount` (k-means cannot
- * make more clusters than points), naming each requested count and the count used; undefined when
- * none is capped. E.g. `cluster count 1000 is more than the 30 items clustered: used 30 clusters instead`.
+ * make more clusters than points) where the cap changes a result: a count given as a number (the
+ * number reported is not the one asked for) and the NMI+ count (10x: NMI+ is then not at 10 times the
+ * labels). Another multiple capped (the default sweep's 30x on a small set) is no warning: its point
+ * of the NMI curve is reported at the count used, `NMI k=<count>`, and nothing else depends on it.
+ * Names each count and the count used; undefined when no such count is capped. E.g. `cluster count 1000
+ * is more than the 30 items clustered: used 30 clusters instead`.
  */
 export function clampedClusterCountsWarning(specs: readonly ClusterCountSpec[], labelCount: number, pointCount: number): string | undefined {
   const capped: string[] = [];
   for (const s of specs) {
     const k = requestedClusters(s, labelCount);
-    if (k > pointCount) capped.push(s.endsWith('x') ? `${s} (${k} clusters for ${labelCount} labels)` : s);
+    if (k <= pointCount || (s.endsWith('x') && s !== NMI_PLUS_SPEC)) continue;
+    capped.push(s.endsWith('x') ? `${s} (${k} clusters for ${labelCount} labels: NMI+)` : s);
   }
   if (capped.length === 0) return undefined;
   const list = capped.length === 1 ? capped[0] : `${capped.slice(0, -1).join(', ')} and ${capped[capped.length - 1]}`;

@@ -17,6 +17,7 @@ import { exactSearch } from '../search/exact.js';
 import { HnswIndex } from '../search/hnsw.js';
 import type { NeighbourBlock } from '../search/neighbours.js';
 import type { NeighbourRecorder } from './saved-neighbours.js';
+import { ConfusionCounter, similarityHistograms, type RunDiagnostics } from './diagnostics.js';
 import { DEFAULT_EXAMPLE_NEIGHBOURS, DEFAULT_EXAMPLES, RetrievalExampleSampler, type RetrievalExample } from './retrieval-examples.js';
 import { clampedClusterCountsWarning, DEFAULT_CLUSTER_COUNTS, nmiPlusOf, resolveClusterCounts, type ClusterCountSpec } from './cluster-counts.js';
 import { CLUSTER_SETS, DEFAULT_INDEX, DEFAULT_KS } from './evaluation.js';
@@ -56,6 +57,11 @@ export interface EvaluateEmbeddingsOptions {
   /** onnxruntime threads for the search and k-means kernels. Default: onnxruntime's. */
   threads?: number;
   /**
+   * MRR and mAP over the whole ranking (each query's similarity to every gallery item is read; about as
+   * much time again as the search). Default true; false leaves `mrr` and `map` null.
+   */
+  fullRanking?: boolean;
+  /**
    * Called with every block of neighbours the metrics are computed from (rows of `sets.gallery`
    * nearest first, the query itself excluded; HNSW's with `index.kind` `hnsw`), with the query and
    * gallery sets the rows index; for saving them (see {@link NeighbourRecorder}).
@@ -79,6 +85,8 @@ export interface EmbeddingEvaluation {
   sameSet: boolean;
   /** A seeded sample of failing and succeeding queries with their top neighbours. */
   examples: RetrievalExample[];
+  /** The label pairs most often confused in the top K and the pair-similarity histograms (eval/diagnostics.ts). */
+  diagnostics: RunDiagnostics;
   /**
    * Warnings about the numbers, one line each, for the caller to show and record (nothing is printed
    * here): a single-class set (retrieval trivially perfect), cluster counts capped at the item count.
@@ -184,14 +192,16 @@ export async function evaluateEmbeddings(
     recallK: ks,
     querySelfIndex: selfIndex,
   });
-  const fullRanking = new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex });
-  const addScores = (block: NeighbourBlock): void => fullRanking.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
+  const withScores = options.fullRanking ?? true;
+  const fullRanking = withScores ? new FullRankingAccumulator({ queryLabelCodes: labels.queryCodes, galleryLabelCodes: labels.galleryCodes, querySelfIndex: selfIndex }) : undefined;
+  const addScores = (block: NeighbourBlock): void => fullRanking?.add(block.queryOffset, block.queryCount, block.scores as Float32Array);
   const scores = { hasPositive: (q: number) => accumulator.relevantCount(q) > 0, averagePrecision: (q: number) => accumulator.averagePrecisionAtR(q) };
   const examples = new RetrievalExampleSampler(query, g, scores, {
     count: options.examples?.count ?? DEFAULT_EXAMPLES,
     neighbours: options.examples?.neighbours ?? DEFAULT_EXAMPLE_NEIGHBOURS,
     seed: kmeansSeed,
   });
+  const confusions = new ConfusionCounter(labels.queryCodes, labels.galleryCodes, labels.labelNames, maxK);
   // Rows of queries that are in the gallery come back padded where fewer than k others exist.
   const k = Math.min(accumulator.requiredNeighbours, g.count);
   const threads = options.threads !== undefined ? { threads: options.threads } : {};
@@ -207,7 +217,7 @@ export async function evaluateEmbeddings(
       k,
       selfIndex,
       chunkSize: index.chunkSize,
-      withScores: true,
+      withScores,
       onProgress: (done, total) => options.onProgress?.('search', done, total),
       ...threads,
       ...signal,
@@ -215,6 +225,7 @@ export async function evaluateEmbeddings(
       addScores(block);
       accumulator.add(block);
       examples.add(block);
+      confusions.add(block);
       options.onNeighbours?.(block, sets);
     }
     timings.searchSeconds = seconds(start);
@@ -241,6 +252,7 @@ export async function evaluateEmbeddings(
     for await (const block of hnsw.search(query.vectors, query.count, { k, selfIndex })) {
       accumulator.add(block);
       examples.add(block);
+      confusions.add(block);
       options.onNeighbours?.(block, sets);
       copyTopColumns(block, maxK, approxTop);
       options.onProgress?.('hnsw search', block.queryOffset + block.queryCount, query.count);
@@ -252,7 +264,7 @@ export async function evaluateEmbeddings(
     for await (const block of exactSearch(query.vectors, query.count, g.vectors, g.count, g.dim, {
       k: maxK,
       selfIndex,
-      withScores: true,
+      withScores,
       onProgress: (done, total) => options.onProgress?.('exact reference', done, total),
       ...threads,
       ...signal,
@@ -266,8 +278,13 @@ export async function evaluateEmbeddings(
       (annRecall as Record<string, number>)[String(kk)] = (hits[i] as number) / (kk * query.count);
     });
   }
+  const diagnostics: RunDiagnostics = {
+    confusionK: maxK,
+    confusions: confusions.result(),
+    similarities: similarityHistograms(query, g, selfIndex, labels.queryCodes, labels.galleryCodes, kmeansSeed),
+  };
   const retrieval = accumulator.result();
-  const { mrr, map } = fullRanking.result();
+  const { mrr, map } = fullRanking?.result() ?? { mrr: null, map: null };
   const perClass = worstFirst(
     accumulator.resultPerLabel().map((m) => ({ label: labels.labelNames[m.code] as string, queryCount: m.queryCount, recallAt1: m.recallAt1, rPrecision: m.rPrecision, mapAtR: m.mapAtR })),
   );
@@ -348,8 +365,9 @@ export async function evaluateEmbeddings(
     kmeans: kmeansParameters,
     selfExclusion: 'by-id',
     neighboursRetrieved: k,
+    fullRanking: withScores,
   };
-  return { metrics, parameters, timings, sameSet, examples: examples.result(), warnings };
+  return { metrics, parameters, timings, sameSet, examples: examples.result(), diagnostics, warnings };
 }
 
 /** Copies the first `width` neighbour indices of each query of `block` into `into` (rows of `width`). */

@@ -5,6 +5,8 @@
  * `dml eval` and the façade's `evaluate`: {@link openEvaluationDataset}, then
  * {@link evaluateModelFile} per model.
  */
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
 import { applyClassSplit } from '../data/class-split.js';
 import type { Manifest, ManifestItem } from '../data/manifest.js';
 import { manifestHash, openDataset, type OpenDatasetOptions } from '../data/open-dataset.js';
@@ -50,8 +52,8 @@ export function evaluationItems(manifest: Manifest): ManifestItem[] {
   return items;
 }
 
-/** The rows of `set` whose ids satisfy `keep`, as a new set. */
-function subset(set: EmbeddingSet, keep: (row: number) => boolean): EmbeddingSet {
+/** The rows of `set` that `keep` keeps, as a new set (`set` itself when it keeps every row). */
+export function subset(set: EmbeddingSet, keep: (row: number) => boolean): EmbeddingSet {
   const rows: number[] = [];
   for (let r = 0; r < set.count; r++) if (keep(r)) rows.push(r);
   if (rows.length === set.count) return set;
@@ -75,7 +77,9 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
     executionProvider: embedder.provider,
     providerAttempts: embedder.providerAttempts,
     inputName: embedder.signature.inputName,
+    inputType: embedder.ioTypes.input,
     outputName: embedder.signature.outputName,
+    outputType: embedder.ioTypes.output,
     ...(embedder.signature.pooling !== null ? { pooling: embedder.signature.pooling } : {}),
     embeddingDim: embedder.embeddingDim ?? 0,
     fixedBatch: embedder.signature.fixedBatch,
@@ -84,6 +88,19 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
     ...(embedder.preprocessorConfigPath !== undefined ? { preprocessorConfig: embedder.preprocessorConfigPath } : {}),
     metadataProps: embedder.metadataProps,
   };
+}
+
+/** The names of the labels that occur in `labels` (a report names only the classes it evaluates). */
+function namesOfLabels(names: Record<string, string>, labels: readonly string[]): Record<string, string> {
+  const present = new Set(labels);
+  return Object.fromEntries(Object.entries(names).filter(([label]) => present.has(label)));
+}
+
+/** Bytes of the embedder's model file and its external data files (beside it, at their locations). */
+async function modelFileBytes(embedder: OnnxEmbedder): Promise<number> {
+  const files = [embedder.modelPath, ...embedder.externalData.map((f) => path.join(path.dirname(embedder.modelPath), f.location))];
+  const sizes = await Promise.all(files.map(async (file) => (await stat(file)).size));
+  return sizes.reduce((a, b) => a + b, 0);
 }
 
 /** Embeds and evaluates one model on one manifest. */
@@ -124,21 +141,24 @@ export async function evaluateModel(
     layout: manifest.layout,
     protocol: manifest.protocol,
     manifestHash: options.manifestHash,
+    ...(manifest.classNames !== undefined ? { classNames: namesOfLabels(manifest.classNames, all.labels) } : {}),
     ...(options.trainClasses !== undefined ? { trainClasses: options.trainClasses } : {}),
     queryCount: queries.count,
     galleryCount: gallery.count,
+    embeddedCount: all.count,
     sameSet: evaluation.sameSet,
     skippedImages: embedded.failures,
     embeddingCache: { key: embedded.key, hit: embedded.fromCache },
   };
   return {
     name: options.name,
-    model: modelInfo(embedder),
+    model: { ...modelInfo(embedder), fileBytes: await modelFileBytes(embedder) },
     dataset,
     metrics: evaluation.metrics,
     parameters: evaluation.parameters,
     timings: { embedSeconds, ...evaluation.timings },
     examples: evaluation.examples,
+    diagnostics: evaluation.diagnostics,
     warnings: [...embedder.warnings, ...evaluation.warnings],
   };
 }

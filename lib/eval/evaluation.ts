@@ -56,6 +56,8 @@ export interface EvaluationParameters {
   selfExclusion: 'by-id';
   /** Number of neighbours retrieved per query (max K and max R). */
   neighboursRetrieved: number;
+  /** Whether MRR and mAP over the whole ranking were computed (`dml eval --no-full-ranking`: not). */
+  fullRanking: boolean;
 }
 
 /** One point of the NMI+ curve. */
@@ -115,9 +117,9 @@ export interface EvaluationMetrics {
   rPrecision: number | null;
   /** Over non-lone queries; null when every query is lone. */
   mapAtR: number | null;
-  /** Mean reciprocal rank over the whole ranking, over non-lone queries; null when every query is lone. */
+  /** Mean reciprocal rank over the whole ranking, over non-lone queries; null when every query is lone or without the whole ranking. */
   mrr: number | null;
-  /** Mean average precision over the whole ranking, over non-lone queries; null when every query is lone. */
+  /** Mean average precision over the whole ranking, over non-lone queries; null when every query is lone or without the whole ranking. */
   map: number | null;
   /** MAP@K keyed by K (the Recall@K values; PML's mean_average_precision with k = K), over non-lone queries; null when every query is lone. */
   mapAtK: Record<string, number> | null;

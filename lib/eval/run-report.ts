@@ -5,6 +5,7 @@
  */
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from './evaluation.js';
 import type { RetrievalExample } from './retrieval-examples.js';
+import type { RunDiagnostics } from './diagnostics.js';
 import type { ExecutionProviderName, ProviderAttempt } from '../onnx/devices.js';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
@@ -17,10 +18,16 @@ export interface ModelInfo {
   executionProvider: ExecutionProviderName;
   providerAttempts: ProviderAttempt[];
   inputName: string;
+  /** The input's element type as the model file declares it: `float32`, `float16` or `bfloat16`. */
+  inputType?: string;
   outputName: string;
+  /** The embedding output's element type as the model file declares it. */
+  outputType?: string;
   /** How the token output was pooled (`cls`, `mean`, `max`); present only when it was. */
   pooling?: string;
   embeddingDim: number;
+  /** Bytes of the model file and its external data files together. */
+  fileBytes?: number;
   fixedBatch: number | null;
   preprocessing: unknown;
   preprocessingSources: Record<string, string>;
@@ -36,10 +43,17 @@ export interface DatasetInfo {
   layout: string;
   protocol: string;
   manifestHash?: string;
+  /**
+   * Display names of the labels, where the dataset has them (Fashion-MNIST's, Cars196's `class_names`)
+   * or `--class-names` gave them: the reports show a name in place of its label. Absent: labels only.
+   */
+  classNames?: Record<string, string>;
   /** Labels held out as training classes (class-disjoint split), if any. */
   trainClasses?: string[];
   queryCount: number;
   galleryCount: number;
+  /** Items embedded (queries and gallery items, each once, without skipped images): with `timings.embedSeconds`, the images per second. */
+  embeddedCount?: number;
   /** True when every query is also a gallery item (CUB/Cars/SOP protocol). */
   sameSet: boolean;
   /** Images skipped with --skip-bad-images, with the reason. */
@@ -57,6 +71,8 @@ export interface RunReport {
   timings: EvaluationTimings;
   /** Seeded random queries (the same for every run) and the run's worst queries, with their top neighbours (see eval/retrieval-examples.ts). */
   examples: RetrievalExample[];
+  /** The label pairs most often confused in the top K and the pair-similarity histograms (absent in reports of older versions). */
+  diagnostics?: RunDiagnostics;
   /** Warnings about this run (the lines `dml eval` prints as `warning: ...`); empty when none. */
   warnings: string[];
 }

@@ -13,6 +13,7 @@
  * Processors this covers, as transformers saves them: ViT (`{height, width}` 224, bilinear, no crop),
  * DINOv2 / BiT (shortest edge 256, bicubic, crop 224), CLIP (shortest edge 224, bicubic, crop 224,
  * CLIP statistics), SigLIP (`{height, width}`, bicubic, no crop, mean = std = 0.5), ConvNeXt (crop_pct).
+ * A timm `config.json` (`pretrained_cfg`) is read the same way by {@link parseTimmConfig}.
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
@@ -30,17 +31,84 @@ const PIL_RESAMPLE: Readonly<Record<number, ResampleFilter>> = { 0: 'nearest', 1
 /** Processors whose `resample` default is bicubic when the file does not say (transformers' class defaults). */
 const BICUBIC_PROCESSORS = ['CLIP', 'Bit', 'Siglip', 'ConvNext', 'Dinov2'];
 
+/** The file name timm's Hub models keep their `pretrained_cfg` in. */
+export const TIMM_CONFIG_FILE = 'config.json';
+
 /**
- * The `preprocessor_config.json` that goes with the model at `modelPath`: beside it, else in its
- * parent folder (the Hub keeps ONNX exports in `onnx/` under the model's root); undefined when neither
- * exists.
+ * The preprocessing config that goes with the model at `modelPath`: a `preprocessor_config.json`
+ * beside it, else in its parent folder (the Hub keeps ONNX exports in `onnx/` under the model's
+ * root); else, in the same two places, a timm `config.json` (one with a `pretrained_cfg`, see
+ * {@link isTimmConfig}; a transformers model's `config.json` holds none and is passed over);
+ * undefined when there is none.
  */
 export async function findPreprocessorConfig(modelPath: string): Promise<string | undefined> {
   const dir = path.dirname(path.resolve(modelPath));
-  for (const candidate of [path.join(dir, PREPROCESSOR_CONFIG_FILE), path.join(path.dirname(dir), PREPROCESSOR_CONFIG_FILE)]) {
+  const folders = [dir, path.dirname(dir)];
+  for (const candidate of folders.map((d) => path.join(d, PREPROCESSOR_CONFIG_FILE))) {
     if (await access(candidate).then(() => true, () => false)) return candidate;
   }
+  for (const candidate of folders.map((d) => path.join(d, TIMM_CONFIG_FILE))) {
+    const json = await readRegularFile(candidate, 'timm config').then((bytes) => JSON.parse(bytes.toString('utf8')) as unknown, () => undefined);
+    if (isTimmConfig(json)) return candidate;
+  }
   return undefined;
+}
+
+/** True for a timm model config: a `pretrained_cfg` object with an `input_size`, or those keys at the top (older timm). */
+export function isTimmConfig(json: unknown): json is Record<string, unknown> {
+  if (!isObject(json)) return false;
+  const cfg = isObject(json['pretrained_cfg']) ? json['pretrained_cfg'] : json;
+  return Array.isArray(cfg['input_size']) && (cfg['interpolation'] !== undefined || cfg['mean'] !== undefined);
+}
+
+/** timm's default `crop_pct` (timm.data.constants.DEFAULT_CROP_PCT). */
+const TIMM_DEFAULT_CROP_PCT = 0.875;
+
+/**
+ * A timm `config.json` as {@link Preprocessing} fields, as timm's eval transform
+ * (`timm.data.transforms_factory.transforms_imagenet_eval`) preprocesses: `input_size` [C, H, W],
+ * `interpolation` (Pillow's filter: torchvision resizes PIL images with it, antialiased), `crop_pct`
+ * (default 0.875) and `crop_mode`: `center` resizes the shorter side to floor(H / crop_pct) and crops
+ * H x W (square inputs), `squash` resizes to floor(H / crop_pct) x floor(W / crop_pct) and crops;
+ * `mean` and `std`. Crop offsets as torchvision rounds them. Errors (E_ARG, naming the file and key):
+ * a value of the wrong type, `crop_mode` `border`, a non-square `center` input (timm's
+ * ResizeKeepRatio), an interpolation Pillow has no filter for.
+ */
+export function parseTimmConfig(json: Record<string, unknown>, file: string): Partial<Preprocessing> {
+  const cfg = isObject(json['pretrained_cfg']) ? json['pretrained_cfg'] : json;
+  const bad = (key: string, expected: string): DmlError => new DmlError('E_ARG', `${file}: pretrained_cfg "${key}" is ${JSON.stringify(cfg[key])}; expected ${expected}`);
+  const size = cfg['input_size'];
+  if (!Array.isArray(size) || size.length !== 3 || !size.every((v) => Number.isInteger(v) && v > 0) || (size[0] !== 1 && size[0] !== 3)) {
+    throw bad('input_size', '[channels (1 or 3), height, width]');
+  }
+  const [channels, height, width] = size as [1 | 3, number, number];
+  const interpolation = cfg['interpolation'] ?? 'bilinear';
+  const filters: Readonly<Record<string, ResampleFilter>> = { nearest: 'nearest', bilinear: 'bilinear', bicubic: 'bicubic', lanczos: 'lanczos' };
+  const resample = typeof interpolation === 'string' ? filters[interpolation] : undefined;
+  if (resample === undefined) throw bad('interpolation', 'nearest, bilinear, bicubic or lanczos');
+  const cropPct = cfg['crop_pct'] ?? TIMM_DEFAULT_CROP_PCT;
+  if (typeof cropPct !== 'number' || !(cropPct > 0 && cropPct <= 1)) throw bad('crop_pct', 'a number in (0, 1]');
+  const mode = cfg['crop_mode'] ?? 'center';
+  const out: Partial<Preprocessing> = { channels, height, width, resample, cropRounding: 'round', rescale: 1 / 255 };
+  if (mode === 'center') {
+    if (height !== width) throw bad('input_size', `a square input for crop_mode "center" (timm keeps the aspect ratio of a non-square one, which dmlkit does not do); got ${height}x${width}`);
+    out.resizeMode = 'shorter';
+    out.resizeShorter = Math.floor(height / cropPct);
+  } else if (mode === 'squash') {
+    out.resizeMode = 'exact';
+    out.resizeHeight = Math.floor(height / cropPct);
+    out.resizeWidth = Math.floor(width / cropPct);
+    out.resizeShorter = Math.min(out.resizeHeight, out.resizeWidth);
+  } else {
+    throw bad('crop_mode', '"center" or "squash"');
+  }
+  for (const key of ['mean', 'std'] as const) {
+    const value = cfg[key];
+    if (value === undefined) continue;
+    if (!Array.isArray(value) || value.length !== channels || !value.every((v) => typeof v === 'number' && Number.isFinite(v))) throw bad(key, `${channels} numbers (one per channel)`);
+    out[key] = value as number[];
+  }
+  return out;
 }
 
 type Json = Record<string, unknown>;
@@ -65,7 +133,7 @@ export async function readPreprocessorConfig(file: string): Promise<Partial<Prep
     throw new DmlError('E_ARG', `${file} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   if (!isObject(json)) throw new DmlError('E_ARG', `${file}: expected a JSON object (a Hugging Face image processor config)`);
-  return parsePreprocessorConfig(json, file);
+  return isTimmConfig(json) ? parseTimmConfig(json, file) : parsePreprocessorConfig(json, file);
 }
 
 /** {@link readPreprocessorConfig} on parsed JSON; `file` names it in errors. */

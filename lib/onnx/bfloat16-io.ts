@@ -31,11 +31,18 @@ function renameInputs(graph: GraphProto, from: string, to: string): void {
   }
 }
 
+/** A model with its bfloat16 inputs and outputs made float32, and the names of those it widened. */
+export interface WidenedModel {
+  bytes: Uint8Array;
+  inputs: string[];
+  outputs: string[];
+}
+
 /**
  * The model in `bytes` with its bfloat16 inputs and outputs made float32 (see the file comment), or
  * undefined when it has none. `name` names the model in errors (E_MODEL for unreadable bytes).
  */
-export function widenBfloat16Io(bytes: Uint8Array, name: string): Uint8Array | undefined {
+export function widenBfloat16Io(bytes: Uint8Array, name: string): WidenedModel | undefined {
   const model = decodeModel(bytes, name);
   const graph = model.graph;
   if (!graph) throw new DmlError('E_MODEL', `${name} has no graph`);
@@ -68,5 +75,5 @@ export function widenBfloat16Io(bytes: Uint8Array, name: string): Uint8Array | u
     (value.type?.tensorType as { elemType: number }).elemType = FLOAT;
   }
   graph.node = [...front, ...(graph.node ?? []), ...back];
-  return onnx.ModelProto.encode(model).finish();
+  return { bytes: onnx.ModelProto.encode(model).finish(), inputs: inputs.map((v) => v.name as string), outputs: outputs.map((v) => v.name as string) };
 }

@@ -38,11 +38,34 @@ async function gpuDeviceNodePresent(): Promise<boolean> {
  */
 async function webgpuUnavailable(): Promise<string | undefined> {
   if (process.platform !== 'linux') return undefined;
+  if (!(await gpuDeviceNodePresent())) return `${NO_GPU_DEVICE} (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine`;
   let loader = false;
   for (const dir of vulkanSearchPath()) if (!loader) loader = await exists(`${dir}/libvulkan.so.1`);
   if (!loader) return 'no Vulkan loader (libvulkan.so.1) on this machine; WebGPU needs it and a GPU driver with Vulkan support';
-  if (!(await gpuDeviceNodePresent())) return 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine';
   return undefined;
+}
+
+/**
+ * Why CUDA cannot work here before onnxruntime is asked, or undefined: on Linux, no NVIDIA device node
+ * (`/dev/nvidiactl`, or WSL's `/dev/dxg`) means no GPU the CUDA provider could use. Other platforms
+ * are left to onnxruntime.
+ */
+async function cudaUnavailable(): Promise<string | undefined> {
+  if (process.platform !== 'linux' || (await exists('/dev/nvidiactl')) || (await exists('/dev/dxg'))) return undefined;
+  return `${NO_GPU_DEVICE} for CUDA (/dev/nvidiactl or /dev/dxg) on this machine`;
+}
+
+/** How a device's reason begins when the machine has no GPU it could use (see {@link noGpuOnMachine}). */
+export const NO_GPU_DEVICE = 'no GPU device';
+
+/**
+ * True when `auto` fell back to the CPU only because the machine has no GPU device at all: every
+ * failed attempt says {@link NO_GPU_DEVICE}. Then the reasons are noise (nobody asked for a GPU and
+ * none could exist) and one short note says it.
+ */
+export function noGpuOnMachine(choice: ProviderChoice): boolean {
+  const failed = choice.attempts.filter((a) => a.error !== undefined);
+  return choice.provider === 'cpu' && failed.length > 0 && failed.every((a) => a.error?.startsWith(NO_GPU_DEVICE) === true);
 }
 
 /** The execution devices `auto` tries, in order; each has its entry in {@link EXECUTION_DEVICES}. */
@@ -71,7 +94,7 @@ export interface ExecutionDevice {
 
 /** The execution devices by name: adding one is its name in {@link AUTO_PROVIDER_ORDER} and its entry here. */
 export const EXECUTION_DEVICES: Readonly<Record<ExecutionProviderName, ExecutionDevice>> = {
-  cuda: { providers: [{ name: 'cuda', deviceId: 0 }, 'cpu'] },
+  cuda: { providers: [{ name: 'cuda', deviceId: 0 }, 'cpu'], unavailable: cudaUnavailable },
   webgpu: { providers: ['webgpu', 'cpu'], unavailable: webgpuUnavailable, outputLocation: 'gpu-buffer' },
   cpu: { providers: ['cpu'] },
 };
@@ -108,6 +131,7 @@ export const DEVICE_HELP = 'auto (CUDA, else WebGPU, else CPU), cuda, webgpu or 
  * `model.onnx runs on cpu (cuda: Failed to load shared library; webgpu: no Vulkan loader ...)`.
  */
 export function describeProviderChoice(name: string, created: ProviderChoice): string {
+  if (noGpuOnMachine(created)) return `${name} runs on cpu (no GPU on this machine)`;
   const failed = created.attempts.filter((a) => a.error !== undefined).map((a) => `${a.provider}: ${a.error}`);
   return `${name} runs on ${created.provider}${failed.length > 0 ? ` (${failed.join('; ')})` : ''}`;
 }

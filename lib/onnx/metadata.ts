@@ -254,12 +254,25 @@ const FIELD_TENSOR_EXTERNAL_DATA = 13;
 /** Subgraphs nested deeper than this are refused (a malformed or hostile model). */
 const MAX_GRAPH_DEPTH = 32;
 
-/** The `location` of one `TensorProto`'s external data, or undefined when it has none. */
-function tensorLocation(reader: WireReader): string | undefined {
-  let location: string | undefined;
+/** Where one tensor keeps its data outside the model: its name, the file (`location`) and the byte range (`offset`, `length`; undefined when not given: the whole rest of the file). */
+export interface ExternalTensorRange {
+  tensor: string;
+  location: string;
+  offset: number;
+  length: number | undefined;
+}
+
+const FIELD_TENSOR_NAME = 8;
+
+/** The external data of one `TensorProto`, or undefined when it has none. */
+function tensorExternalData(reader: WireReader): ExternalTensorRange | undefined {
+  const fields = new Map<string, string>();
+  let tensor = '';
   while (!reader.done) {
     const [field, wireType] = reader.key();
-    if (field === FIELD_TENSOR_EXTERNAL_DATA && wireType === WIRE_LENGTH_DELIMITED) {
+    if (field === FIELD_TENSOR_NAME && wireType === WIRE_LENGTH_DELIMITED) {
+      tensor = reader.string('tensor.name');
+    } else if (field === FIELD_TENSOR_EXTERNAL_DATA && wireType === WIRE_LENGTH_DELIMITED) {
       const entry = reader.nested('external_data');
       let key = '';
       let value = '';
@@ -273,19 +286,22 @@ function tensorLocation(reader: WireReader): string | undefined {
           entry.skip(w);
         }
       }
-      if (key === 'location') location = value;
+      fields.set(key, value);
     } else {
       reader.skip(wireType);
     }
   }
-  return location;
+  const location = fields.get('location');
+  if (location === undefined) return undefined;
+  const length = fields.get('length');
+  return { tensor, location, offset: Number(fields.get('offset') ?? 0), length: length === undefined ? undefined : Number(length) };
 }
 
-function collectGraphLocations(graph: WireReader, found: Set<string>, depth: number): void {
+function collectGraphLocations(graph: WireReader, found: ExternalTensorRange[], depth: number): void {
   if (depth > MAX_GRAPH_DEPTH) throw graph.fail(`subgraphs nested more than ${MAX_GRAPH_DEPTH} deep`);
   const addTensor = (reader: WireReader): void => {
-    const location = tensorLocation(reader);
-    if (location !== undefined) found.add(location);
+    const range = tensorExternalData(reader);
+    if (range !== undefined) found.push(range);
   };
   while (!graph.done) {
     const [field, wireType] = graph.key();
@@ -331,19 +347,27 @@ function collectGraphLocations(graph: WireReader, found: Set<string>, depth: num
  * carry along.
  */
 export function readExternalDataLocations(bytes: Uint8Array, source?: string): string[] {
+  return [...new Set(readExternalDataRanges(bytes, source).map((r) => r.location))];
+}
+
+/**
+ * Every tensor a serialised ONNX model keeps outside itself, with its file and byte range, in graph
+ * order. Errors as {@link readExternalDataLocations}.
+ */
+export function readExternalDataRanges(bytes: Uint8Array, source?: string): ExternalTensorRange[] {
   const reader = new WireReader(bytes, 0, bytes.length, 'ModelProto', source);
-  const found = new Set<string>();
+  const ranges: ExternalTensorRange[] = [];
   while (!reader.done) {
     const [field, wireType] = reader.key();
-    if (field === FIELD_GRAPH && wireType === WIRE_LENGTH_DELIMITED) collectGraphLocations(reader.nested('graph'), found, 0);
+    if (field === FIELD_GRAPH && wireType === WIRE_LENGTH_DELIMITED) collectGraphLocations(reader.nested('graph'), ranges, 0);
     else reader.skip(wireType);
   }
-  for (const location of found) {
+  for (const location of new Set(ranges.map((r) => r.location))) {
     const parts = location.split(/[\\/]/);
     if (location === '' || location.startsWith('/') || /^[A-Za-z]:/.test(location) || parts.includes('..')) {
       const subject = source ?? 'The ONNX model';
       throw new DmlError('E_MODEL', `${subject}: external data location ${JSON.stringify(location)} is not a path inside the model's folder; expected a relative file name such as "model.onnx_data"`);
     }
   }
-  return [...found];
+  return ranges;
 }

@@ -8,12 +8,12 @@
  * models with the same `model.onnx` and different `model.onnx_data` are different models (their
  * embeddings must not share a cache entry, a report hash or an index).
  */
-import { copyFile, mkdir } from 'node:fs/promises';
+import { copyFile, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { canonicalJson, sha256, sha256File } from '../util/hash.js';
 import { checkRegularFile, fileReadError, openRegular } from '../util/regular-file.js';
-import { readExternalDataLocations } from './metadata.js';
+import { readExternalDataLocations, readExternalDataRanges, type ExternalTensorRange } from './metadata.js';
 
 /** One external data file of a model. */
 export interface ExternalDataFile {
@@ -87,7 +87,8 @@ export async function readModelBytes(modelPath: string): Promise<Uint8Array> {
  */
 export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
   const bytes = await readModelBytes(modelPath);
-  const locations = readExternalDataLocations(bytes, modelPath);
+  const ranges = readExternalDataRanges(bytes, modelPath);
+  const locations = [...new Set(ranges.map((r) => r.location))];
   const externalData: ExternalDataFile[] = [];
   for (const location of locations) {
     const file = path.join(path.dirname(modelPath), location);
@@ -102,9 +103,27 @@ export async function readModelFiles(modelPath: string): Promise<ModelFiles> {
         { cause: err },
       );
     }
+    await checkExternalDataFits(modelPath, file, location, ranges);
     externalData.push({ location, sha256: hash });
   }
   return { path: modelPath, bytes, externalData, sha256: modelIdentity(sha256(bytes), externalData) };
+}
+
+/**
+ * Refuses an external data file too short for the tensors the model reads from it: another model's data
+ * file under this name (a swapped or overwritten `model.onnx_data`), or a truncated copy. Named as the
+ * culprit with the first tensor that does not fit, before onnxruntime reports an offset out of bounds.
+ * Called after the hashing, which refuses a missing file or one that is not a regular file with its own message.
+ */
+async function checkExternalDataFits(modelPath: string, file: string, location: string, ranges: readonly ExternalTensorRange[]): Promise<void> {
+  const size = (await stat(file).catch(() => undefined))?.size;
+  if (size === undefined) return;
+  const misfit = ranges.find((r) => r.location === location && r.offset + (r.length ?? 0) > size);
+  if (misfit === undefined) return;
+  throw new DmlError(
+    'E_MODEL',
+    `${modelPath}: its external data file "${location}" (${file}) does not belong to it: tensor "${misfit.tensor}" is at bytes ${misfit.offset}-${misfit.offset + (misfit.length ?? 0)} but the file holds ${size} bytes (another model's data file under that name, or a cut-short copy); put the data file exported with this model beside it`,
+  );
 }
 
 /**

@@ -7,6 +7,7 @@
 import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import { exampleMark, exampleTitle, randomExamplesByQuery } from './markdown.js';
 import type { Report } from './report.js';
+import { classLabel } from './class-label.js';
 import { escapeXml, fittedRange, lineChartSvg } from './svg-line-chart.js';
 
 /** Recall@K against K, one line per run; the y axis is fitted to the values (see {@link autoRange}), and its label says so. */
@@ -32,13 +33,38 @@ export function nmiChartSvg(report: Report): string {
   );
 }
 
-/** An HTML table; with `numeric`, cells after the first column are numbers, right-aligned. */
-export function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string {
-  const cell = (tag: 'th' | 'td', text: string, i: number): string => `<${tag}${numeric && i > 0 ? ' class="num"' : ''}>${escapeXml(text)}</${tag}>`;
+/**
+ * The cells holding the best value of each column (row index by column index): the largest number of
+ * every column after the first, except the columns `skip` names, when at least two rows have numbers
+ * and they are not all equal. Cells that are not numbers (`n/a`) never count.
+ */
+export function bestCells({ header, rows }: { header: string[]; rows: string[][] }, skip: readonly string[] = []): Map<number, Set<number>> {
+  const best = new Map<number, Set<number>>();
+  header.forEach((name, column) => {
+    if (column === 0 || skip.includes(name)) return;
+    const values = rows.map((row) => Number.parseFloat(row[column] ?? ''));
+    const finite = values.filter((v) => Number.isFinite(v));
+    if (finite.length < 2) return;
+    const top = Math.max(...finite);
+    if (finite.every((v) => v === top)) return;
+    best.set(column, new Set(values.flatMap((v, r) => (v === top ? [r] : []))));
+  });
+  return best;
+}
+
+/**
+ * An HTML table; with `numeric`, cells after the first column are numbers, right-aligned. With
+ * `highlight` (see {@link bestCells}), each column's best value is marked (class `best`, bold on a green tint).
+ */
+export function htmlTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true, highlight?: Map<number, Set<number>>): string {
+  const cell = (tag: 'th' | 'td', text: string, i: number, best = false): string => {
+    const classes = [...(numeric && i > 0 ? ['num'] : []), ...(best ? ['best'] : [])];
+    return `<${tag}${classes.length > 0 ? ` class="${classes.join(' ')}"` : ''}>${escapeXml(text)}</${tag}>`;
+  };
   return [
     '<div class="table-wrap"><table>',
     `<thead><tr>${header.map((h, i) => cell('th', h, i)).join('')}</tr></thead>`,
-    `<tbody>${rows.map((row) => `<tr>${row.map((c, i) => cell('td', c, i)).join('')}</tr>`).join('\n')}</tbody>`,
+    `<tbody>${rows.map((row, r) => `<tr>${row.map((c, i) => cell('td', c, i, highlight?.get(i)?.has(r) === true)).join('')}</tr>`).join('\n')}</tbody>`,
     '</table></div>',
   ].join('\n');
 }
@@ -65,7 +91,10 @@ const apCaption = (e: RetrievalExample): string => `AP@R ${(100 * e.averagePreci
  */
 export function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, string>): string {
   const parts: string[] = [];
-  const random = randomExamplesByQuery(report);
+  // Labels as the report names them (with their class names, where the dataset has them).
+  const first = report.runs[0] as Report['runs'][number];
+  const named = <T extends { label: string }>(item: T): T => ({ ...item, label: classLabel(first, item.label) });
+  const random = randomExamplesByQuery(report).map(({ query, runs }) => ({ query: named(query), runs: runs.map(({ name, example }) => ({ name, example: { ...example, neighbours: example.neighbours.map(named) } })) }));
   if (random.length > 0) {
     parts.push(`<h3>${random.length} seeded random queries${report.runs.length > 1 ? ', the same for every model' : ''}</h3>`);
     for (const { query, runs } of random) {
@@ -76,7 +105,7 @@ export function examplesHtml(report: Report, thumbnails: ReadonlyMap<string, str
     }
   }
   for (const run of report.runs) {
-    const worst = run.examples.filter((e) => e.selection === 'worst');
+    const worst = run.examples.filter((e) => e.selection === 'worst').map((e) => ({ ...e, query: named(e.query), neighbours: e.neighbours.map(named) }));
     if (worst.length === 0) continue;
     parts.push(`<h3>Worst queries of ${escapeXml(run.name)} (lowest AP@R)</h3>`);
     for (const e of worst) {
@@ -94,16 +123,21 @@ table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 14px; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f3f3f3; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
+td.best { font-weight: bold; background: #e3f4e6; }
 .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 .charts svg { max-width: 100%; height: auto; }`;
 
-/** A report page's start up to its open `<style>` element: doctype, head with `title`, the shared CSS (the caller adds its own rules and closes the head). */
-export function reportPageStart(title: string): string {
+/**
+ * A report page's start up to its open `<style>` element: doctype, head with `title`, the shared CSS
+ * (the caller adds its own rules and closes the head). With `refreshSeconds` the browser reloads the
+ * page that often (a training run's page while it trains).
+ */
+export function reportPageStart(title: string, refreshSeconds?: number): string {
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1">${refreshSeconds !== undefined ? `\n<meta http-equiv="refresh" content="${refreshSeconds}">` : ''}
 <title>${escapeXml(title)}</title>
 <style>
 ${REPORT_PAGE_CSS}`;

@@ -8,6 +8,7 @@ import type { RetrievalExample } from '../eval/retrieval-examples.js';
 import type { ModelInfo, RunReport } from '../eval/run-report.js';
 import type { AccuracyCalculatorMetrics } from '../eval/evaluation.js';
 import type { Report } from './report.js';
+import { classLabel } from './class-label.js';
 import type { Preprocessing } from '../image/preprocessing.js';
 
 const pct = (v: number | null | undefined): string => (v === null || v === undefined || !Number.isFinite(v) ? 'n/a' : (100 * v).toFixed(2));
@@ -133,10 +134,15 @@ export function reportNotes(report: Report): string[] {
     `Values in %. Data: ${d.spec} (${d.protocol}); ${d.queryCount} queries, ${d.galleryCount} gallery items${d.sameSet ? ', query set = gallery set (self excluded by id)' : ''}.`,
     `Index: ${index}. k-means: ${p.kmeans.init}${p.kmeans.init === 'k-means++' ? ` (rounds of ${p.kmeans.roundFraction})` : ''}, Lloyd until the relative inertia change is <= ${p.kmeans.tolerance} (at most ${p.kmeans.maxIterations} iterations), ${p.kmeans.restarts} restart(s), seed ${p.kmeans.seed}; NMI/F1 at K = ${first.metrics.labelCount} labels.`,
   ];
-  for (const r of report.runs) {
-    if (r.model !== undefined) notes.push(`Execution provider: ${describeProviderChoice(r.name, { provider: r.model.executionProvider, attempts: r.model.providerAttempts })}.`);
-  }
-  for (const r of report.runs) if (r.model !== undefined) notes.push(describePreprocessing(r.name, r.model));
+  // One line for every model when they share it (the same device choice, the same preprocessing), else one per model.
+  const withModel = report.runs.filter((r): r is RunReport & { model: ModelInfo } => r.model !== undefined);
+  const shared = <T>(of: (m: ModelInfo) => T): boolean => withModel.length > 1 && new Set(withModel.map((r) => JSON.stringify(of(r.model)))).size === 1;
+  const choice = (m: ModelInfo) => ({ provider: m.executionProvider, attempts: m.providerAttempts });
+  const firstModel = withModel[0]?.model;
+  if (firstModel !== undefined && shared(choice)) notes.push(`Execution provider: ${describeProviderChoice('every model', choice(firstModel))}.`);
+  else for (const r of withModel) notes.push(`Execution provider: ${describeProviderChoice(r.name, choice(r.model))}.`);
+  if (firstModel !== undefined && shared((m) => [m.preprocessing, m.preprocessingSources])) notes.push(describePreprocessing('every model', firstModel));
+  else for (const r of withModel) notes.push(describePreprocessing(r.name, r.model));
   const skipped = report.runs.reduce((n, r) => n + r.dataset.skippedImages.length, 0);
   if (skipped > 0) notes.push(`Skipped images (--skip-bad-images): ${skipped}; see report.json.`);
   return notes;
@@ -149,7 +155,7 @@ export const WORST_CLASSES_SHOWN = 10;
 export function worstClassesTable(run: RunReport): { header: string[]; rows: string[][] } {
   return {
     header: ['class', 'queries', 'R@1', 'R-Prec', 'MAP@R'],
-    rows: run.metrics.perClass.slice(0, WORST_CLASSES_SHOWN).map((c) => [c.label, String(c.queryCount), pct(c.recallAt1), pct(c.rPrecision), pct(c.mapAtR)]),
+    rows: run.metrics.perClass.slice(0, WORST_CLASSES_SHOWN).map((c) => [classLabel(run, c.label), String(c.queryCount), pct(c.recallAt1), pct(c.rPrecision), pct(c.mapAtR)]),
   };
 }
 
@@ -185,7 +191,7 @@ export function perClassComparisonTable(report: Report, shown = WORST_CLASSES_SH
     header: ['class', 'queries', ...runs.map((r) => `MAP@R ${r.name}`), ...runs.slice(1).map((r) => `Δ ${r.name}`)],
     rows: sorted.slice(0, shown).map((label) => {
       const v = values(label);
-      return [label, queries(label), ...v.map(pct), ...v.slice(1).map((x) => deltaPoints(x, v[0]))];
+      return [classLabel(runs[0] as RunReport, label), queries(label), ...v.map(pct), ...v.slice(1).map((x) => deltaPoints(x, v[0]))];
     }),
     total: labels.length,
   };
@@ -210,8 +216,8 @@ export function perClassTable(report: Report): { header: string[]; rows: string[
 /** The parameters (of the first run), the dataset and the versions as name/value rows; nested keys joined with dots. */
 export function parametersTable(report: Report): { header: string[]; rows: string[][] } {
   const first = report.runs[0] as RunReport;
-  const { skippedImages, ...dataset } = first.dataset;
-  return { header: ['parameter', 'value'], rows: flatRows({ parameters: first.parameters, dataset: { ...dataset, skippedImages: skippedImages.length }, versions: report.versions }) };
+  const { skippedImages, classNames, ...dataset } = first.dataset;
+  return { header: ['parameter', 'value'], rows: flatRows({ parameters: first.parameters, dataset: { ...dataset, skippedImages: skippedImages.length, ...(classNames !== undefined ? { classNames: Object.keys(classNames).length } : {}) }, versions: report.versions }) };
 }
 
 function flatRows(value: unknown, prefix = ''): string[][] {
@@ -301,7 +307,7 @@ export function parametersMarkdown(report: Report): string {
 }
 
 /** A Markdown table; `numeric` right-aligns the columns after the first. */
-function markdownTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string[] {
+export function markdownTable({ header, rows }: { header: string[]; rows: string[][] }, numeric = true): string[] {
   return [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 || !numeric ? ' --- ' : ' ---: ')).join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)];
 }
 

@@ -5,7 +5,7 @@
  * lib/report/report.ts, schema/report.schema.json). The tables themselves are made in markdown.ts and
  * html.ts.
  */
-import { examplesHtml, htmlTable, nmiChartSvg, recallChartSvg, reportPageStart } from './html.js';
+import { bestCells, examplesHtml, htmlTable, nmiChartSvg, recallChartSvg, reportPageStart } from './html.js';
 import {
   ACCURACY_CALCULATOR_CAPTION,
   accuracyCalculatorMarkdown,
@@ -22,6 +22,7 @@ import {
   reportNotes,
 } from './markdown.js';
 import type { Report } from './report.js';
+import { diagnosticsHtml, diagnosticsMarkdown, modelsMarkdown, modelsTable } from './diagnostic-views.js';
 import { escapeXml } from './svg-line-chart.js';
 
 /** Options of {@link reportHtml}. */
@@ -47,7 +48,7 @@ export const REPORT_SECTIONS: readonly ReportSection[] = [
     markdown: (report) => `${reportMarkdown(report)}\n${report.warnings.length === 0 ? '' : `\nWarnings:\n\n${report.warnings.map((w) => `- ${w}`).join('\n')}\n`}`,
     html: (report) =>
       [
-        htmlTable(metricsTable(report)),
+        htmlTable(metricsTable(report), true, bestCells(metricsTable(report), ['lone q'])),
         reportNotes(report)
           .map((n) => `<p>${escapeXml(n)}</p>`)
           .join('\n'),
@@ -58,12 +59,22 @@ export const REPORT_SECTIONS: readonly ReportSection[] = [
   {
     title: 'AccuracyCalculator',
     markdown: (report) => `${accuracyCalculatorMarkdown(report)}\n`,
-    html: (report) => `<p>${escapeXml(ACCURACY_CALCULATOR_CAPTION)}.</p>\n${htmlTable(accuracyCalculatorTable(report))}`,
+    html: (report) => `<p>${escapeXml(ACCURACY_CALCULATOR_CAPTION)}.</p>\n${htmlTable(accuracyCalculatorTable(report), true, bestCells(accuracyCalculatorTable(report)))}`,
   },
   {
     title: 'Per class',
     markdown: (report) => `${perClassMarkdown(report)}\n`,
     html: (report) => `<h3>${escapeXml(perClassTitle(report))}</h3>\n${htmlTable(perClassTable(report))}`,
+  },
+  {
+    title: 'Models',
+    markdown: (report) => `${modelsMarkdown(report)}\n`,
+    html: (report) => `<p>Per model: the embedding dimension, the size of its file(s) (MB = 10<sup>6</sup> bytes), the images embedded and how fast (<code>cached</code>: read from the embedding cache), the execution provider.</p>\n${htmlTable(modelsTable(report))}`,
+  },
+  {
+    title: 'Diagnostics',
+    markdown: (report) => `${diagnosticsMarkdown(report)}\n`,
+    html: (report) => diagnosticsHtml(report),
   },
   {
     title: 'Retrieval examples',

@@ -7,6 +7,10 @@
 export interface ChartSeries {
   name: string;
   points: Array<{ x: number; y: number }>;
+  /** CSS colour of the line; default: the next of the chart's palette. */
+  colour?: string;
+  /** Opacity of the line (a raw series under its smoothed one); default 1. */
+  opacity?: number;
 }
 
 /** Chart settings. */
@@ -16,6 +20,13 @@ export interface LineChartOptions {
   yLabel: string;
   /** Logarithmic x axis (base 10 ticks at the data's x values). */
   logX?: boolean;
+  /**
+   * Where the x ticks go: `values` (default), a tick and grid line at every x of the data (a few K or
+   * epochs); `linear`, round ticks over the data's range (steps of a training run, thousands of x).
+   */
+  xTicks?: 'values' | 'linear';
+  /** Draw a dot at each point (default true; off for series of many points). */
+  markers?: boolean;
   /** y range; default [0, 1]. */
   yRange?: [number, number];
   width?: number;
@@ -23,7 +34,8 @@ export interface LineChartOptions {
   height?: number;
 }
 
-const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
+/** The palette series take in turn (exported so a page can give one run the same colour in every chart). */
+export const CHART_COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf'];
 
 /** Escapes text for SVG/HTML content and attribute values. */
 export function escapeXml(text: string): string {
@@ -87,6 +99,7 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
   // Enough decimals for the step (0.01 -> 2, 0.005 -> 3), at least 2.
   const yDecimals = Math.max(2, (String(Number(yStep.toPrecision(6))).split('.')[1] ?? '').length);
   const px = (x: number): number => margin.left + (xs.length === 1 ? plotW / 2 : ((tx(x) - xMin) / xSpan) * plotW);
+  const linearTicks = options.xTicks === 'linear' && !options.logX && xs.length > 1;
   const py = (y: number): number => margin.top + plotH - ((y - yMin) / ySpan) * plotH;
 
   const parts: string[] = [];
@@ -103,7 +116,11 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
       `<text x="${margin.left - 8}" y="${yy}" text-anchor="end" dominant-baseline="middle">${fmt(Number(y.toFixed(6)), yDecimals)}</text>`,
     );
   }
-  for (const x of xs) {
+  const xStep = tickStep(xSpan);
+  const tickXs = linearTicks
+    ? Array.from({ length: Math.floor(xMax / xStep + 1e-9) - Math.ceil(xMin / xStep - 1e-9) + 1 }, (_, i) => Number(((Math.ceil(xMin / xStep - 1e-9) + i) * xStep).toPrecision(12)))
+    : xs;
+  for (const x of tickXs) {
     const xx = px(x).toFixed(1);
     parts.push(
       `<line x1="${xx}" x2="${xx}" y1="${margin.top}" y2="${margin.top + plotH}" stroke="#eee"/>`,
@@ -116,16 +133,18 @@ export function lineChartSvg(series: ChartSeries[], options: LineChartOptions): 
     `<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">${escapeXml(options.yLabel)}</text>`,
   );
   series.forEach((s, i) => {
-    const colour = COLOURS[i % COLOURS.length] as string;
+    const colour = s.colour ?? (CHART_COLOURS[i % CHART_COLOURS.length] as string);
     const pts = s.points.filter((p) => Number.isFinite(p.y)).map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`);
-    if (pts.length > 1) parts.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.join(' ')}"/>`);
-    for (const pt of pts) {
+    const opacity = s.opacity !== undefined && s.opacity < 1 ? ` stroke-opacity="${s.opacity}"` : '';
+    if (pts.length > 1) parts.push(`<polyline fill="none" stroke="${colour}" stroke-width="2"${opacity} points="${pts.join(' ')}"/>`);
+    // A lone point is drawn as a dot even without markers, or it would not show at all.
+    for (const pt of options.markers === false && pts.length > 1 ? [] : pts) {
       const [cx, cy] = pt.split(',');
       parts.push(`<circle cx="${cx}" cy="${cy}" r="3.5" fill="${colour}"/>`);
     }
     const ly = axesHeight + i * LEGEND_ROW + LEGEND_ROW / 2;
     parts.push(
-      `<g class="legend"><rect x="${margin.left}" y="${ly - 6}" width="12" height="12" fill="${colour}"/>`,
+      `<g class="legend"><rect x="${margin.left}" y="${ly - 6}" width="12" height="12" fill="${colour}"${opacity.replace('stroke-', 'fill-')}/>`,
       `<text x="${margin.left + 18}" y="${ly}" dominant-baseline="middle">${escapeXml(s.name)}</text></g>`,
     );
   });

@@ -27,6 +27,19 @@ export interface SearchResult {
   similarities: number[];
 }
 
+/** How far a row's L2 norm may be from 1 for {@link EmbeddingIndex.build} to take it as normalised. */
+export const NORM_TOLERANCE = 1e-3;
+
+/** True when every row of `set` has an L2 norm within {@link NORM_TOLERANCE} of 1 (and only finite values). */
+function hasUnitRows(set: EmbeddingSet): boolean {
+  for (let r = 0; r < set.count; r++) {
+    let sum = 0;
+    for (let j = r * set.dim; j < (r + 1) * set.dim; j++) sum += (set.vectors[j] as number) ** 2;
+    if (!(Math.abs(Math.sqrt(sum) - 1) <= NORM_TOLERANCE)) return false;
+  }
+  return true;
+}
+
 /**
  * An {@link EmbeddingSet} ready to search.
  *
@@ -45,15 +58,24 @@ export class EmbeddingIndex {
     private readonly hnsw: HnswIndex | undefined,
   ) {}
 
-  /** Indexes `set` (its vectors L2-normalised, as every dmlkit embedding set is). */
+  /**
+   * Indexes `set`. Its rows are searched by cosine similarity: rows whose L2 norm is not 1 (within
+   * {@link NORM_TOLERANCE}; vectors from another library, say) are normalised in a copy, the caller's
+   * set left as it is; a row that is all zeros or holds NaN or Inf is an E_EMBEDDING error naming it.
+   */
   static async build(set: EmbeddingSet, options: EmbeddingIndexOptions = {}): Promise<EmbeddingIndex> {
     const kind = options.kind ?? 'exact';
     if (kind !== 'exact' && kind !== 'hnsw') throw invalidParameterError('kind', "'exact' or 'hnsw'", kind);
     if (set.ids.length !== set.count || set.labels.length !== set.count) {
       throw invalidParameterError('set', `${set.count} ids and labels`, `${set.ids.length} ids, ${set.labels.length} labels`);
     }
-    const hnsw = kind === 'hnsw' ? await HnswIndex.build(set.vectors, set.count, set.dim, { seed: 0, ...options.hnsw }) : undefined;
-    return new EmbeddingIndex(set, hnsw);
+    if (set.vectors?.length !== set.count * set.dim) {
+      throw invalidParameterError('set.vectors', `${set.count} x ${set.dim} = ${set.count * set.dim} values`, `${set.vectors?.length} values`);
+    }
+    const indexed = hasUnitRows(set) ? set : { ...set, vectors: Float32Array.from(set.vectors) };
+    if (indexed !== set) normalizeRowsInPlace(indexed.vectors, set.count, set.dim, 'EmbeddingIndex.build');
+    const hnsw = kind === 'hnsw' ? await HnswIndex.build(indexed.vectors, set.count, set.dim, { seed: 0, ...options.hnsw }) : undefined;
+    return new EmbeddingIndex(indexed, hnsw);
   }
 
   /** Items indexed. */

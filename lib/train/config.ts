@@ -17,11 +17,11 @@ import { imageSpecSchema } from './training-data.js';
 import { batchAugmentationSchema } from './batch-augmentation.js';
 import { featuresSpecSchema } from './models/backbone-features.js';
 import { validationSpecSchema } from './validation.js';
-import { configLossSchema } from './losses/registry.js';
+import { configLossSchema, lossSpecSchema } from './losses/registry.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { DEVICE_CHOICES } from '../onnx/devices.js';
-import { TRAINING_BACKENDS } from '../engine/tfjs/backend-registry.js';
+import { TRAINING_BACKENDS } from './training-backends.js';
 
 /** The zod schema of a training config (`dml train --config`); {@link parseTrainConfig} applies it with clear messages. */
 export const trainConfigSchema = z
@@ -103,9 +103,13 @@ export const trainConfigSchema = z
       .default({ every: 1, set: 'validation', maxPoints: 2000 }),
     /** Output folder: checkpoints, log.jsonl, report.json, config.json, scatter/. */
     out: z.string().min(1),
+    /** The JSON Schema an editor checks the file against (`dmlkit/train-config.schema.json`); not used by training. */
+    $schema: z.string().optional(),
   })
   .strict()
   .superRefine((c, context) => {
+    // The loss's options with the rest, so a file's every problem comes in one message (createLoss checks them again when the run builds it).
+    for (const issue of lossSpecSchema.safeParse(c.loss).error?.issues ?? []) context.addIssue({ code: 'custom', path: ['loss', ...issue.path], message: issue.message });
     if ((c.epochs === undefined) === (c.steps === undefined)) {
       const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
       context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });

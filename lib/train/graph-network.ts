@@ -25,7 +25,7 @@ import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
-import type { TrainConfig } from './config.js';
+import type { OptimizerConfig } from './optimizer.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { TrainingData } from './training-data.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
@@ -33,7 +33,7 @@ import ort from '../onnx/ort.js';
 import { concatFloat32 } from '../util/concat.js';
 
 /** The graph optimiser for a run's `optimizer` section (see the file comment). */
-export function graphOptimizerSettings(optimizer: TrainConfig['optimizer']): GraphOptimizerSettings {
+export function graphOptimizerSettings(optimizer: OptimizerConfig): GraphOptimizerSettings {
   const weightDecay = optimizer.weightDecay;
   switch (optimizer.kind) {
     case 'adam':
@@ -113,7 +113,7 @@ export class GraphNetwork {
    * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
    * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step.
    */
-  static async create(model: tf.LayersModel, optimizer: TrainConfig['optimizer'], device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
+  static async create(model: tf.LayersModel, optimizer: OptimizerConfig, device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
@@ -126,11 +126,11 @@ export class GraphNetwork {
   /**
    * Trains on batch `x` (the model's input, [batch, ...]) with `labels`: the training forward gives
    * the embeddings, `loss` their gradient, the step graph the update, applied when the batch has a
-   * valid tuple and a finite loss. The loss's own variables (the margin loss's β) are updated by
-   * `lossOptimizer`. When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
+   * valid tuple and a finite loss. The loss's own variables (the margin loss's β, proxies) are updated by
+   * `lossOptimizer` (required when the loss has any). When the loss was compiled into the step (`create`'s `loss`), all of it is one run.
    * `momentum`: the step's Adam β1 or SGD momentum when the schedule sets it (OneCycle's `cycleMomentum`).
    */
-  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer, lr: number, momentum?: number): Promise<GraphBatch> {
+  async trainBatch(x: tf.Tensor, labels: Int32Array, loss: MetricLoss, lossOptimizer: tf.Optimizer | undefined, lr: number, momentum?: number): Promise<GraphBatch> {
     const images = x.dataSync() as Float32Array;
     if (this.trainer.hasFusedStep) {
       const result = await this.trainer.trainStep(images, labels, lr, momentum);
@@ -140,7 +140,10 @@ export class GraphNetwork {
     try {
       if (gradient.validCount > 0 && Number.isFinite(gradient.value)) {
         await this.trainer.step(images, gradient.embeddings, lr, momentum);
-        if (loss.trainableVariables.length > 0) lossOptimizer.applyGradients(gradient.lossVariables);
+        if (loss.trainableVariables.length > 0) {
+          if (!lossOptimizer) throw new DmlError('E_ARG', `the ${loss.name} loss has parameters of its own: trainBatch needs their optimizer`);
+          lossOptimizer.applyGradients(gradient.lossVariables);
+        }
       }
       return { value: gradient.value, validCount: gradient.validCount, totalCount: gradient.totalCount };
     } finally {
@@ -161,7 +164,7 @@ export class GraphNetwork {
   static async fromOnnx(
     bytes: Uint8Array,
     itemDims: readonly number[],
-    optimizer: TrainConfig['optimizer'],
+    optimizer: OptimizerConfig,
     device: DeviceChoice,
     batchSize: number,
     name: string,

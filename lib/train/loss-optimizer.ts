@@ -20,10 +20,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { DmlError } from '../errors.js';
 import { restoreOptimizerState, type OptimizerStateFiles } from './checkpoint-io.js';
-import type { TrainConfig } from './config.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { LossParameterTraining } from './losses/parameter-options.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, setLearningRate } from './optimizer.js';
+import { applyWeightDecay, appliesWeightDecay, createOptimizer, setLearningRate, setMomentum, type OptimizerConfig } from './optimizer.js';
 
 /** The checkpoint array name of the loss's `index`-th variable. */
 const arrayName = (index: number): string => `loss/${index}`;
@@ -41,7 +40,7 @@ export class LossOptimizer {
    * The optimiser of `loss`'s trainable variables, or undefined when it has none; `fused` as the
    * network's optimiser (the fused optimisers apply the decay in their step).
    */
-  static create(loss: MetricLoss, config: TrainConfig['optimizer'], learningRate: number, fused: boolean): LossOptimizer | undefined {
+  static create(loss: MetricLoss, config: OptimizerConfig, learningRate: number, fused: boolean): LossOptimizer | undefined {
     if (loss.trainableVariables.length === 0) return undefined;
     const settings = loss.parameterTraining ?? { learningRateScale: 1, weightDecay: 0 };
     const optimizer = createOptimizer(
@@ -55,6 +54,11 @@ export class LossOptimizer {
   /** Sets the rate of the following steps: `learningRate` x the loss's learningRateScale. */
   setLearningRate(learningRate: number): void {
     setLearningRate(this.optimizer, learningRate * this.settings.learningRateScale);
+  }
+
+  /** Sets the momentum (Adam's β1) of the next step, as a schedule sets the network's (OneCycle's cycleMomentum, for every parameter group as PyTorch's). */
+  setMomentum(momentum: number): void {
+    setMomentum(this.optimizer, momentum);
   }
 
   /**

@@ -22,10 +22,20 @@
  * PyTorch's own values, which the spec compares step by step.
  */
 import { DmlError } from '../errors.js';
-import type { TrainConfig } from './config.js';
+
 import { z } from 'zod';
 
-type OptimizerConfig = TrainConfig['optimizer'];
+/** The fields of the training config's `optimizer` section that the schedule reads. */
+export interface ScheduledOptimizer {
+  readonly kind: 'sgd' | 'momentum' | 'adam';
+  readonly learningRate: number;
+  readonly milestones: readonly number[];
+  readonly gamma: number;
+  readonly schedule: z.infer<typeof scheduleSchema>;
+  readonly warmup?: { readonly steps: number; readonly startFactor: number } | undefined;
+}
+
+type OptimizerConfig = ScheduledOptimizer;
 
 /** Where a step lies in the run. */
 export interface SchedulePosition {

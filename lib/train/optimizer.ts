@@ -11,7 +11,6 @@
  * ({@link FUSED_OPTIMIZER_BACKENDS}), where they save a dozen full-size kernels per variable.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { TrainConfig } from './config.js';
 import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from '../engine/tfjs/fused-optimizer.js';
 import { ORT_CPU_BACKEND_NAME } from '../engine/tfjs/ort-cpu/ort-cpu-backend.js';
 import { z } from 'zod';
@@ -33,13 +32,13 @@ export interface OptimizerOptions {
 }
 
 /** The fields of `optimizer` that choose the optimiser (the learning rate is given separately). */
-type OptimizerConfig = Pick<TrainConfig['optimizer'], 'kind' | 'momentum' | 'weightDecay'>;
+type OptimizerKindConfig = Pick<OptimizerConfig, 'kind' | 'momentum' | 'weightDecay'>;
 
 /**
  * A fresh optimiser of the configured kind at learning rate `lr`; with `options.fused`, the fused
  * implementation, which applies the weight decay itself ({@link appliesWeightDecay}).
  */
-export function createOptimizer(config: OptimizerConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
+export function createOptimizer(config: OptimizerKindConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
   if (options?.fused) {
     const decay: FusedWeightDecay = { rate: config.weightDecay, appliesTo: options.decayed };
     switch (config.kind) {
@@ -66,7 +65,7 @@ export function createOptimizer(config: OptimizerConfig, lr: number, options?: O
  * setter), so a new optimiser of the same kind is made and the old one's state (moments, step count)
  * copied into it; the old one is disposed.
  */
-export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
+export async function withLearningRate(optimizer: tf.Optimizer, config: OptimizerKindConfig, lr: number, options?: OptimizerOptions): Promise<tf.Optimizer> {
   const next = createOptimizer(config, lr, options);
   const weights = await optimizer.getWeights();
   if (weights.length > 0) await setOptimizerWeights(next, weights);
@@ -211,3 +210,6 @@ export const optimizerSchema = z
       context.addIssue({ code: 'custom', path: ['warmup'], message: `onecycle warms up by itself (schedule.pctStart); remove optimizer.warmup (got ${JSON.stringify(o.warmup)})` });
     }
   });
+
+/** The training config's `optimizer` section, resolved. */
+export type OptimizerConfig = z.infer<typeof optimizerSchema>;

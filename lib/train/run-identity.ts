@@ -12,8 +12,8 @@ import path from 'node:path';
 import { DmlError } from '../errors.js';
 import { canonicalJson, sha256 } from '../util/hash.js';
 
-/** Configuration fields a resume may change (see the file comment): the budget, where the folder is, the backend, its device and micro-batch. */
-export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend', 'device', 'microBatch'] as const;
+/** Configuration fields a resume may change (see the file comment): the budget, where the folder is, the backend, its device and micro-batch, and the editor's `$schema`. */
+export const RESUMABLE_FIELDS = ['epochs', 'steps', 'out', 'backend', 'device', 'microBatch', '$schema'] as const;
 
 /** The identity of `config`: a copy without {@link RESUMABLE_FIELDS}, and its hash. */
 export function runIdentity(config: object): { identity: Record<string, unknown>; hash: string } {

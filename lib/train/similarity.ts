@@ -9,7 +9,9 @@
  *   duplicates (entries no loss selects but whose zero upstream gradient must not become 0 · ∞ = NaN);
  *   it moves d by at most 1e-6.
  * - Masks come from the labels in JavaScript (B is small): `P_ij = [y_i = y_j ∧ i ≠ j]` (positives),
- *   `N_ij = [y_i ≠ y_j]` (negatives). The diagonal is never a positive or a negative.
+ *   `N_ij = [y_i ≠ y_j]` (negatives). The diagonal is never a positive or a negative. Against a set of
+ *   reference items (a cross-batch memory, losses/cross-batch-memory.ts) the masks are B×R, and each
+ *   row's own reference item (its copy in the memory) is neither.
  */
 import * as tf from '@tensorflow/tfjs';
 import { invalidParameterError } from '../errors.js';
@@ -23,10 +25,12 @@ export const SQUARED_DISTANCE_FLOOR = 1e-12;
 /** Which distance a loss uses on the unit sphere (docs/methods.md Q17: each method keeps its own). */
 export type DistanceKind = 'euclidean' | 'squared-euclidean';
 
-/** Row-major B×B label masks: entry `i * size + j` is 1 where the relation holds. */
+/** Row-major B×C label masks: entry `i * columns + j` is 1 where the relation holds. */
 export interface PairMasks {
-  /** B, the batch size. */
+  /** B, the batch size (the rows). */
   readonly size: number;
+  /** C, the items each row is paired with: B for the batch itself, R against reference items. */
+  readonly columns: number;
   /** 1 where `labels[i] = labels[j]` and `i ≠ j`. */
   readonly positive: Uint8Array;
   /** 1 where `labels[i] ≠ labels[j]`. */
@@ -84,7 +88,25 @@ export function labelPairMasks(labels: Int32Array): PairMasks {
       else if (i !== j) positive[i * size + j] = 1;
     }
   }
-  return { size, positive, negative };
+  return { size, columns: size, positive, negative };
+}
+
+/**
+ * Masks [B, R] of a batch's `labels` against reference items' `referenceLabels`: same label and not
+ * the row's own reference item `selfColumns[i]` (-1: none) are positives, another label negatives.
+ */
+export function referencePairMasks(labels: Int32Array, referenceLabels: Int32Array, selfColumns: Int32Array): PairMasks {
+  const size = labels.length;
+  const columns = referenceLabels.length;
+  const positive = new Uint8Array(size * columns);
+  const negative = new Uint8Array(size * columns);
+  for (let i = 0; i < size; i++) {
+    for (let j = 0; j < columns; j++) {
+      if (referenceLabels[j] !== labels[i]) negative[i * columns + j] = 1;
+      else if (j !== selfColumns[i]) positive[i * columns + j] = 1;
+    }
+  }
+  return { size, columns, positive, negative };
 }
 
 /**
@@ -115,7 +137,7 @@ export function maskRows(mask: Uint8Array, size: number, rows: Int32Array): tf.T
   return tf.tensor2d(out, [rows.length, size], 'bool');
 }
 
-/** A whole row-major B×B mask as a [B, B] boolean tensor (a constant). */
-export function maskTensor(mask: Uint8Array, size: number): tf.Tensor2D {
-  return tf.tensor2d(mask, [size, size], 'bool');
+/** A whole row-major B×C mask as a [B, C] boolean tensor (a constant); C = B unless given. */
+export function maskTensor(mask: Uint8Array, size: number, columns: number = size): tf.Tensor2D {
+  return tf.tensor2d(mask, [size, columns], 'bool');
 }

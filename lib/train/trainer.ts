@@ -24,9 +24,11 @@
  * byte as it was. It then cuts log.jsonl back to the checkpoint's step (dropping the lines a crash or
  * kill -9 interrupted) and rewrites config.json.
  *
- * The parts live beside this file: the run's inputs (run-inputs.ts), one batch up to its gradients
- * (batch-step.ts) and the end-of-epoch validation (validation.ts); this file is the setup, the resume
- * and the epoch loop that ties them together.
+ * The parts live beside this file: the run's inputs (run-inputs.ts), the engine choice
+ * (training-engine.ts), the network on its engine (training-network.ts, opened by
+ * open-training-network.ts: TensorFlow.js or the graph trainer, with its optimisers and checkpoint
+ * contents), one batch's inputs (batch-step.ts) and the validation (validation.ts); this file is the
+ * setup, the resume position and the step loop that ties them together, the same for every engine.
  */
 import { appendFile, rm } from 'node:fs/promises';
 import { readRegular } from '../util/regular-file.js';
@@ -39,76 +41,24 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { checkNewRunFolder, checkResumeIdentity, runIdentity } from './run-identity.js';
 import { RunFolder } from './run-folder.js';
 import { createProgress } from '../util/progress.js';
-import { ensureBackendSupports, selectBackend } from '../engine/tfjs/backend.js';
-import { loadCheckpoint, loadOnnxCheckpoint, readCheckpointState, saveCheckpoint } from './checkpoint-io.js';
+import { saveCheckpoint } from './checkpoint-io.js';
 import { runBudget, type TrainConfig } from './config.js';
-import { resolveLabelGroups, type LabelGroups } from './label-groups.js';
 import { LoopLoss } from './losses/loop.js';
-import { createLoss } from './losses/registry.js';
 import { LossOptimizer } from './loss-optimizer.js';
-import type { MetricLoss } from './losses/metric-loss.js';
-import { buildModel } from './models/build-model.js';
-import { specEmbeddingDim, type ModelSpec } from './models/model-spec.js';
 import { checkSchedule, needsTotalSteps, scheduledLearningRate, scheduledMomentum } from './lr-schedule.js';
-import { applyWeightDecay, appliesWeightDecay, createOptimizer, decayedVariables, FUSED_OPTIMIZER_BACKENDS, setLearningRate, setMomentum, withLearningRate } from './optimizer.js';
+import { FUSED_OPTIMIZER_BACKENDS } from './optimizer.js';
 import { epochRng } from './samplers/epoch-rng.js';
-import { createSampler } from './samplers/sampler.js';
-import { checkAugmentationFitsImage, validateBatchAugmentation } from './batch-augmentation.js';
 import { batchStep } from './batch-step.js';
-import { embedAll, loadFeatureData, loadImageData, selectRunItems } from './run-inputs.js';
 import { prepareEmbeddingNetwork } from '../engine/graph/embedding-network.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
-import { readModelBytes } from '../onnx/model-files.js';
-import { definedFields } from '../util/defined-fields.js';
-import { backboneImageSpec } from './backbone-preprocessing.js';
-import { selectEngine, type EngineSelection } from './training-engine.js';
-import { foldedBatchNormWarning } from './folded-batch-norm.js';
-import { readOnnxGraph } from '../engine/graph/onnx-ir.js';
+import type { EngineSelection } from './training-engine.js';
 import type { PreprocessingSources } from '../embed/model-signature.js';
 import { validateEpoch, type ValidationPoint } from './validation.js';
-import { GraphNetwork } from './graph-network.js';
-import { relabelTrainingData, type TrainingData, type TrainingImageSpec } from './training-data.js';
+import type { EpochRecord } from './epoch-record.js';
+import { openTrainingNetwork } from './open-training-network.js';
+import type { TrainingData } from './training-data.js';
+import { prepareRun, type CheckpointState, type RunPosition } from './run-setup.js';
 import { DEFAULT_DEVICE, type ProviderChoice } from '../onnx/devices.js';
-
-/** Validation metrics of one epoch (epoch 0 = before training). */
-export interface EpochRecord {
-  /** The epoch (1-based) of the period's last step; 0 for the untrained model. */
-  epoch: number;
-  /** Optimiser steps taken since the start of the run when the record was made (absent in records of older runs). */
-  globalStep?: number;
-  /** Mean loss over steps with a valid tuple (null for epoch 0 and for epochs without any). */
-  loss: number | null;
-  /** Fraction of anchors (or tuples) with a valid tuple, over the epoch. */
-  validFraction: number | null;
-  /** Steps that updated the weights / all steps, of this period (an epoch, or `validation.everySteps` steps of a `steps` run). */
-  updates: number;
-  steps: number;
-  /** The learning rate of the period's last step. */
-  learningRate: number;
-  seconds: number;
-  stepsPerSecond: number | null;
-  /** Held-out metrics (fine labels, also with `data.trainLabelGroups`); see {@link ValidationRecord}. */
-  validation?: ValidationRecord;
-  /**
-   * The triplet scatter diagram's summary: fraction of anchors below the diagonal and their count;
-   * for LoOp losses also the fraction of the synthetic-negative series below it (lib/train/scatter.ts).
-   */
-  scatter?: { correctFraction: number; points: number; loopCorrectFraction?: number };
-}
-
-/** The metrics of one validation, from the evaluation spine (lib/eval/evaluate-embeddings.ts). */
-export interface ValidationRecord {
-  /** Recall@K keyed by K (validation.ks). */
-  recall: Record<string, number>;
-  mapAtR: number | null;
-  /** NMI with K = the number of held-out labels. */
-  nmi: number;
-  /** NMI at each cluster count of validation.clusterCounts (resolved, ascending; always holds 1x). */
-  nmiCurve: Array<{ clusters: number; nmi: number }>;
-  /** NMI+ (paper 004): the curve's NMI at 10x the label count; null unless 10x is in validation.clusterCounts. */
-  nmiPlus: number | null;
-  queryCount: number;
-}
 
 /** Options of {@link train}. */
 export interface TrainOptions {
@@ -124,6 +74,12 @@ export interface TrainOptions {
    * (with `data.trainLabelGroups`, the group names), for diagnostics and tests.
    */
   onBatch?: (batch: { epoch: number; step: number; labels: string[] }) => void;
+  /**
+   * Called after each validation point is logged and checkpointed (epoch 0 included), with the
+   * backend that trains and, on the onnx backend, its execution provider; `dml train` rewrites the
+   * run's report.html here (lib/train/training-html.ts). Awaited before training goes on.
+   */
+  onValidation?: (point: { out: string; backend: string; provider?: string; history: readonly EpochRecord[] }) => void | Promise<void>;
 }
 
 /** What a finished run returns (also written to `<out>/report.json`). */
@@ -157,29 +113,6 @@ const CHECKPOINT = 'checkpoints/last';
 
 /** Mixed into the seed of the per-epoch generator of input draws, apart from the sampler's stream. */
 const AUGMENTATION_STREAM = 0x5bd1e995;
-
-/** Where a run stands: the epoch (1-based) of the last step taken, the steps taken of it, the steps taken in all. */
-interface RunPosition {
-  epoch: number;
-  epochStep: number;
-  globalStep: number;
-}
-
-/** The state saved with each checkpoint besides its {@link RunPosition}. */
-interface CheckpointState {
-  epoch: number;
-  history: EpochRecord[];
-  configHash: string;
-  /** The configuration the hash is of (run-identity.ts), so a refused resume can name the fields that differ. */
-  identity?: Record<string, unknown>;
-  /** The loss's parameters as older checkpoints kept them (now in the checkpoint's arrays, lib/train/loss-optimizer.ts). */
-  lossVariables?: number[][];
-  lossGenerator?: number[] | undefined;
-  /** The graph trainer's optimiser steps (a run on the onnx backend); its slots are the checkpoint's arrays. */
-  graphSteps?: number;
-  /** A `model.kind: "onnx"` run: its resolved `data.image` and where it came from, so that a resume needs no backbone file. */
-  backbonePreprocessing?: { image: TrainingImageSpec; preprocessingSources: PreprocessingSources; preprocessorConfig?: string };
-}
 
 /** Names the last validation point of `history` in a message (the checkpoint a failure keeps): its epoch, or its step in a `steps` run. */
 function lastGood(history: readonly EpochRecord[], unit: 'epochs' | 'steps'): string {
@@ -263,73 +196,13 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     log(`warning: ${message}`);
   };
 
-  // ---- setup: everything that can fail, before the first step ----
+  // ---- setup: everything that can fail, before the first step (run-setup.ts) ----
   if (!options.resume) await checkNewRunFolder(out, options.overwrite === true);
-  const loss: MetricLoss = createLoss(config.loss, { embeddingDim: specEmbeddingDim(config.model) });
-  // The onnx backend trains through onnxruntime; TensorFlow.js (the fastest backend that loads) computes the loss and validates.
-  const backend = await selectBackend(config.backend === 'onnx' ? 'auto' : config.backend);
-  if (backend.warning) warn(backend.warning);
-  const { manifest, allTrainItems, trainItems, validationItems } = await selectRunItems(config, warn);
-  const labelGroups: LabelGroups | undefined =
-    config.data.trainLabelGroups === undefined
-      ? undefined
-      : resolveLabelGroups(config.data.trainLabelGroups, new Set(manifest.items.map((it) => it.label)), new Set(allTrainItems.map((it) => it.label)));
-
-  if (config.data.features && config.data.augmentation) {
-    throw new DmlError('E_ARG', 'data.augmentation: augments images, but data.features trains on backbone features; use data.features.augmentedViews instead');
-  }
-  if (config.data.augmentation) validateBatchAugmentation(config.data.augmentation, 'data.augmentation');
-  const modelSpec: ModelSpec = config.model;
-  // A `model.kind: "onnx"` network has no TensorFlow.js model: the graph trainer trains it as ONNX (NHWC input, as the batches are).
-  const onnxSpec = modelSpec.kind === 'onnx' ? modelSpec : undefined;
   const checkpointDir = path.join(out, CHECKPOINT);
-  // A resumed ONNX network comes from its checkpoint, with the preprocessing the run recorded: the backbone file is not read.
-  const resumedOnnx = onnxSpec && options.resume ? await loadOnnxCheckpoint(checkpointDir) : undefined;
-  let backbonePreprocessing = (resumedOnnx?.state as CheckpointState | undefined)?.backbonePreprocessing;
-  let backboneBytes: Uint8Array | undefined;
-  if (onnxSpec && backbonePreprocessing) {
-    // data.image's fields as given now on top: a changed one is refused by the identity check below.
-    config = { ...config, data: { ...config.data, image: { ...backbonePreprocessing.image, ...definedFields(config.data.image ?? {}) } } };
-  } else if (onnxSpec) {
-    // Its training images are preprocessed as the backbone says (data.image's fields override it); config.json records the result.
-    backboneBytes = await readModelBytes(onnxSpec.path);
-    const resolved = await backboneImageSpec(onnxSpec.path, backboneBytes, config.data.image, onnxSpec.preprocessorConfig);
-    if (resolved.defaultsUsed.length > 0) {
-      warn(`${onnxSpec.path} has no preprocessing metadata (dml.preprocessing) and no preprocessor_config.json; its training images use dmlkit's defaults: ${resolved.defaultsUsed.join(', ')}; set data.image or model.preprocessorConfig if the backbone was trained otherwise`);
-    }
-    const folded = foldedBatchNormWarning(readOnnxGraph(backboneBytes, onnxSpec.path), onnxSpec.path);
-    if (folded) warn(folded);
-    backbonePreprocessing = { image: resolved.image, preprocessingSources: resolved.sources, ...(resolved.preprocessorConfig !== undefined ? { preprocessorConfig: resolved.preprocessorConfig } : {}) };
-    config = { ...config, data: { ...config.data, image: resolved.image } };
-  }
-  const model = onnxSpec ? undefined : await buildModel(modelSpec, config.seed);
-  const resumedState = options.resume ? ((resumedOnnx?.state ?? (await readCheckpointState(checkpointDir))) as CheckpointState | undefined) : undefined;
-  const engine = selectEngine(config, backend.name, resumedState ? (resumedState.graphSteps !== undefined ? 'onnx' : 'tfjs') : undefined, model);
+  const run = await prepareRun(config, { resume: options.resume === true, checkpointDir, signal: options.signal, warn });
+  config = run.config;
+  const { loss, backend, engine, model, onnxNetwork, inputShape, trainData, validationData, preprocessing, sampler, resolvedConfig, backbonePreprocessing, resumedState } = run;
   const onGraph = engine.engine === 'onnx';
-  const image = config.data.image;
-  const inputShape = model ? (model.inputs[0]?.shape.slice(1) as number[]) : [image?.height ?? 0, image?.width ?? 0, image?.channels ?? 0];
-  const loaded = config.data.features
-    ? await loadFeatureData(config, config.data.features, manifest, trainItems, validationItems, options.signal)
-    : await loadImageData(config, [null, ...inputShape], trainItems, validationItems, options.signal);
-  const { validationData, preprocessing } = loaded;
-  if (config.data.augmentation) checkAugmentationFitsImage(config.data.augmentation, preprocessing.height, preprocessing.width, 'data.augmentation');
-  // Coarse labels for training only (sampler, loss, scatter of the training set); validation keeps the fine ones.
-  const trainData = labelGroups ? relabelTrainingData(loaded.trainData, labelGroups.groupOf) : loaded.trainData;
-  loss.checkTrainingLabels?.(trainData.labelNames);
-  const sampler = createSampler(config.sampler, trainData.labels, config.seed, trainData.labelNames);
-  for (const message of sampler.warnings) warn(message);
-
-  if (model) {
-    const check = await ensureBackendSupports(model, { training: !onGraph });
-    if (check.warning) warn(check.warning);
-  }
-
-  const resolvedConfig = {
-    ...config,
-    ...(labelGroups ? { data: { ...config.data, trainLabelGroups: labelGroups.groups } } : {}),
-    loss: { name: loss.name, ...loss.config },
-    sampler: sampler.describe(),
-  };
   const budget = runBudget(config);
   // Batches per sampler epoch (0-based), computed once each.
   const epochLengths = new Map<number, number>();
@@ -357,24 +230,15 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   // What a resume must share with the run it continues (run-identity.ts: all but the budget, out and
   // backend). A schedule over the run's total steps (cosine, onecycle, a warm-up) fixes the budget too.
   const { identity, hash: configHash } = runIdentity({ ...config, budgetUnit: budget.unit, scheduleSteps });
-  let currentLearningRate = lrAt(0, 0);
-  // The variables that get weight decay, set once the model is final (a resume replaces it below).
-  let kernels: tf.Variable[] = [];
-  let kernelNames = new Set<string>();
-  const optimizerOptions = { fused: FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()), decayed: (name: string) => kernelNames.has(name) };
-  let optimizer = createOptimizer(config.optimizer, currentLearningRate, optimizerOptions);
   /** The optimiser of the loss's own parameters (proxies, class weights), if it has any. */
-  const lossOptimizer = LossOptimizer.create(loss, config.optimizer, currentLearningRate, optimizerOptions.fused);
+  const lossOptimizer = LossOptimizer.create(loss, config.optimizer, lrAt(0, 0), FUSED_OPTIMIZER_BACKENDS.has(tf.getBackend()));
   let history: EpochRecord[] = [];
   /** Where the run stands: the epoch (1-based) of the last step taken, steps taken of it, steps taken in all. */
   let position: RunPosition = { epoch: 0, epochStep: 0, globalStep: 0 };
   /** The loss generator's state saved with the checkpoint; restored after the probe step below. */
   let resumedGenerator: number[] | undefined;
-  /** The graph optimiser's state of the checkpoint a run on the onnx backend resumes from. */
-  let resumedGraph: { slots: Map<string, Float32Array>; steps: number; onnx?: Uint8Array } | undefined;
   if (options.resume) {
-    const loaded = model ? await loadCheckpoint(checkpointDir, { optimizer, into: model }) : (resumedOnnx ?? (await loadOnnxCheckpoint(checkpointDir)));
-    const state = loaded.state as (CheckpointState & Partial<RunPosition>) | undefined;
+    const state = resumedState as (CheckpointState & Partial<RunPosition>) | undefined;
     if (!state) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no training state (not written by dml train)`);
     checkResumeIdentity(checkpointDir, state, { ...config, budgetUnit: budget.unit, scheduleSteps });
     const graphCheckpoint = state.graphSteps !== undefined;
@@ -384,7 +248,6 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
         `Cannot resume from ${checkpointDir} on backend ${config.backend}: it was written by ${graphCheckpoint ? 'the onnx backend' : 'a TensorFlow.js backend'}, whose optimiser state the other cannot continue; resume it with ${graphCheckpoint ? '--backend onnx' : 'a TensorFlow.js backend (not onnx)'}`,
       );
     }
-    if (graphCheckpoint) resumedGraph = { slots: loaded.arrays ?? new Map(), steps: state.graphSteps as number, ...('onnx' in loaded ? { onnx: loaded.onnx } : {}) };
     // Checkpoints of an epochs run before step budgets existed hold the epoch alone (always complete).
     position = {
       epoch: state.epoch,
@@ -400,16 +263,11 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     if (budget.unit === 'steps' && position.globalStep > budget.steps) {
       throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it is at step ${position.globalStep}, past the ${budget.steps} step(s) asked for; give --steps ${position.globalStep} or more`);
     }
-    optimizer = ('optimizer' in loaded ? loaded.optimizer : undefined) ?? optimizer;
     history = state.history;
-    // The loss's own parameters (proxies, class weights, the margin loss's β) and their optimiser.
-    await lossOptimizer?.restore(loaded, state.lossVariables, checkpointDir);
     if (loss.generator) {
       if (!state.lossGenerator) throw new DmlError('E_ARG', `Cannot resume from ${checkpointDir}: it holds no state of the ${loss.name} loss's random generator`);
       resumedGenerator = state.lossGenerator;
     }
-    currentLearningRate = Number.NaN; // set at the resumed step's rate, keeping the restored state
-    log(`resuming after ${budget.unit === 'steps' ? `step ${position.globalStep}` : `epoch ${position.epoch}`}`);
   }
   const logFile = path.join(out, 'log.jsonl');
   /** The checkpoint's position: the log is cut back to it (`position` moves on with the steps). */
@@ -432,79 +290,72 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     await appendFile(logFile, `${JSON.stringify(entry)}\n`);
   };
 
-  kernels = model ? decayedVariables(model) : [];
-  kernelNames = new Set(kernels.map((v) => v.name));
-
   const variables = (): tf.Variable[] => [...(model?.trainableWeights ?? []).map((w) => w.read() as tf.Variable), ...loss.trainableVariables];
-
-  const { drawInputs, inputsOf, gradientsOf } = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
-  // The onnx backend: the model (with a resumed checkpoint's weights) converted and opened on its device.
-  const firstBatch = (sampler.batchesOfEpoch(0)[0] as Int32Array).length;
-  const device = config.device ?? DEFAULT_DEVICE;
-  let graph: GraphNetwork | undefined;
-  if (onnxSpec) {
-    // The prepared network (cut, head, NHWC input), or the resumed checkpoint's trained one.
-    const bytes = resumedGraph?.onnx ?? prepareEmbeddingNetwork(backboneBytes as Uint8Array, {
-      itemDims: [inputShape[2] as number, inputShape[0] as number, inputShape[1] as number],
-      ...(onnxSpec.output !== undefined ? { output: onnxSpec.output } : {}),
-      ...(onnxSpec.head !== undefined ? { head: onnxSpec.head } : {}),
-      inputLayout: 'NHWC',
-      seed: config.seed,
-      name: onnxSpec.path,
-    });
-    graph = await GraphNetwork.fromOnnx(bytes, inputShape, config.optimizer, device, firstBatch, onnxSpec.path, {
-      loss,
-      freezeUpTo: onnxSpec.freezeUpTo,
-      backboneLearningRateScale: onnxSpec.backboneLearningRateScale,
-      frozenBatchNorm: onnxSpec.frozenBatchNorm,
+  const batch = batchStep({ model, loss, trainData, inputShape, preprocessing, augmentation: config.data.augmentation, variables });
+  // The network on its engine, restored from the checkpoint for a resume (open-training-network.ts).
+  const network = await openTrainingNetwork({
+    engine: engine.engine,
+    network: onnxNetwork
+      ? {
+          // The prepared network (cut, head, NHWC input); a resume trains on from its checkpoint's.
+          onnx:
+            onnxNetwork.resumed ??
+            prepareEmbeddingNetwork(onnxNetwork.backbone as Uint8Array, {
+              itemDims: [inputShape[2] as number, inputShape[0] as number, inputShape[1] as number],
+              ...(onnxNetwork.spec.output !== undefined ? { output: onnxNetwork.spec.output } : {}),
+              ...(onnxNetwork.spec.head !== undefined ? { head: onnxNetwork.spec.head } : {}),
+              inputLayout: 'NHWC',
+              seed: config.seed,
+              name: onnxNetwork.spec.path,
+            }),
+          name: onnxNetwork.spec.path,
+        }
+      : { model: model as tf.LayersModel },
+    optimizer: config.optimizer,
+    initialLearningRate: lrAt(0, 0),
+    loss,
+    lossOptimizer,
+    trainData,
+    inputShape,
+    batch,
+    firstBatch: sampler.batchesOfEpoch(0)[0] as Int32Array,
+    graph: {
+      device: config.device ?? DEFAULT_DEVICE,
       microBatch: config.microBatch,
-    });
-  } else if (onGraph) {
-    graph = await GraphNetwork.create(model as tf.LayersModel, config.optimizer, device, firstBatch, loss, config.microBatch);
-  }
-  if (graph && resumedGraph) graph.trainer.restore(resumedGraph.slots, resumedGraph.steps);
-  log(`engine: ${onGraph ? 'the graph trainer (onnxruntime)' : `TensorFlow.js (${backend.name})`}: ${engine.reason}`);
+      freezeUpTo: onnxNetwork?.spec.freezeUpTo,
+      backboneLearningRateScale: onnxNetwork?.spec.backboneLearningRateScale,
+      frozenBatchNorm: onnxNetwork?.spec.frozenBatchNorm,
+    },
+    checkpointDir: options.resume ? checkpointDir : undefined,
+    warn,
+  });
+  if (options.resume) log(`resuming after ${budget.unit === 'steps' ? `step ${position.globalStep}` : `epoch ${position.epoch}`}`);
+  log(`engine: ${onGraph ? 'the graph trainer (onnxruntime)' : `TensorFlow.js (${network.backend})`}: ${engine.reason}`);
 
-  // Probe one step: a kernel the backend lacks (e.g. the gradient of gather on wasm) moves the work to cpu.
-  // The probe's forward pass in training mode moves batch-norm statistics: they are put back after it,
-  // so that a resumed run continues from its checkpoint's statistics, as an uninterrupted run does.
-  const statistics = (model?.nonTrainableWeights ?? []).map((w) => tf.clone(w.read()));
-  while (!graph) {
-    try {
-      const probe = gradientsOf(sampler.batchesOfEpoch(0)[0] as Int32Array, { valid: 0, total: 0 });
-      tf.dispose([probe.value, probe.grads]);
-      break;
-    } catch (err) {
-      const missing = /Kernel '(\w+)' not registered for backend/.exec((err as Error).message)?.[1];
-      if (missing === undefined || tf.getBackend() === 'cpu') throw err;
-      const moved = await ensureBackendSupports(model as tf.LayersModel, { training: true, extraKernels: [missing] });
-      if (moved.warning) warn(moved.warning);
-    }
-  }
-  model?.nonTrainableWeights.forEach((w, i) => w.write(statistics[i] as tf.Tensor));
-  tf.dispose(statistics);
   // The probe drew from the loss's generator like the first step of a fresh run; a resumed run
   // continues from the generator state of its checkpoint instead.
   if (resumedGenerator) loss.generator?.setState(resumedGenerator);
 
   const validation = { config, out, validationData, trainData, loopGeometry: loss instanceof LoopLoss ? (loss.config['geometry'] as 'arc' | 'segment') : undefined };
-  const embed = async (data: TrainingData): Promise<EmbeddingSet> => (model ? embedAll(model, data, inputShape) : (graph as GraphNetwork).embedAll(data, inputShape));
+  const embed = (data: TrainingData): Promise<EmbeddingSet> => network.embedAll(data);
   const budgetLabel = budget.unit === 'steps' ? `${budget.steps} steps` : `${budget.epochs} epochs`;
   const describe = (record: EpochRecord): string => (budget.unit === 'steps' ? describeStep(record, budget.steps) : describeEpoch(record, budget.epochs));
   const finished = (p: RunPosition): boolean =>
     budget.unit === 'steps' ? p.globalStep >= budget.steps : p.epoch >= budget.epochs && p.epochStep >= stepsOfEpoch(p.epoch - 1);
   const saveState = async (): Promise<void> => {
+    const stepState = loss.stepState?.save();
     const state: CheckpointState & RunPosition = {
       ...position,
+      ...(stepState ? { lossStepState: [...stepState.values] } : {}),
       history,
       configHash,
       identity,
       lossGenerator: loss.generator?.getState(),
-      ...(graph ? { graphSteps: graph.trainer.stepCount } : {}),
       ...(backbonePreprocessing ? { backbonePreprocessing } : {}),
     };
-    const arrays = new Map([...(graph?.slots() ?? []), ...(lossOptimizer?.arrays() ?? [])]);
-    await saveCheckpoint(checkpointDir, { model: model ?? (graph as GraphNetwork).trainer.exportModel(), optimizer, lossOptimizer: lossOptimizer?.optimizer, state, ...(arrays.size > 0 ? { arrays } : {}) });
+    const held = network.checkpoint();
+    const arrays = new Map([...(held.contents.arrays ?? []), ...(stepState?.arrays ?? [])]);
+    await saveCheckpoint(checkpointDir, { ...held.contents, ...(arrays.size > 0 ? { arrays } : {}), state: { ...state, ...held.state } });
   };
   /** Validates, records, logs and checkpoints a finished period (an epoch, or `everySteps` steps). */
   const closePeriod = async (record: EpochRecord): Promise<void> => {
@@ -524,6 +375,7 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     await writeLog({ type: budget.unit === 'steps' ? 'validation' : 'epoch', ...record });
     await saveState();
     log(describe(record));
+    await options.onValidation?.({ out, backend: network.backend, ...(network.device ? { provider: network.device.provider } : {}), history });
   };
 
   if (!options.resume) await prepareFolder();
@@ -552,61 +404,27 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
     }
     const firstStep = epoch === position.epoch ? position.epochStep : 0;
     // A resume in the middle of an epoch replays the input draws of the steps already taken.
-    for (let step = 0; step < firstStep; step++) drawInputs(batches[step] as Int32Array, inputRng);
+    for (let step = 0; step < firstStep; step++) batch.drawInputs(batches[step] as Int32Array, inputRng);
     const progress = createProgress(budget.unit === 'steps' ? `epoch ${epoch} (of ${budgetLabel})` : `epoch ${epoch}/${budget.epochs}`);
     for (let step = firstStep; step < batches.length; step++) {
       const rows = batches[step] as Int32Array;
       lr = lrAt(position.globalStep, epoch - 1);
-      if (lr !== currentLearningRate) {
-        if (Number.isNaN(currentLearningRate)) optimizer = await withLearningRate(optimizer, config.optimizer, lr, optimizerOptions);
-        else setLearningRate(optimizer, lr);
-        lossOptimizer?.setLearningRate(lr);
-        currentLearningRate = lr;
-      }
       // A momentum the schedule sets (OneCycle's cycleMomentum) replaces the optimiser's for this step.
       const momentum = momentumAt(position.globalStep, epoch - 1);
-      if (momentum !== undefined && !graph) setMomentum(optimizer, momentum);
       options.onBatch?.({ epoch, step: step + 1, labels: Array.from(rows, (r) => trainData.labelNames[trainData.labels[r] as number] as string) });
       // From here a failure (a divergence at this step) keeps the run and its last good checkpoint.
       folder.started = true;
-      const counts = { valid: 0, total: 0 };
-      const draw = drawInputs(rows, inputRng);
-      let lossValue: number;
-      // The tfjs path computes the gradients here and applies them below; the graph path applies its step itself (when the loss is finite).
-      let grads: tf.NamedTensorMap = {};
-      if (graph) {
-        const x = inputsOf(rows, draw);
-        try {
-          const labels = Int32Array.from(rows, (r) => trainData.labels[r] as number);
-          const result = await graph.trainBatch(x, labels, loss, lossOptimizer?.optimizer ?? optimizer, lr, momentum);
-          [lossValue, counts.valid, counts.total] = [result.value, result.validCount, result.totalCount];
-        } finally {
-          x.dispose();
-        }
-      } else {
-        const computed = gradientsOf(rows, counts, draw);
-        grads = computed.grads;
-        lossValue = (await computed.value.data())[0] as number;
-        computed.value.dispose();
-      }
-      const { valid: validCount, total: totalCount } = counts;
+      const { value: lossValue, validCount, totalCount } = await network.trainBatch(rows, batch.drawInputs(rows, inputRng), { learningRate: lr, momentum });
       if (!Number.isFinite(lossValue)) {
-        tf.dispose(grads);
         throw new DmlError(
           'E_NUMERIC',
           `Training diverged at epoch ${epoch}, step ${step + 1}: the ${loss.name} loss is ${lossValue}; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}. Lower optimizer.learningRate.`,
         );
       }
       if (validCount > 0) {
-        if (!graph) {
-          optimizer.applyGradients((lossOptimizer?.applyOwnGradients(grads) ?? grads) as Record<string, tf.Tensor>);
-          if (!appliesWeightDecay(optimizer)) applyWeightDecay(kernels, lr, config.optimizer.weightDecay);
-        }
-        lossOptimizer?.decay(lr);
         period.lossSum += lossValue;
         period.updates++;
       }
-      tf.dispose(grads);
       period.validSum += validCount;
       period.totalSum += totalCount;
       period.steps++;
@@ -616,17 +434,10 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
       const endOfPeriod = budget.unit === 'steps' ? position.globalStep % everySteps === 0 || finished(position) : step + 1 === batches.length;
       if (!endOfPeriod) continue;
       const seconds = (performance.now() - period.start) / 1000;
-      await graph?.synchronize();
-      graph?.writeBack();
-      const badGraphWeight = model ? undefined : graph?.nonFiniteWeight();
-      if (badGraphWeight !== undefined) {
-        throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${badGraphWeight} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);
-      }
-      for (const w of model?.weights ?? []) {
-        const bad = tf.tidy(() => tf.any(tf.logicalNot(tf.isFinite(w.read()))).dataSync()[0]);
-        if (bad) {
-          throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${w.name} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);
-        }
+      await network.settle();
+      const badWeight = network.nonFiniteWeight();
+      if (badWeight !== undefined) {
+        throw new DmlError('E_NUMERIC', `Training diverged at epoch ${epoch}: weight ${badWeight} holds NaN or Inf; the last good checkpoint (${lastGood(history, budget.unit)}) is kept at ${checkpointDir}`);
       }
       const record: EpochRecord = {
         epoch,
@@ -650,9 +461,9 @@ async function trainInFolder(config: TrainConfig, options: TrainOptions, folder:
   await prepareFolder(); // a resume with no epoch left to train still records its config and report
   const result: TrainResult = {
     out,
-    backend: graph ? 'onnx' : tf.getBackend(),
+    backend: network.backend,
     engineSelection: engine,
-    ...(graph?.trainer.provider ? { device: { provider: graph.trainer.provider, attempts: [...graph.trainer.attempts] } } : {}),
+    ...(network.device ? { device: network.device } : {}),
     history,
     config: resolvedConfig,
     warnings,

@@ -9,19 +9,28 @@ import { DmlError } from '../errors.js';
 import { GEM_DEFAULT_P } from '../engine/graph/embedding-network.js';
 import { DEFAULT_INDEX } from '../eval/evaluation.js';
 import { writeScatterFiles } from './scatter-files.js';
-import type { TrainConfig } from './config.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import { tripletScatter } from './scatter.js';
-import type { EpochRecord } from './trainer.js';
+import type { EpochRecord } from './epoch-record.js';
 import type { TrainingData } from './training-data.js';
 import { z } from 'zod';
 import { positiveIntegerField } from '../util/zod-fields.js';
 import { clusterCountSpecsSchema } from '../eval/cluster-counts.js';
 import { KMEANS_INITS } from '../metrics/kmeans-options.js';
 
+/** The fields of a run's configuration that validation reads (the training config has them). */
+export interface ValidationSettings {
+  readonly validation: z.infer<typeof validationSpecSchema>;
+  readonly scatter: { readonly every: number; readonly set: 'train' | 'validation'; readonly maxPoints: number };
+  readonly seed: number;
+  /** For the message of an embedding that overflows: the settings that scale it. */
+  readonly model: { readonly kind: string; readonly head?: { readonly pooling?: string | undefined; readonly gemP?: number | undefined } | undefined };
+  readonly data: { readonly image?: { readonly mean?: readonly number[] | undefined; readonly std?: readonly number[] | undefined; readonly rescale?: number | undefined } | undefined };
+}
+
 /** What validation needs of a run, fixed for its whole length. */
 export interface ValidationContext {
-  config: TrainConfig;
+  config: ValidationSettings;
   /** The run folder (absolute). */
   out: string;
   /** The held-out sample, or undefined when the dataset holds no held-out items (then nothing is validated). */

@@ -21,7 +21,7 @@ export function parseSpec<S extends z.ZodType>(schema: S, input: unknown, prefix
     const key = issue.keys[0]!;
     throw invalidParameterError(
       fieldName(prefix, [...path, key]),
-      `no unknown option (known: ${knownKeys(schema, valueAt(input, path)).join(', ')})`,
+      `no unknown option (known: ${knownKeys(schemaAt(schema, path, input), valueAt(input, path)).join(', ')})`,
       valueAt(input, [...path, key]),
     );
   }
@@ -83,6 +83,27 @@ function shapeOf(schema: z.ZodType, input?: unknown): Record<string, z.ZodType> 
     if (shape?.[def.discriminator]?.safeParse(value).success) return shape;
   }
   return undefined;
+}
+
+/** `schema` without its default, nullable and optional wrappers. */
+function unwrapped(schema: z.ZodType): z.ZodType {
+  let inner = schema;
+  for (;;) {
+    const next = (inner as unknown as { _zod: { def: { innerType?: z.ZodType } } })._zod.def.innerType;
+    if (next === undefined) return inner;
+    inner = next;
+  }
+}
+
+/** The schema of the object at `path` of `input` (nested options such as a loss's `miner`), through wrappers and unions. */
+function schemaAt(schema: z.ZodType, path: ReadonlyArray<string | number>, input: unknown): z.ZodType {
+  let current = schema;
+  for (let depth = 0; depth < path.length; depth++) {
+    const field = shapeOf(unwrapped(current), valueAt(input, path.slice(0, depth)))?.[String(path[depth])];
+    if (field === undefined) return current;
+    current = unwrapped(field);
+  }
+  return current;
 }
 
 function knownKeys(schema: z.ZodType, input: unknown): string[] {

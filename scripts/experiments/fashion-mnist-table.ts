@@ -7,7 +7,7 @@
  * Markdown table (mean ± sample standard deviation over seeds, and min-max) and writes it, with every
  * run's numbers and NMI curve, to `<out>/table.md` and `table.json`.
  *
- *   npx tsx scripts/experiments/fashion-mnist-table.ts [--methods trainer|seed-methods-ii] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
+ *   npx tsx scripts/experiments/fashion-mnist-table.ts [--methods trainer|seed-methods-ii|baseline-pairs|pml] [--seeds 3] [--out <dir>] [--data <dir with the IDX files>]
  *                                          [--config scripts/configs/fashion-mnist-mlp.json] [--backend <name>] [--only key,key]
  *                                          [--max-train-items N] [--epochs N] [--max-validation-items N]   (smoke runs only)
  *
@@ -18,6 +18,9 @@
  * and `baseline-pairs` (issue 16: every seed method beside the baseline its paper compares against, on
  * the same sampler, budget and seeds; out dir runs/fashion-mnist/baseline-pairs). With pairs, a second
  * table gives per pair the mean difference (method - baseline) and on how many seeds the method won.
+ * `pml` (issue 41: PML's Proxy-Anchor with its proxies at 100x, Normalized Softmax, ArcFace and
+ * multi-similarity beside the seed methods EPHN 1st/2nd order, EPSHN, LoOp triplet and EPS triplet; out
+ * dir runs/fashion-mnist/pml; run it with `--backend onnx`, the graph trainer).
  * Every method gets the same budget: the base config's model, optimiser, 6,000 training images, 3
  * epochs of 75 batches of 80. LoOp's pairing sampler keeps batch 80 with groupSize 16 (5 classes x 16,
  * N even): groupSize 4 would need 20 distinct classes per batch, and there are 5 training classes.
@@ -36,7 +39,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_CLUSTER_COUNTS } from '../../lib/eval/cluster-counts.js';
 import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.js';
-import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import type { EpochRecord } from '../../lib/train/epoch-record.js';
+import { train } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, summary } from './table-support.js';
 
@@ -72,6 +76,14 @@ const LOOP_PAIRS: Method[] = [
   { name: 'multi-similarity, pairing sampler (its base)', key: 'ms-pairing', loss: { name: 'multi-similarity' }, sampler: PAIRING_SAMPLER },
 ];
 
+/** PML's losses: the class-table losses know the 5 training classes. */
+const PML_METHODS: Method[] = [
+  { name: 'Proxy-Anchor (proxies at 100x the rate)', key: 'proxy-anchor', loss: { name: 'proxy-anchor', numClasses: 5, learningRateScale: 100 } },
+  { name: 'Normalized Softmax (T 0.05)', key: 'normalized-softmax', loss: { name: 'normalized-softmax', numClasses: 5 } },
+  { name: 'ArcFace (28.6 degrees, scale 64)', key: 'arcface', loss: { name: 'arcface', numClasses: 5 } },
+  { name: 'multi-similarity (its miner)', key: 'ms', loss: { name: 'multi-similarity' } },
+];
+
 /** The method sets of `--methods`. */
 const METHOD_SETS: Record<string, { out: string; methods: Method[]; pairs?: Pair[] }> = {
   trainer: {
@@ -98,6 +110,17 @@ const METHOD_SETS: Record<string, { out: string; methods: Method[]; pairs?: Pair
       { name: 'EPS + margin, DWS, beta per class (paper 004)', key: 'eps-margin', loss: { name: 'eps-margin', numClasses: 5 } },
       { name: 'EPS + multi-similarity (paper 004)', key: 'eps-ms', loss: { name: 'eps-ms' } },
       TRIPLET_BASELINE,
+    ],
+  },
+  pml: {
+    out: 'runs/fashion-mnist/pml',
+    methods: [
+      ...PML_METHODS,
+      { name: 'EPHN, 1st order (paper 000)', key: 'ephn', loss: { name: 'ephn', order: 1 } },
+      { name: 'EPHN, 2nd order (paper 000)', key: 'ephn-2nd', loss: { name: 'ephn', order: 2 } },
+      { name: 'EPSHN (paper 000)', key: 'epshn', loss: { name: 'epshn' } },
+      { name: 'LoOp triplet (paper 001, pairing 5 x 16)', key: 'loop-triplet', loss: { name: 'loop-triplet' }, sampler: PAIRING_SAMPLER },
+      { name: 'EPS + triplet, semi-hard (paper 004)', key: 'eps-triplet', loss: { name: 'eps-triplet' } },
     ],
   },
   'baseline-pairs': {

@@ -37,7 +37,8 @@ import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from '../..
 import type { ConvnetModelSpec } from '../../lib/train/models/model-spec.js';
 import { loadImageData, selectRunItems } from '../../lib/train/run-inputs.js';
 import { trainingImagePreprocessing, type TrainingImageSpec } from '../../lib/train/training-data.js';
-import { train, type EpochRecord } from '../../lib/train/trainer.js';
+import type { EpochRecord } from '../../lib/train/epoch-record.js';
+import { train } from '../../lib/train/trainer.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
 import { argument, integerArgument, lastValidation } from './table-support.js';
 

@@ -2,7 +2,7 @@
  * @file Helpers shared by the experiment-table scripts (fashion-mnist-table.ts, class-collapse.ts):
  * command-line flags and the mean ± sample standard deviation (min-max) cells of their tables.
  */
-import type { EpochRecord } from '../../lib/train/trainer.js';
+import type { EpochRecord } from '../../lib/train/epoch-record.js';
 
 /** The value after `flag` on the command line, or `fallback` when the flag is absent. */
 export function argument(flag: string, fallback: string): string {

@@ -4,6 +4,7 @@
 # and there checks that
 #   - no TensorFlow.js or LanceDB package was installed (optional peer dependencies);
 #   - the public API (evaluate, embedImages) works with the shipped default model, decode processes included;
+#   - the README's Library example runs as written (the shipped model and images, found by defaultModelPath/defaultDataPath);
 #   - a consumer's TypeScript with skipLibCheck: false type-checks against the published typings;
 #   - the dml bin runs an eval whose report has the format of the shipped dmlkit/report.schema.json,
 #     `dml train` names the missing TensorFlow.js packages, and `dml index info lance:<folder>` the
@@ -39,6 +40,16 @@ cat > tsconfig.json <<'JSON'
 JSON
 node "$root/node_modules/typescript/bin/tsc" -p . || { echo "the consumer's TypeScript does not type-check"; exit 1; }
 node out/check.mjs "$root/data/default"
+# The README's Library example, as written, from the scratch project: the shipped model and images through defaultModelPath()/defaultDataPath().
+cat > extract-readme-example.cjs <<'JS'
+const m = /### Library\n\n```js\n([\s\S]*?)```/.exec(require('fs').readFileSync(process.argv[2], 'utf8'));
+if (!m) process.exit(1);
+require('fs').writeFileSync('readme-example.mjs', m[1]);
+JS
+node extract-readme-example.cjs "$root/README.md" || { echo "README.md has no Library example"; exit 1; }
+node readme-example.mjs >"$work/readme.log" 2>&1 || { cat "$work/readme.log"; echo "the README's Library example failed in the scratch project"; exit 1; }
+grep -q "^2 64 \[ 't10k-00000.png', '#1' \]$" "$work/readme.log" || { cat "$work/readme.log"; echo "the README's Library example printed something else"; exit 1; }
+echo "api: the README's Library example runs in the scratch project: $(head -1 "$work/readme.log")"
 npx dml eval node_modules/dmlkit/models/default.onnx --data "folder:$root/data/default" --k 1 --cluster-counts 1x --json report.json >/dev/null 2>"$work/eval.log" || { cat "$work/eval.log"; echo "dml eval failed"; exit 1; }
 node -e "const r = require('./report.json'); const s = require('dmlkit/report.schema.json'); if (!(r.metrics.recall['1'] > 0.5) || r.format !== s.properties.format.const) process.exit(1); console.log('bin: dml eval R@1', r.metrics.recall['1'], 'in', r.format, '(the format of the shipped dmlkit/report.schema.json)')"
 echo '{}' > train.json

@@ -48,8 +48,9 @@ describe('dml eval', function () {
     expect(first.stderr).to.match(new RegExp(`(^|\\n)dml eval: done in \\d+\\.\\ds \\(embed \\d+\\.\\ds, search \\d+\\.\\ds, k-means \\d+\\.\\ds\\); wrote ${out}/report\\.json, ${out}/report\\.md, ${out}/report\\.html\\n$`));
     expect(first.code).to.equal(0);
     expect(first.stdout).to.match(/^\| model \| R@1 \| R@2 \| R@4 \| R@8 \|/);
-    // --device auto (the default) names the provider it got and why the ones before it failed.
-    expect(first.stdout).to.match(/\nExecution provider: default\.onnx runs on cpu \(cuda: [^;\n]+; webgpu: [^\n]+\)\.\n/);
+    // --device auto (the default) names the provider it got and why the ones before it failed; on a
+    // machine without any GPU device node only that (the probes' reasons stay in report.json).
+    expect(first.stdout).to.match(/\nExecution provider: default\.onnx runs on cpu \((no GPU on this machine|cuda: [^;\n]+; webgpu: [^\n]+)\)\.\n/);
     const report = JSON.parse(readFileSync(path.join(out, 'report.json'), 'utf8')) as SingleRunReport;
     expectValidReport(report);
     expect(Object.keys(report.metrics.recall)).to.deep.equal(['1', '2', '4', '8']);
@@ -235,6 +236,17 @@ describe('dml eval', function () {
     expect(report.metrics.rPrecision).to.equal(0.25);
     expect(report.metrics.mapAtR).to.equal(0.25);
     expect(report.dataset).to.deep.include({ layout: 'npy', queryCount: 2, galleryCount: 3, sameSet: false });
+    // q0's one relevant item at rank 2 (RR = AP = 1/2); q1's at ranks 1 and 3 (RR 1, AP (1 + 2/3)/2 = 5/6).
+    expect(report.metrics.mrr).to.equal(0.75);
+    expect(report.metrics.map).to.be.closeTo(2 / 3, 1e-15);
+    expect(report.parameters.fullRanking).to.equal(true);
+    const skipped = path.join(dir, 'r2.json');
+    const without = await runCliCaptured(['eval', '--query-embeddings', path.join(dir, 'q.npy'), '--query-labels', path.join(dir, 'ql.npy'), '--gallery-embeddings', path.join(dir, 'g.npy'), '--gallery-labels', path.join(dir, 'gl.npy'), '--k', '1,2', '--cluster-counts', '1x', '--no-full-ranking', '--json', skipped]);
+    expect(without.code).to.equal(0);
+    const second = JSON.parse(readFileSync(skipped, 'utf8')) as SingleRunReport;
+    expectValidReport(second);
+    expect(second.metrics).to.deep.include({ mrr: null, map: null, mapAtR: 0.25 });
+    expect(second.parameters.fullRanking).to.equal(false);
   });
 
   describe('bad input: one clear line, the right exit code, and no output written', () => {
@@ -509,14 +521,17 @@ describe('dml eval', function () {
       expect(result.report.metrics.recall['1']).to.equal(1);
     });
 
-    it('cluster counts above the item count are capped, naming what was asked and what was used', async () => {
+    it('cluster counts above the item count are capped, with a warning where the cap changes a result (a number asked for, NMI+)', async () => {
       const rows = Array.from({ length: 30 }, (_, i) => [Math.cos(i), Math.sin(i)]);
       const labels = Int32Array.from({ length: 30 }, (_, i) => i % 3);
       const result = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000,5x,30x']);
-      expectWarnings(result, ['cluster counts 1000 and 30x (90 clusters for 3 labels) are more than the 30 items clustered: used 30 clusters instead']);
+      expectWarnings(result, ['cluster count 1000 is more than the 30 items clustered: used 30 clusters instead']);
       expect(result.report.parameters.resolvedClusterCounts).to.deep.equal([3, 15, 30]);
-      const one = await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1000']);
-      expectWarnings(one, ['cluster count 1000 is more than the 30 items clustered: used 30 clusters instead']);
+      // The default sweep's 30x on a small set: capped and reported at the count used (NMI k=30), no warning.
+      expectWarnings(await evalWithReport([...(await npyArgs(rows, labels)), '--cluster-counts', '1x,30x']), []);
+      const few = rows.slice(0, 20);
+      const plus = await evalWithReport([...(await npyArgs(few, labels.slice(0, 20))), '--cluster-counts', '1x,10x,30x']);
+      expectWarnings(plus, ['cluster count 10x (30 clusters for 3 labels: NMI+) is more than the 20 items clustered: used 20 clusters instead']);
     });
   });
 

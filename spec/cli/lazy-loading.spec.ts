@@ -1,12 +1,13 @@
 /**
  * @file The front door stays light: `dml --help` loads none of the heavy packages, `dml eval` (on .npy
  * embeddings) and `import 'dmlkit'` never load TensorFlow.js, and the training and export entry points
- * do (the probe's positive control). Each case runs in a fresh process (spec/helpers/loaded-packages.ts),
+ * do (the probe's positive control); `dml compare` of training runs loads neither TensorFlow.js nor
+ * onnxruntime. Each case runs in a fresh process (spec/helpers/loaded-packages.ts),
  * since this one has loaded everything already. Also: a DmlError thrown by a command's lazily imported
  * work is still reported as one `dml: <message>` line (instanceof holds across module copies).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,6 +50,21 @@ describe('lazy loading of the CLI and the entry points', function () {
     expect(result.code).to.equal(0);
     expect(result.loaded).to.include('onnxruntime-node');
     expect(result.loaded).not.to.include('@tensorflow');
+    expect(result.tfEngine).to.equal(false);
+  });
+
+  it('dml compare of training runs loads neither TensorFlow.js nor onnxruntime', () => {
+    const runs = ['a', 'b'].map((name) => {
+      const run = path.join(dir, name);
+      mkdirSync(run);
+      writeFileSync(path.join(run, 'config.json'), JSON.stringify({ steps: 1, sampler: { batchSize: 2 } }));
+      writeFileSync(path.join(run, 'log.jsonl'), `${JSON.stringify({ type: 'step', epoch: 1, step: 1, globalStep: 1, loss: 0.5, validCount: 2, totalCount: 2, learningRate: 0.1 })}\n`);
+      return run;
+    });
+    const result = probe('cli', 'compare', ...runs, '--out', path.join(dir, 'compared'));
+    expect(result.code).to.equal(0);
+    expect(result.loaded).not.to.include('@tensorflow');
+    expect(result.loaded).not.to.include('onnxruntime-node');
     expect(result.tfEngine).to.equal(false);
   });
 

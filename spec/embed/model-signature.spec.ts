@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import { DmlError } from '../../lib/errors.js';
+import sharp from 'sharp';
+import { preprocessingOverrides } from '../../lib/cli/preprocessing-flags.js';
 import { IMAGENET_MEAN, IMAGENET_STD, resolveModelSignature, type TensorInfo } from '../../lib/embed/model-signature.js';
+import { loadImageBatch } from '../../lib/image/batch-loader.js';
 
 const out = (shape: Array<number | string>): TensorInfo[] => [{ name: 'emb', type: 'float32', shape }];
 const inp = (shape: Array<number | string>, type = 'float32'): TensorInfo[] => [{ name: 'x', type, shape }];
@@ -96,5 +99,18 @@ describe('resolveModelSignature', () => {
   it('accepts float16 inputs and outputs (cast by the session runner)', () => {
     const s = resolveModelSignature('fp16.onnx', inp(['n', 3, 8, 8], 'float16'), [{ name: 'e', type: 'float16', shape: ['n', 4] }], undefined, {});
     expect(s.inputType).to.equal('float16');
+  });
+
+  it('--stretch (resizeMode exact without a size) resizes to the input size, aspect not kept, nothing cropped', async () => {
+    const s = resolveModelSignature('k.onnx', inp([1, 32, 48, 3]), out([1, 8]), undefined, preprocessingOverrides({ stretch: true }));
+    expect(s.preprocessing).to.include({ resizeMode: 'exact', resizeWidth: 48, resizeHeight: 32, height: 32, width: 48 });
+    expect(s.preprocessingSources).to.include({ resizeMode: 'override', resizeWidth: 'override', resizeHeight: 'override' });
+    // A 90 x 60 image becomes 48 x 32 whole: its left and right edges are in the output (a centre crop would cut them).
+    const batch = await loadImageBatch([{ kind: 'file', path: 'spec/fixtures/hub/images/a/wide.png' }], { ...s.preprocessing, mean: [0, 0, 0], std: [1, 1, 1] });
+    const reference = await sharp('spec/fixtures/hub/images/a/wide.png').resize(48, 32, { fit: 'fill', kernel: 'linear' }).raw().toBuffer();
+    let worst = 0;
+    reference.forEach((v, i) => (worst = Math.max(worst, Math.abs((batch.data[i] as number) - v / 255))));
+    expect(worst).to.be.below(1.5 / 255);
+    expect(() => preprocessingOverrides({ stretch: true, resize: '40' })).to.throw('--resize 40 and --stretch: give one (--stretch resizes to the input size itself)');
   });
 });

@@ -163,6 +163,11 @@ describe('eval/evaluateEmbeddings (retrieval, hand-computed)', () => {
     // Whole ranking: g2 hits at 3, 4 (RR 1/3, AP (1/3 + 2/4)/2 = 5/12); q1 RR 1, AP 5/6.
     expect(metrics.mrr).to.be.closeTo((1 / 3 + 1) / 2, 1e-15);
     expect(metrics.map).to.be.closeTo((5 / 12 + 5 / 6) / 2, 1e-15);
+    // Without the whole ranking: the same top-k metrics, MRR and mAP null.
+    const without = await evaluateEmbeddings(queries, gallery, { ...options, fullRanking: false });
+    expect(without.parameters.fullRanking).to.equal(false);
+    expect(without.metrics).to.deep.include({ mrr: null, map: null, mapAtR: metrics.mapAtR, recall: metrics.recall });
+    expect(without.metrics.accuracyCalculator).to.include({ mean_reciprocal_rank: null, mean_average_precision: null });
   });
 
   it('query set = gallery set (null or the same object): leave-one-out', async () => {

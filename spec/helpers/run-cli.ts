@@ -39,7 +39,7 @@ export async function runCliCaptured(argv: string[]): Promise<CliResult> {
  * without the progress lines a stage longer than a second prints on a non-terminal.
  */
 export function beforeSummary(stderr: string): string {
-  const lines = stderr.split('\n').filter((l) => !/^(embed|search|hnsw build|hnsw search|exact reference|k-means): \d+\/\d+ /.test(l));
+  const lines = stderr.split('\n').filter((l) => !/^(embed|search|hnsw build|hnsw search|exact reference|k-means)( \([^)]*\))?: \d+\/\d+ /.test(l));
   expect(lines.at(-1), 'stderr ends with a newline').to.equal('');
   expect(lines.at(-2)).to.match(/^dml eval: done in \d+\.\ds \((embed \d+\.\ds, )?(hnsw build \d+\.\ds, )?search \d+\.\ds, (exact reference \d+\.\ds, )?k-means \d+\.\ds\); (wrote \S|no files written \(use --out or --json\))/);
   expect(lines.filter((l) => l.startsWith('dml eval: done'))).to.have.length(1);

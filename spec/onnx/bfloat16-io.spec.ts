@@ -78,6 +78,8 @@ describe('onnx/bfloat16-io and float16 models', () => {
     expect(widenBfloat16Io(castModel(1), 'f32')).to.equal(undefined);
     const embedder = await OnnxEmbedder.open(file, { device: 'cpu' });
     try {
+      // The report records the types the file declares, not those of the widened graph.
+      expect(embedder.ioTypes).to.deep.equal({ input: 'bfloat16', output: 'bfloat16' });
       const got = Array.from(await embedder.embedTensor(input, 1));
       const round = (v: number): number => bfloat16ToFloat(floatToBfloat16(v));
       expected(input, round).forEach((v, j) => expect(got[j]).to.be.closeTo(v, 1e-6));
@@ -92,6 +94,7 @@ describe('onnx/bfloat16-io and float16 models', () => {
     const embedder = await OnnxEmbedder.open(file, { device: 'cpu' });
     try {
       expect(embedder.signature.inputType).to.equal('float16');
+      expect(embedder.ioTypes).to.deep.equal({ input: 'float16', output: 'float16' });
       const got = Array.from(await embedder.embedTensor(input, 1));
       const round = (v: number): number => halfToFloat(floatToHalf(v));
       expected(input, round).forEach((v, j) => expect(got[j]).to.be.closeTo(v, 1e-6));

@@ -10,7 +10,7 @@ import { expect } from 'chai';
 import { OnnxEmbedder } from '../../lib/embed/embedder.js';
 import { embeddingCacheKey } from '../../lib/embed/cache.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
-import { readExternalDataLocations } from '../../lib/onnx/metadata.js';
+import { readExternalDataLocations, readExternalDataRanges } from '../../lib/onnx/metadata.js';
 import { copyModelFiles, modelIdentity, readModelFiles } from '../../lib/onnx/model-files.js';
 import { canonicalJson, sha256 } from '../../lib/util/hash.js';
 import { externalWeights, writeExternalDataModel } from '../helpers/external-data-model.js';
@@ -63,6 +63,19 @@ describe('onnx/model-files (external data)', () => {
       OnnxEmbedder.open(model, { device: 'cpu' }),
       'E_NOT_FOUND',
       `${model} keeps weights in external data file "model.onnx_data", which is missing (expected ${path.join(dir, 'model.onnx_data')}, beside the model)`,
+    );
+  });
+
+  it("names a data file that does not belong to the model (another model's, shorter) as the culprit, with the tensor that does not fit", async () => {
+    const model = writeExternalDataModel(dir, 1);
+    const ranges = readExternalDataRanges(readFileSync(model));
+    expect(ranges).to.deep.equal([{ tensor: 'w', location: 'model.onnx_data', offset: 0, length: 784 * 8 * 4 }]);
+    // Another model's data file under the same name: a 784 x 4 weight where this model reads 784 x 8.
+    writeFileSync(path.join(dir, 'model.onnx_data'), new Uint8Array(externalWeights(2).buffer, 0, 784 * 4 * 4));
+    await expectDmlError(
+      OnnxEmbedder.open(model, { device: 'cpu' }),
+      'E_MODEL',
+      `${model}: its external data file "model.onnx_data" (${path.join(dir, 'model.onnx_data')}) does not belong to it: tensor "w" is at bytes 0-25088 but the file holds 12544 bytes (another model's data file under that name, or a cut-short copy); put the data file exported with this model beside it`,
     );
   });
 

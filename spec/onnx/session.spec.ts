@@ -92,9 +92,10 @@ describe('onnx/session', () => {
     const gpu = (existsSync('/dev/dri') && readdirSync('/dev/dri').some((n) => n.startsWith('renderD'))) || existsSync('/dev/nvidiactl') || existsSync('/dev/dxg');
     // On a machine with both (the GPU machine), the auto test above covers what onnxruntime answers.
     if (process.platform !== 'linux' || (loader && gpu)) return;
-    const reason = !loader
-      ? 'no Vulkan loader (libvulkan.so.1) on this machine; WebGPU needs it and a GPU driver with Vulkan support'
-      : 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine';
+    // No GPU at all is the reason given first (the noise rule of the reports keys on it).
+    const reason = !gpu
+      ? 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine'
+      : 'no Vulkan loader (libvulkan.so.1) on this machine; WebGPU needs it and a GPU driver with Vulkan support';
     const auto = await createSession(modelPath, { device: 'auto' });
     expect(auto.attempts.find((a) => a.provider === 'webgpu')).to.deep.equal({ provider: 'webgpu', error: reason });
     await auto.session.release();
@@ -107,6 +108,11 @@ describe('onnx/session', () => {
       'm.onnx runs on cpu (cuda: no library; webgpu: no adapter)',
     );
     expect(describeProviderChoice('m.onnx', { provider: 'webgpu', attempts: [{ provider: 'webgpu' }] })).to.equal('m.onnx runs on webgpu');
+    // auto on a machine without any GPU device: one short note, not the probes' reasons.
+    const none = { provider: 'cpu' as const, attempts: [{ provider: 'cuda' as const, error: 'no GPU device for CUDA (/dev/nvidiactl or /dev/dxg) on this machine' }, { provider: 'webgpu' as const, error: 'no GPU device (/dev/dri/renderD*, /dev/nvidiactl or /dev/dxg) on this machine' }, { provider: 'cpu' as const }] };
+    expect(describeProviderChoice('m.onnx', none)).to.equal('m.onnx runs on cpu (no GPU on this machine)');
+    // A GPU that could exist (CUDA's library missing beside a GPU node) keeps every reason.
+    expect(describeProviderChoice('m.onnx', { ...none, attempts: [{ provider: 'cuda', error: 'Failed to load shared library' }, ...none.attempts.slice(1)] })).to.match(/^m\.onnx runs on cpu \(cuda: Failed to load shared library; webgpu: no GPU device/);
   });
 
   it('creates a CPU session from bytes with one attempt and the requested threads', async () => {

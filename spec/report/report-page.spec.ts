@@ -12,7 +12,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
-import { launchChromiumOrSkip } from '../helpers/chromium.js';
+import { launchChromiumOrSkip, openOffline } from '../helpers/chromium.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { evaluate } from '../../lib/facade.js';
 import { reportHtml } from '../../lib/report/sections.js';
@@ -47,20 +47,13 @@ describe('report.html in headless Chromium', function () {
     const file = path.join(tmp, 'report.html');
     writeFileSync(file, reportHtml(two, { thumbnails }));
 
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const requests: string[] = [];
-    await page.route('**/*', async (route) => {
-      const url = route.request().url();
-      if (url.startsWith('file:') || url.startsWith('data:')) return route.continue();
-      requests.push(url);
-      return route.abort();
-    });
+    const { page, requests } = await openOffline(browser, file);
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
-    await page.goto(`file://${file}`);
+    await page.reload();
 
-    // The metrics, AccuracyCalculator, per-class comparison and parameters tables are real tables, none wider than the page.
-    expect(await page.locator('table').count()).to.equal(4);
+    // The metrics, AccuracyCalculator, per-class comparison, models, confusions and parameters tables are real tables, none wider than the page.
+    expect(await page.locator('table').count()).to.equal(6);
     expect(await page.locator('pre').count()).to.equal(0);
     expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).to.equal(true);
     expect(await page.locator('table').first().locator('tbody tr td').first().textContent()).to.equal('default.onnx');

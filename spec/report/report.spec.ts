@@ -55,6 +55,7 @@ function run(name: string, recall1: number, curve: Array<[number, number]>, extr
     kmeans: { init: 'k-means++', roundFraction: 0.25, maxIterations: 100, tolerance: 1e-4, restarts: 1, seed: 0 },
     selfExclusion: 'by-id',
     neighboursRetrieved: 5,
+    fullRanking: true,
   };
   return {
     name,
@@ -141,7 +142,7 @@ describe('report', () => {
     expect(html).to.include('folder:&lt;x &amp; y&gt;');
     expect(html).not.to.include('<x & y>');
     expect(html).not.to.include('<pre>');
-    expect(html.match(/<svg/g)?.length).to.equal(2);
+    expect(html.match(/<svg/g)?.length).to.equal(3); // Recall@K, NMI curve, per-class Recall@1 bars (no diagnostics recorded: no histograms)
     expect(html).to.include('NMI curve (NMI over cluster counts)');
     expect(html).to.include('<th>model</th><th class="num">R@1</th>');
     expect(html).to.include('<tr><td>a.onnx</td><td class="num">50.00</td><td class="num">100.00</td>');

@@ -55,6 +55,10 @@ describe('train: the loss parameters beside the network', function () {
     const now = Float64Array.from(proxies.dataSync());
     optimizer.applyOwnGradients({ [proxies.name]: gradient });
     for (let i = 0; i < 6; i++) expect(proxies.dataSync()[i]).to.be.closeTo(now[i]! - 0.2 * g[i]!, 1e-6);
+    // A momentum a schedule sets (OneCycle's cycleMomentum) reaches this parameter group too.
+    const adam = LossOptimizer.create(loss, parseTrainConfig(tinyTrainConfig('x'), 'test').optimizer, 0.1, false)!;
+    adam.setMomentum(0.85);
+    expect((adam.optimizer as unknown as { beta1: number }).beta1).to.equal(0.85);
     tf.dispose([gradient, other, proxies]);
     // A loss without parameters has no such optimiser.
     expect(LossOptimizer.create(createLoss({ name: 'ephn' }), parseTrainConfig(tinyTrainConfig('x'), 'test').optimizer, 0.1, false)).to.equal(undefined);
@@ -98,7 +102,7 @@ describe('train: the loss parameters beside the network', function () {
     expect(shapes).to.include('784x16').and.not.include('5x4');
   });
 
-  it('a training set with more classes than the table fails before any work, naming the first label without a proxy', async () => {
+  it('a training set with more classes than the table, or no numClasses, fails before any work (the first names the label without a proxy)', async () => {
     const out = path.join(dir, 'too-few');
     const config = tinyTrainConfig(out, { loss: { name: 'proxy-anchor', numClasses: 3 } }) as TrainConfigInput;
     await expectDmlError(
@@ -106,6 +110,10 @@ describe('train: the loss parameters beside the network', function () {
       'E_ARG',
       'Expected at most 3 training classes for loss.numClasses (the proxy-anchor loss\'s class table) but the training data has 5: label "pullover" (class 3) is not in the table; set loss.numClasses to 5',
     );
+    expect(existsSync(out)).to.equal(false);
+    // numClasses missing: the loss's options fail first.
+    const missing = tinyTrainConfig(out, { loss: { name: 'arcface' } }) as TrainConfigInput;
+    await expectDmlError(train(parseTrainConfig(missing, 'test')), 'E_ARG', 'Expected a number for loss.numClasses but received undefined');
     expect(existsSync(out)).to.equal(false);
   });
 });

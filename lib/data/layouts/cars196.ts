@@ -48,6 +48,8 @@ interface CarAnnotations {
   classCount: number;
   /** What bounds the class ids, for the unknown-class error. */
   classCountSource: string;
+  /** The MAT-file's `class_names` by class id, when it has them. */
+  classNames?: Record<string, string>;
 }
 
 async function readMatAnnotations(file: string): Promise<CarAnnotations> {
@@ -73,7 +75,11 @@ async function readMatAnnotations(file: string): Promise<CarAnnotations> {
     return { relativePath: path.rows[0] ?? '', classId, where: `${file}: annotations(${i + 1}).class` };
   });
   const classNames = variables.get('class_names');
-  if (classNames?.kind === 'cell') return { annotations, classCount: classNames.cells.length, classCountSource: `class_names lists ${classNames.cells.length}` };
+  if (classNames?.kind === 'cell') {
+    // Class id i (1-based) is the i-th cell; a cell that is not one line of text names nothing.
+    const names = Object.fromEntries(classNames.cells.flatMap((cell, i) => (cell.kind === 'char' && cell.rows.length === 1 ? [[String(i + 1), cell.rows[0] as string]] : [])));
+    return { annotations, classCount: classNames.cells.length, classCountSource: `class_names lists ${classNames.cells.length}`, classNames: names };
+  }
   return { annotations, classCount: CLASS_COUNT, classCountSource: `Cars196 has ${CLASS_COUNT}` };
 }
 
@@ -119,7 +125,7 @@ export async function readCars196(path: string): Promise<Manifest> {
   if (extension !== '.mat' && extension !== '.csv') {
     throw invalidParameterError('Cars196 annotation file', 'a .mat or .csv file (or the folder holding cars_annos.mat)', basename(file));
   }
-  const { annotations, classCount, classCountSource } = extension === '.mat' ? await readMatAnnotations(file) : await readCsvAnnotations(file);
+  const { annotations, classCount, classCountSource, classNames } = extension === '.mat' ? await readMatAnnotations(file) : await readCsvAnnotations(file);
   const root = dirname(file);
   const items = annotations.map(({ relativePath, classId, where }): ManifestItem => {
     if (classId > classCount) throw new DmlError('E_DATASET', `${where}: unknown class id ${classId}; ${classCountSource} classes`);
@@ -131,5 +137,6 @@ export async function readCars196(path: string): Promise<Manifest> {
     protocol: 'Cars196: classes 1-98 train, 99-196 test; query set = gallery set = test images',
     defaultK: [1, 2, 4, 8],
     items,
+    ...(classNames !== undefined ? { classNames } : {}),
   };
 }

@@ -53,6 +53,9 @@ async function readPair(dir: string, prefix: 'train' | 't10k'): Promise<Manifest
   return Array.from({ length: count }, (_, index) => splitItem(`${split}/${index}`, { kind: 'idx', file: imagesFile, index }, String(labels.data[index]), split));
 }
 
+/** Fashion-MNIST's class names, label 0 first (Xiao et al. 2017, the dataset's README). */
+export const FASHION_MNIST_CLASSES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag', 'Ankle boot'] as const;
+
 /** Reads an MNIST-family IDX folder (see the file comment); `layout` is the name it was opened with. */
 export async function readIdxDataset(dir: string, layout: IdxLayoutName): Promise<Manifest> {
   const [train, test] = await Promise.all([readPair(dir, 'train'), readPair(dir, 't10k')]);
@@ -62,5 +65,6 @@ export async function readIdxDataset(dir: string, layout: IdxLayoutName): Promis
     protocol: `${IDX_LAYOUT_NAMES[layout]}: train files train, t10k files test; query set = gallery set = test images`,
     defaultK: [1, 2, 4, 8],
     items: [...train, ...test],
+    ...(layout === 'fashion-mnist' ? { classNames: Object.fromEntries(FASHION_MNIST_CLASSES.map((name, i) => [String(i), name])) } : {}),
   };
 }

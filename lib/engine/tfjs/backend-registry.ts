@@ -3,7 +3,7 @@
  * registers it under and the package that provides it; `auto` tries them in
  * {@link TFJS_BACKEND_ORDER}. backend.ts loads them (with the fallback of lib/util/fallback.ts); the
  * training config and `dml train --backend` take these names plus `onnx`, the graph trainer
- * ({@link TRAINING_BACKENDS}). Adding a backend is its name in the order and its entry in
+ * (`TRAINING_BACKENDS`, lib/train/training-backends.ts). Adding a backend is its name in the order and its entry in
  * {@link TFJS_BACKENDS}. No TensorFlow.js here: the config and the command's help read this file
  * without loading it.
  */
@@ -38,8 +38,3 @@ export const TFJS_BACKENDS: Readonly<Record<BackendChoice, TfjsBackend>> = {
 /** Every backend preference, `auto` first. */
 export const BACKEND_PREFERENCES: readonly [BackendPreference, ...BackendPreference[]] = ['auto', ...TFJS_BACKEND_ORDER];
 
-/** Where a run trains: a TensorFlow.js backend preference, or `onnx` (the graph trainer on onnxruntime). */
-export type TrainingBackend = BackendPreference | 'onnx';
-
-/** Every training backend: the config's `backend` and `dml train --backend`. */
-export const TRAINING_BACKENDS: readonly [TrainingBackend, ...TrainingBackend[]] = [...BACKEND_PREFERENCES, 'onnx'];

@@ -40,6 +40,11 @@ export abstract class BaseMetricLoss<Options extends object> implements MetricLo
     return this.lossOf(new LossBatch(embeddings, labels));
   }
 
+  /** The loss of a batch already made (one against reference items: cross-batch-memory.ts). */
+  computeBatch(batch: LossBatch): LossOutput {
+    return this.lossOf(batch);
+  }
+
   /** The loss's formula on a checked batch. */
   protected abstract lossOf(batch: LossBatch): LossOutput;
 }

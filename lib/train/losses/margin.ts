@@ -10,7 +10,8 @@
  * starting at `beta`). With `learnBeta` the β values are `trainableVariables`, optimised with the
  * model, and the regulariser is R = ν Σ_triplets β_{y_a} (per class; divided by the divisor as
  * above) or ν β (scalar; added after the division, as PML's "already reduced" term). Options:
- * `margin` m = 0.2, `beta` = 1.2, `learnBeta` = false, `numClasses` = null, `nu` ν = 0.
+ * `margin` m = 0.2, `beta` = 1.2, `learnBeta` = false, `numClasses` = null, `nu` ν = 0; a learnt β trains
+ * as parameter-options.ts says (`learningRateScale` 1, `weightDecay` 0).
  *
  * Wu et al. pair this loss with distance-weighted sampling; that miner is a separate part, so the
  * default triplets are all valid ones, as PML's default. When no pair term is > 0 the loss is the
@@ -29,6 +30,7 @@ import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { tripletTensors } from './triplet-slots.js';
 import { defineLoss } from './loss-entry.js';
+import { parameterTrainingFields } from './parameter-options.js';
 
 /** Options of the margin loss. */
 export const marginOptionsSchema = z.strictObject({
@@ -42,6 +44,7 @@ export const marginOptionsSchema = z.strictObject({
   numClasses: z.int().min(1).nullable().default(null),
   /** ν, the weight of the β regulariser (0; only used with `learnBeta`). */
   nu: z.number().min(0).default(0),
+  ...parameterTrainingFields,
 });
 
 /** Options as written in a config (every field optional). */

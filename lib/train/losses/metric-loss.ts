@@ -23,6 +23,22 @@ export interface LossOutput {
   totalCount: number;
 }
 
+/** What a loss carries from step to step besides its parameters (a cross-batch memory), in checkpoint form. */
+export interface LossStepState {
+  /** Named float32 arrays (the checkpoint's arrays). */
+  readonly arrays: ReadonlyMap<string, Float32Array>;
+  /** A few numbers (the checkpoint's state). */
+  readonly values: readonly number[];
+}
+
+/** Saves and restores a loss's {@link LossStepState}. */
+export interface LossStepStore {
+  /** The state now, in checkpoint form. */
+  save(): LossStepState;
+  /** Puts `state` back; an E_ARG error naming `where` when `state` is not one of this loss's. */
+  restore(state: LossStepState, where: string): void;
+}
+
 /** A metric-learning loss. */
 export interface MetricLoss {
   /** Registry name, e.g. `ephn`. */
@@ -53,4 +69,10 @@ export interface MetricLoss {
    * checkpoint and restored on resume, so a resumed run draws what an uninterrupted one would.
    */
   readonly generator?: Rng;
+  /**
+   * The state a loss carries from step to step (XBM's memory, cross-batch-memory.ts): saved in each
+   * checkpoint, restored on resume, and put back after the trainer's probe step, so that only training
+   * steps change it.
+   */
+  readonly stepState?: LossStepStore;
 }

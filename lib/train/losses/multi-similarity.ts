@@ -29,6 +29,7 @@ import type { LossOutput } from './metric-loss.js';
 import { parseSpec } from '../../util/parse-spec.js';
 import { zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
+import { crossBatchMemorySchema, withCrossBatchMemory } from './cross-batch-memory.js';
 
 /** Options of the multi-similarity loss. */
 export const multiSimilarityOptionsSchema = z.strictObject({
@@ -44,6 +45,8 @@ export const multiSimilarityOptionsSchema = z.strictObject({
   epsilon: z.number().min(0).default(DEFAULT_MULTI_SIMILARITY_EPSILON),
   /** `all-rows` (default, PML / original code) or `valid-anchors` (Roth et al.). */
   reduction: z.enum(['all-rows', 'valid-anchors']).default('all-rows'),
+  /** A cross-batch memory the batch is compared with (null, default: none; cross-batch-memory.ts). */
+  memory: crossBatchMemorySchema,
 });
 
 /** Options as written in a config (every field optional). */
@@ -73,11 +76,11 @@ export class MultiSimilarityLoss extends BaseMetricLoss<z.output<typeof multiSim
     }
     if (validCount === 0) return zeroLoss(size);
     const positiveTerm = tf.div(
-      maskedLogSumExp(tf.mul(tf.sub(base, similarities), alpha), pairMask(pairs.positive, size), true),
+      maskedLogSumExp(tf.mul(tf.sub(base, similarities), alpha), pairMask(pairs.positive, size, masks.columns), true),
       alpha,
     );
     const negativeTerm = tf.div(
-      maskedLogSumExp(tf.mul(tf.sub(similarities, base), beta), pairMask(pairs.negative, size), true),
+      maskedLogSumExp(tf.mul(tf.sub(similarities, base), beta), pairMask(pairs.negative, size, masks.columns), true),
       beta,
     );
     const rowLosses = tf.mul(tf.add(positiveTerm, negativeTerm), contributes);
@@ -92,11 +95,11 @@ function rowsWithPairs(pairs: PairList, size: number): Uint8Array {
   return has;
 }
 
-function pairMask(pairs: PairList, size: number): tf.Tensor2D {
-  const mask = new Uint8Array(size * size);
-  for (let k = 0; k < pairs.anchors.length; k++) mask[pairs.anchors[k]! * size + pairs.others[k]!] = 1;
-  return tf.tensor2d(mask, [size, size], 'bool');
+function pairMask(pairs: PairList, size: number, columns: number): tf.Tensor2D {
+  const mask = new Uint8Array(size * columns);
+  for (let k = 0; k < pairs.anchors.length; k++) mask[pairs.anchors[k]! * columns + pairs.others[k]!] = 1;
+  return tf.tensor2d(mask, [size, columns], 'bool');
 }
 
 /** Registry entry: `multi-similarity`. */
-export const MULTI_SIMILARITY_LOSS = defineLoss('multi-similarity', multiSimilarityOptionsSchema, (options) => new MultiSimilarityLoss(options));
+export const MULTI_SIMILARITY_LOSS = defineLoss('multi-similarity', multiSimilarityOptionsSchema, (options) => withCrossBatchMemory(new MultiSimilarityLoss(options)));

@@ -16,8 +16,8 @@
 import * as tf from '@tensorflow/tfjs';
 import { z } from 'zod';
 import { parseSpec } from '../../util/parse-spec.js';
-import { BaseMetricLoss } from './base-loss.js';
-import { ClassTable, classTableFields } from './class-table.js';
+import { classTableFields } from './class-table.js';
+import { ClassTableLoss } from './class-table-loss.js';
 import { defineLoss, type LossContext } from './loss-entry.js';
 import type { LossBatch } from './loss-batch.js';
 import { maskedLogSumExp } from './masked-ops.js';
@@ -36,24 +36,14 @@ export const proxyAnchorOptionsSchema = z.strictObject({
 export type ProxyAnchorOptions = z.input<typeof proxyAnchorOptionsSchema>;
 
 /** Proxy-Anchor loss (see the file comment). */
-export class ProxyAnchorLoss extends BaseMetricLoss<z.output<typeof proxyAnchorOptionsSchema>> {
-  override readonly trainableVariables: readonly tf.Variable[];
-  private readonly table: ClassTable;
-
+export class ProxyAnchorLoss extends ClassTableLoss<z.output<typeof proxyAnchorOptionsSchema>> {
   constructor(options: ProxyAnchorOptions, context: LossContext = {}) {
-    super('proxy-anchor', parseSpec(proxyAnchorOptionsSchema, options, 'loss'));
-    this.table = new ClassTable(this.name, this.options, context, 1, 'kaiming-normal-fan-out');
-    this.trainableVariables = [this.table.variable];
+    super('proxy-anchor', parseSpec(proxyAnchorOptionsSchema, options, 'loss'), context, 1, 'kaiming-normal-fan-out');
   }
 
-  checkTrainingLabels(labelNames: readonly string[]): void {
-    this.table.checkTrainingLabels(labelNames);
-  }
-
-  protected override lossOf(batch: LossBatch): LossOutput {
+  protected override tableLossOf(batch: LossBatch): LossOutput {
     const { embeddings, labels, size } = batch;
     const { margin, alpha, numClasses } = this.options;
-    this.table.checkLabels(labels, embeddings);
     // [C, B]: each proxy's similarities to the batch.
     const similarities = tf.transpose(this.table.cosines(embeddings)) as tf.Tensor2D;
     const positive = tf.transpose(this.table.oneHot(labels)) as tf.Tensor2D;

@@ -33,3 +33,13 @@ export function sumAndNonZeroCount(losses: tf.Tensor): { sum: tf.Scalar; nonZero
   for (const value of losses.dataSync()) if (value > 0) nonZero++;
   return { sum: tf.sum(losses), nonZero };
 }
+
+/**
+ * `AvgNonZeroReducer` as a loss output: the mean of the entries of `losses` that are > 0 (entries
+ * outside the tuple set must be 0), `validCount` their number; the zero output when none is.
+ */
+export function averageNonZero(losses: tf.Tensor, totalCount: number): LossOutput {
+  const { sum, nonZero } = sumAndNonZeroCount(losses);
+  if (nonZero === 0) return zeroLoss(totalCount);
+  return { loss: tf.div(sum, nonZero), validCount: nonZero, totalCount };
+}

@@ -12,23 +12,32 @@
  * | `epshn` | easy-positive NCA | the same plus semiHardRule strict |
  * | `batch-all` | NTXent-style BA (batch-all.ts) | temperature 0.1, order 1, reduction mean, validity exists |
  * | `npair` | Sohn's N-pair (n-pair.ts) | temperature 0.1, order 1, reduction mean, validity exists |
- * | `triplet-margin` | triplet-margin.ts | margin 0.05, distance euclidean, miner none, minerMargin null |
- * | `contrastive` | contrastive.ts | posMargin 0, negMargin 1 |
+ * | `triplet-margin` | triplet-margin.ts | margin 0.05, distance euclidean, miner none (or all, hard, semihard, batch-hard), minerMargin null |
+ * | `contrastive` | contrastive.ts | posMargin 0, negMargin 1, miner null (mining/pair-miner.ts) |
  * | `multi-similarity` | multi-similarity.ts | alpha 2, beta 50, base 0.5, miner multi-similarity, epsilon 0.1, reduction all-rows |
  * | `lifted-structure` | lifted-structure.ts | negMargin 1, posMargin 0 |
- * | `margin` | margin.ts | margin 0.2, beta 1.2, learnBeta false, numClasses null, nu 0 |
+ * | `margin` | margin.ts | margin 0.2, beta 1.2, learnBeta false, numClasses null, nu 0, learningRateScale 1, weightDecay 0 |
  * | `direct-gradient`, `dg-triplet-euclidean`, `dg-triplet-cosine`, `dg-circle`, `dg-binomial-deviance`, `dg-ms`, `dg-dr-ms`, `dg-sct`, `dg-best` | direct gradients, paper 003 (direct-gradient.ts) | direction, pairWeight, tripletWeight (per name), tau 10, alpha 2, beta 10, base 0.5, epsilon 0.1, msRelative mean-others, orthogonalize negative, sc2Boundary circle, reduction mean, duplicateThreshold 0.9999 |
  * | `loop-triplet` | LoOp, paper 001 (loop.ts) | geometry arc, reduction mean, margin 0.1, negatives all |
  * | `loop-hphn` | LoOp | geometry arc, reduction mean, margin 0.1 |
  * | `loop-lifted` | LoOp | geometry arc, reduction mean, margin 0.1, negativeMin hard |
  * | `loop-ms` | LoOp | geometry arc, reduction mean, alpha 2, beta 50, base 0.5, epsilon -0.02 |
  * | `eps-triplet` | EPS, paper 004 (eps.ts) | margin 0.2, distance squared-euclidean, semiHardFallback random, duplicateThreshold 0.9999, seed 0 |
- * | `eps-margin` | EPS | margin 0.2, beta 1.2, learnBeta true, numClasses null, nu 0, cutoff 0.5, upperCutoff null, duplicateThreshold 0.9999, seed 0 |
+ * | `eps-margin` | EPS | margin 0.2, beta 1.2, learnBeta true, numClasses null, nu 0, learningRateScale 1, weightDecay 0, cutoff 0.5, upperCutoff null, duplicateThreshold 0.9999, seed 0 |
  * | `eps-ms` | EPS | alpha 2, beta 50, base 1, epsilon 0.1, negativeThreshold hardest-positive, duplicateThreshold 0.9999 |
  * | `proxy-anchor` | Proxy-Anchor (proxy-anchor.ts) | numClasses (required), embeddingSize (the model's), margin 0.1, alpha 32, seed 0, learningRateScale 1, weightDecay 0 |
+ * | `proxy-nca` | ProxyNCA, ProxyNCA++ (proxy-nca.ts) | numClasses, embeddingSize, seed, learningRateScale, weightDecay as above; softmaxScale 1 |
+ * | `normalized-softmax` | Normalized Softmax (normalized-softmax.ts) | the class-table options; temperature 0.05 |
+ * | `arcface`, `cosface`, `subcenter-arcface` | additive-margin softmax (angular-margin.ts) | the class-table options; margin 28.6 (degrees) / 0.35 / 28.6, scale 64, subCenters 3 |
+ * | `soft-triple` | SoftTriple (soft-triple.ts) | the class-table options; centersPerClass 10, la 20, gamma 0.1, margin 0.01 |
+ * | `circle` | Circle loss, pair form (circle.ts) | m 0.4, gamma 80, miner null |
+ * | `supcon` | supervised contrastive (supcon.ts) | temperature 0.1, miner null |
+ * | `fast-ap` | FastAP (fast-ap.ts) | numBins 10 |
  *
  * The losses with a class table (proxies, class weights) train it beside the network as
- * parameter-options.ts says (`learningRateScale`, `weightDecay`).
+ * parameter-options.ts says (`learningRateScale`, `weightDecay`). `contrastive`, `multi-similarity`,
+ * `triplet-margin`, `circle` and `supcon` also take `memory` (null; a cross-batch memory,
+ * cross-batch-memory.ts).
  */
 import { z } from 'zod';
 import { invalidParameterError } from '../../errors.js';
@@ -45,6 +54,13 @@ import type { MetricLoss } from './metric-loss.js';
 import { MULTI_SIMILARITY_LOSS } from './multi-similarity.js';
 import { N_PAIR_LOSS } from './n-pair.js';
 import { PROXY_ANCHOR_LOSS } from './proxy-anchor.js';
+import { PROXY_NCA_LOSS } from './proxy-nca.js';
+import { NORMALIZED_SOFTMAX_LOSS } from './normalized-softmax.js';
+import { ANGULAR_MARGIN_LOSSES } from './angular-margin.js';
+import { SOFT_TRIPLE_LOSS } from './soft-triple.js';
+import { CIRCLE_LOSS } from './circle.js';
+import { SUPCON_LOSS } from './supcon.js';
+import { FAST_AP_LOSS } from './fast-ap.js';
 import { TRIPLET_MARGIN_LOSS } from './triplet-margin.js';
 
 /** Every loss, in registry order. */
@@ -61,6 +77,13 @@ const LOSSES = [
   ...LOOP_LOSSES,
   ...EPS_LOSSES,
   PROXY_ANCHOR_LOSS,
+  PROXY_NCA_LOSS,
+  NORMALIZED_SOFTMAX_LOSS,
+  ...ANGULAR_MARGIN_LOSSES,
+  SOFT_TRIPLE_LOSS,
+  CIRCLE_LOSS,
+  SUPCON_LOSS,
+  FAST_AP_LOSS,
 ] as const;
 
 /** Every loss spec: `name` plus that loss's options, each with its default. */

@@ -138,7 +138,7 @@ function strategyOf<T extends string>(value: T, allowed: readonly T[], name: str
 
 /** Checks that a row-major similarity (or distance) matrix matches the masks' batch size. */
 export function checkMatrix(values: ArrayLike<number>, masks: PairMasks, name: string): void {
-  if (values.length !== masks.size * masks.size) {
-    throw invalidParameterError(name, `a row-major ${masks.size}x${masks.size} matrix (${masks.size * masks.size} values)`, values);
+  if (values.length !== masks.size * masks.columns) {
+    throw invalidParameterError(name, `a row-major ${masks.size}x${masks.columns} matrix (${masks.size * masks.columns} values)`, values);
   }
 }

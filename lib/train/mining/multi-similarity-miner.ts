@@ -29,24 +29,26 @@ export function mineMultiSimilarityPairs(
 ): MinedPairs {
   checkMatrix(similarities, masks, 'similarities');
   if (!Number.isFinite(epsilon) || epsilon < 0) throw invalidParameterError('epsilon', 'a finite number >= 0', epsilon);
-  const size = masks.size;
+  const { size, columns } = masks;
   const hardestPositive = new Float64Array(size).fill(Number.POSITIVE_INFINITY);
   const hardestNegative = new Float64Array(size).fill(Number.NEGATIVE_INFINITY);
   for (let a = 0; a < size; a++) {
-    for (let j = 0; j < size; j++) {
-      const s = similarities[a * size + j]!;
-      if (masks.positive[a * size + j] === 1) hardestPositive[a] = Math.min(hardestPositive[a]!, s);
-      else if (masks.negative[a * size + j] === 1) hardestNegative[a] = Math.max(hardestNegative[a]!, s);
+    for (let j = 0; j < columns; j++) {
+      const s = similarities[a * columns + j]!;
+      if (masks.positive[a * columns + j] === 1) hardestPositive[a] = Math.min(hardestPositive[a]!, s);
+      else if (masks.negative[a * columns + j] === 1) hardestNegative[a] = Math.max(hardestNegative[a]!, s);
     }
   }
   return {
     positive: pairsWhere(
       size,
-      (a, j) => masks.positive[a * size + j] === 1 && similarities[a * size + j]! - epsilon < hardestNegative[a]!,
+      columns,
+      (a, j) => masks.positive[a * columns + j] === 1 && similarities[a * columns + j]! - epsilon < hardestNegative[a]!,
     ),
     negative: pairsWhere(
       size,
-      (a, j) => masks.negative[a * size + j] === 1 && similarities[a * size + j]! + epsilon > hardestPositive[a]!,
+      columns,
+      (a, j) => masks.negative[a * columns + j] === 1 && similarities[a * columns + j]! + epsilon > hardestPositive[a]!,
     ),
   };
 }

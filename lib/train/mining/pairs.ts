@@ -20,17 +20,17 @@ export interface MinedPairs {
 /** Every ordered positive pair and every ordered negative pair of the batch (no mining). */
 export function allPairs(masks: PairMasks): MinedPairs {
   return {
-    positive: pairsWhere(masks.size, (a, j) => masks.positive[a * masks.size + j] === 1),
-    negative: pairsWhere(masks.size, (a, j) => masks.negative[a * masks.size + j] === 1),
+    positive: pairsWhere(masks.size, masks.columns, (a, j) => masks.positive[a * masks.columns + j] === 1),
+    negative: pairsWhere(masks.size, masks.columns, (a, j) => masks.negative[a * masks.columns + j] === 1),
   };
 }
 
-/** Ordered pairs `(a, j)` for which `keep(a, j)` holds, in row-major order. */
-export function pairsWhere(size: number, keep: (anchor: number, other: number) => boolean): PairList {
+/** Ordered pairs `(a, j)` (a < `rows`, j < `columns`) for which `keep(a, j)` holds, in row-major order. */
+export function pairsWhere(rows: number, columns: number, keep: (anchor: number, other: number) => boolean): PairList {
   const anchors: number[] = [];
   const others: number[] = [];
-  for (let a = 0; a < size; a++) {
-    for (let j = 0; j < size; j++) {
+  for (let a = 0; a < rows; a++) {
+    for (let j = 0; j < columns; j++) {
       if (keep(a, j)) {
         anchors.push(a);
         others.push(j);

@@ -30,7 +30,7 @@ export interface TripletSlots {
   readonly width: number;
   /** Row-major B×width: the positive in slot (a, s), or -1 for an empty slot. */
   readonly positives: Int32Array;
-  /** Row-major B×width×B: 1 where `(a, positives[a, s], n)` is a triplet of the list. */
+  /** Row-major B×width×C (C the columns, B for the batch itself): 1 where `(a, positives[a, s], n)` is a triplet of the list. */
   readonly negatives: Uint8Array;
 }
 
@@ -54,9 +54,9 @@ export function mineTripletsByMargin(
   checkMatrix(distances, masks, 'distances');
   if (!MINER_TYPES.includes(type)) throw invalidParameterError('type', `one of ${MINER_TYPES.join(', ')}`, type);
   if (!Number.isFinite(margin)) throw invalidParameterError('margin', 'a finite number', margin);
-  const size = masks.size;
+  const columns = masks.columns;
   return tripletsWhere(masks, (a, p, n) => {
-    const tripletMargin = distances[a * size + n]! - distances[a * size + p]!;
+    const tripletMargin = distances[a * columns + n]! - distances[a * columns + p]!;
     if (tripletMargin > margin) return false;
     if (type === 'hard') return tripletMargin <= 0;
     if (type === 'semihard') return tripletMargin > 0;
@@ -64,36 +64,39 @@ export function mineTripletsByMargin(
   });
 }
 
-/** Groups a triplet list of a batch of `size` by anchor (slots in order of first appearance). */
-export function groupTripletsByAnchor(triplets: TripletList, size: number): TripletSlots {
+/**
+ * Groups a triplet list of a batch of `size` anchors by anchor (slots in order of first appearance);
+ * positives and negatives index `columns` items (the batch itself unless given).
+ */
+export function groupTripletsByAnchor(triplets: TripletList, size: number, columns: number = size): TripletSlots {
   const slotOf = new Map<number, number>();
   const used = new Int32Array(size);
   for (let t = 0; t < triplets.anchors.length; t++) {
-    const key = triplets.anchors[t]! * size + triplets.positives[t]!;
+    const key = triplets.anchors[t]! * columns + triplets.positives[t]!;
     if (!slotOf.has(key)) slotOf.set(key, used[triplets.anchors[t]!]!++);
   }
   const width = used.reduce((max, count) => Math.max(max, count), 0);
   const positives = new Int32Array(size * width).fill(-1);
-  const negatives = new Uint8Array(size * width * size);
+  const negatives = new Uint8Array(size * width * columns);
   for (let t = 0; t < triplets.anchors.length; t++) {
     const anchor = triplets.anchors[t]!;
-    const slot = anchor * width + slotOf.get(anchor * size + triplets.positives[t]!)!;
+    const slot = anchor * width + slotOf.get(anchor * columns + triplets.positives[t]!)!;
     positives[slot] = triplets.positives[t]!;
-    negatives[slot * size + triplets.negatives[t]!] = 1;
+    negatives[slot * columns + triplets.negatives[t]!] = 1;
   }
   return { width, positives, negatives };
 }
 
 function tripletsWhere(masks: PairMasks, keep: (anchor: number, positive: number, negative: number) => boolean): TripletList {
-  const size = masks.size;
+  const { size, columns } = masks;
   const anchors: number[] = [];
   const positives: number[] = [];
   const negatives: number[] = [];
   for (let a = 0; a < size; a++) {
-    for (let p = 0; p < size; p++) {
-      if (masks.positive[a * size + p] !== 1) continue;
-      for (let n = 0; n < size; n++) {
-        if (masks.negative[a * size + n] === 1 && keep(a, p, n)) {
+    for (let p = 0; p < columns; p++) {
+      if (masks.positive[a * columns + p] !== 1) continue;
+      for (let n = 0; n < columns; n++) {
+        if (masks.negative[a * columns + n] === 1 && keep(a, p, n)) {
           anchors.push(a);
           positives.push(p);
           negatives.push(n);

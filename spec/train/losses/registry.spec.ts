@@ -12,9 +12,9 @@ import { normalizeEmbeddings } from '../../../lib/train/similarity.js';
 import { clusteredBatch, onCpuBackend } from './loss-test-support.js';
 
 /** The options a loss needs besides its name (the required ones of the losses with a class table). */
-const REQUIRED: Readonly<Record<string, Record<string, unknown>>> = {
-  'proxy-anchor': { numClasses: 4, embeddingSize: 4 },
-};
+const REQUIRED: Readonly<Record<string, Record<string, unknown>>> = Object.fromEntries(
+  ['proxy-anchor', 'proxy-nca', 'normalized-softmax', 'arcface', 'cosface', 'subcenter-arcface', 'soft-triple'].map((name) => [name, { numClasses: 4, embeddingSize: 4 }]),
+);
 
 /** The spec of `name` with its required options only. */
 const minimal = (name: string): LossSpec => ({ name, ...REQUIRED[name] }) as LossSpec;
@@ -54,6 +54,15 @@ describe('train/losses/registry', () => {
       'eps-margin',
       'eps-ms',
       'proxy-anchor',
+      'proxy-nca',
+      'normalized-softmax',
+      'arcface',
+      'cosface',
+      'subcenter-arcface',
+      'soft-triple',
+      'circle',
+      'supcon',
+      'fast-ap',
     ]);
   });
 
@@ -86,9 +95,9 @@ describe('train/losses/registry', () => {
 
   it('names unknown losses (listing the known ones) and bad options', () => {
     expectDmlErrorSync(
-      () => createLoss({ name: 'arcface' } as unknown as LossSpec),
+      () => createLoss({ name: 'sphereface' } as unknown as LossSpec),
       'E_ARG',
-      `Expected one of ${LOSS_NAMES.join(', ')} for loss.name but received "arcface"`,
+      `Expected one of ${LOSS_NAMES.join(', ')} for loss.name but received "sphereface"`,
     );
     expectDmlErrorSync(() => createLoss(null as unknown as LossSpec), 'E_ARG', 'Expected an object with a name and options for loss but received null');
     expectDmlErrorSync(() => createLoss({} as LossSpec), 'E_ARG', /^Expected one of ep, .* for loss.name but received undefined$/);
@@ -100,7 +109,7 @@ describe('train/losses/registry', () => {
     expectDmlErrorSync(
       () => createLoss({ name: 'contrastive', margin: 1 } as unknown as LossSpec),
       'E_ARG',
-      'Expected no unknown option (known: posMargin, negMargin) for loss.margin but received 1',
+      'Expected no unknown option (known: posMargin, negMargin, miner, memory) for loss.margin but received 1',
     );
     expectDmlErrorSync(
       () => createLoss({ name: 'margin', learnBeta: 'yes' } as unknown as LossSpec),

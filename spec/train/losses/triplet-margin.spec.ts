@@ -32,7 +32,7 @@ describe('train/losses/triplet-margin', () => {
   });
 
   it('names bad options', () => {
-    expectDmlErrorSync(() => new TripletMarginLoss({ miner: 'easy' as 'all' }), 'E_ARG', 'Expected one of none, all, hard, semihard for loss.miner but received "easy"');
+    expectDmlErrorSync(() => new TripletMarginLoss({ miner: 'easy' as 'all' }), 'E_ARG', 'Expected one of none, all, hard, semihard, batch-hard for loss.miner but received "easy"');
     expectDmlErrorSync(() => new TripletMarginLoss({ margin: '0.1' as unknown as number }), 'E_ARG', 'Expected a number for loss.margin but received "0.1"');
   });
 
