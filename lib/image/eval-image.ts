@@ -6,8 +6,9 @@
  * Why: each sharp call costs about 0.45 ms of CPU whatever the image (an 8x8 JPEG: JavaScript options,
  * libvips objects, thread hand-offs), and the two-step path makes two calls plus a full-size raw copy
  * between them. One pipeline, with the size taken from the JPEG header in JavaScript (jpeg-header.ts,
- * no third call), costs 2.8-3.1 ms instead of 3.3-3.7 ms per 480x320 JPEG to a 224x224 crop (2 vCPUs,
- * sequential loop, medians of 5 rounds of 400 images; docs/benchmarks.md).
+ * no third call), costs 3.47 ms of CPU instead of 4.09 per 480x320 JPEG to a 224x224 crop (2 vCPUs,
+ * one image at a time, medians of 5 alternating rounds of 400 images:
+ * scripts/experiments/eval-image-cost.ts; docs/benchmarks.md).
  *
  * When: a JPEG file of 8-bit samples with EXIF orientation 1-4 (or none), without a Pillow-exact
  * `resample`, into 3 channels (from grey, YCbCr or CMYK) or into 1 from a grey JPEG. Everything else
