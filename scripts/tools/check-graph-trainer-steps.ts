@@ -18,7 +18,7 @@
 import { fileURLToPath } from 'node:url';
 import { GraphTrainer, type GraphLoss } from '../../lib/engine/graph-trainer/graph-trainer.js';
 import type { DeviceChoice } from '../../lib/onnx/devices.js';
-import { graphLossOf } from '../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../lib/train/losses/registry.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
 import { Rng } from '../../lib/util/rng.js';
 import { argument, compare, load, networks, relativeDifference, type Difference } from './device-check-support.js';

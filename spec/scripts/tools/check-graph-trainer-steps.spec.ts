@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { GraphTrainer, type GraphTrainerOptions } from '../../../lib/engine/graph-trainer/graph-trainer.js';
-import { graphLossOf } from '../../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../../lib/train/losses/registry.js';
 import { createLoss } from '../../../lib/train/losses/registry.js';
 import { compareTrajectories, type StepComparison } from '../../../scripts/tools/check-graph-trainer-steps.js';
 import { relativeDifference, type Difference } from '../../../scripts/tools/device-check-support.js';
