@@ -22,6 +22,10 @@
 #   8. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
 #      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
 #      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
+#   9. eval-resnet50 (only when PARTS names it; up to 5 minutes): `dml eval` of 10,000 generated 256x256 JPEGs in
+#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU, against PyTorch's same evaluation
+#      on CUDA (DataLoader with 16 workers, exact search on the GPU, k-means by faiss or scikit-learn:
+#      scripts/reference/torch_eval_pipeline.py), each timed end to end, with their R@1 and MAP@R side by side.
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
 # loader and the built app in .device/), then on the GPU machine, from the repository root:
 #   bash .device/unpack.sh && bash scripts/gpu/graph-trainer-gpu.sh "$OUT"
@@ -78,8 +82,17 @@ memory_resnet50() {
   "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-224.onnx" 128 > /dev/null || return 1
   memory --batches 16 && memory --batches 32 && memory --batches 64 --micro-batch 16 --steps 1
 }
-export -f memory memory_resnet50 profile_webgpu; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of the same images and network
+  "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" make-data "$out/eval-images" --classes 100 --per-class 100 --size 256 || return 1
+  "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-eval.onnx" 128 > /dev/null || return 1
+  local start=$EPOCHREALTIME
+  node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --out "$out/eval-webgpu" || return 1
+  echo "dml eval (webgpu): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+  "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" run "$out/eval-images" --arch resnet50 --dim 128 --device cuda --workers "$(nproc)"
+}
+export -f memory memory_resnet50 profile_webgpu eval_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
 part profile-webgpu 240 bash -c profile_webgpu
 part memory-resnet50 290 bash -c memory_resnet50
+part eval-resnet50 300 bash -c eval_resnet50
 cat "$out/summary.txt"
 exit $status
