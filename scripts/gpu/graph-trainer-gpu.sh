@@ -5,6 +5,7 @@
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
 #   2. steps-webgpu: five Adam steps of each network through GraphTrainer on WebGPU and on the CPU, every
 #      weight, running statistic and the embeddings compared after each (scripts/tools/check-graph-trainer-steps.ts);
+#      steps-webgpu-micro: the same, 3 steps in micro-batches of 8 (the gradient sums stay on the GPU);
 #   3. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
 #   4. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
@@ -44,7 +45,7 @@ ln -sfn "$repo/spec/fixtures/graph-trainer" "$app/dist/spec/fixtures/graph-train
 cd "$app" || exit 1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; node --version; "$DML_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'; } 2>&1 | tee "$out/machine.txt"
 status=0
-parts=${PARTS:-device-check steps-webgpu parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
+parts=${PARTS:-device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
 part() { # name, time limit (s), command...
   local name=$1 limit=$2; shift 2
   [[ " $parts " == *" $name "* ]] || return 0
@@ -57,6 +58,7 @@ part() { # name, time limit (s), command...
 fixtures=("$repo"/spec/fixtures/graph-trainer/*/initial.onnx)
 part device-check 60 node dist/scripts/tools/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
 part steps-webgpu 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 5 --batch 32 recipe-r "${fixtures[@]}"
+part steps-webgpu-micro 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 3 --batch 32 --micro-batch 8 recipe-r "${fixtures[@]}"
 part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
 part inference-webgpu 45 node dist/scripts/tools/check-webgpu-parity.js "${fixtures[@]}"
 bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)

@@ -38,6 +38,12 @@ async function trajectories(second: Partial<GraphTrainerOptions>, options: Parti
 describe('scripts/tools/check-graph-trainer-steps', function () {
   this.timeout(30_000);
 
+  it('passes with the CPU as the device in micro-batches (--micro-batch), and says so', () => {
+    const { status, stdout } = check('--device', 'cpu', '--steps', '2', '--batch', '4', '--micro-batch', '2', FIXTURE);
+    expect(status, stdout).to.equal(0);
+    expect(stdout).to.include(`${FIXTURE} (batch 4, item [3, 16, 16], 2 Adam steps at lr 0.001, micro-batches of 2): worst relative difference 0.00e+0`);
+  });
+
   it('passes with the CPU as the device: a line per step, every difference 0, and a summary', () => {
     const { status, stdout } = check('--device', 'cpu', '--steps', '2', '--batch', '4', FIXTURE);
     expect(status, stdout).to.equal(0);
