@@ -45,7 +45,7 @@ export { saveCheckpoint, loadCheckpoint, optimizerStateFiles, restoreOptimizerSt
 export type { EngineSelection } from './train/training-engine.js';
 // The graph trainer: a network as an ONNX forward graph, trained step by step with onnxruntime (docs/graph-trainer.md).
 export { GraphTrainer, type FusedStepResult, type GraphLoss, type GraphTrainerOptions } from './engine/graph-trainer/graph-trainer.js';
-export { graphLossOf } from './train/graph-loss.js';
+export { graphLossOf } from './train/losses/registry.js';
 export type { IrAttribute, IrElementType, IrNode, IrTensor } from './engine/graph/onnx-ir.js';
 export type { GraphOptimizerSettings } from './engine/graph-trainer/optimizer-graph.js';
 export { prepareEmbeddingNetwork, type EmbeddingHeadSpec, type EmbeddingNetworkOptions } from './engine/graph/embedding-network.js';

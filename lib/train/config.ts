@@ -17,7 +17,7 @@ import { imageSpecSchema } from './training-data.js';
 import { batchAugmentationSchema } from './batch-augmentation.js';
 import { featuresSpecSchema } from './models/backbone-features.js';
 import { validationSpecSchema } from './validation.js';
-import { configLossSchema, lossSpecSchema } from './losses/registry.js';
+import { configLossSchema, lossSpecProblems } from './losses/registry.js';
 import { didYouMean } from '../util/did-you-mean.js';
 import { DmlError } from '../errors.js';
 import { DEVICE_CHOICES } from '../onnx/devices.js';
@@ -109,7 +109,7 @@ export const trainConfigSchema = z
   .strict()
   .superRefine((c, context) => {
     // The loss's options with the rest, so a file's every problem comes in one message (createLoss checks them again when the run builds it).
-    for (const issue of lossSpecSchema.safeParse(c.loss).error?.issues ?? []) context.addIssue({ code: 'custom', path: ['loss', ...issue.path], message: issue.message });
+    for (const problem of lossSpecProblems(c.loss)) context.addIssue({ code: 'custom', path: ['loss', ...problem.path], message: problem.message });
     if ((c.epochs === undefined) === (c.steps === undefined)) {
       const got = c.epochs === undefined ? 'neither' : `epochs ${c.epochs} and steps ${c.steps}`;
       context.addIssue({ code: 'custom', path: ['epochs'], message: `give exactly one of epochs (passes over the sampler's batches) and steps (optimiser steps), got ${got}` });

@@ -3,7 +3,8 @@
  * step: forward, loss, backward and update; lib/engine/graph-trainer/step-graph.ts). A loss without
  * such a form keeps the two-run step, its gradient computed by its TensorFlow.js code in between.
  *
- * Written so far: the mined easy-positive family with one positive and one negative per anchor,
+ * A loss's registry entry names its form (`graph` of lib/train/losses/loss-entry.ts; `graphLossOf` in
+ * lib/train/losses/registry.ts). Written so far: the mined easy-positive family with one positive and one negative per anchor,
  * `ephn`, `hphn` and `epen` (lib/train/losses/easy-positive.ts), with every option: order 1 or 2,
  * temperature, `reduction`, `validity` and `duplicateThreshold`. Each is the same computation as its
  * TensorFlow.js code: S = E Eᵀ on the (already normalised) embeddings; per anchor the positive
@@ -15,8 +16,6 @@
  */
 import type { GraphLoss } from '../engine/graph-trainer/graph-trainer.js';
 import type { IrAttribute, IrNode, IrTensor } from '../engine/graph/onnx-ir.js';
-import { NcaTripletLoss } from './losses/easy-positive.js';
-import type { MetricLoss } from './losses/metric-loss.js';
 import { labelPairMasks } from './similarity.js';
 
 /** Which S each anchor's positive and negative is: the largest (`max`) or the smallest (`min`) of its candidates. */
@@ -27,7 +26,7 @@ const SELECTIONS: Readonly<Record<string, { positive: 'max' | 'min'; negative: '
 };
 
 /** The options of an easy-positive loss as parsed (loss.config). */
-interface NcaTripletConfig {
+export interface NcaTripletConfig {
   temperature: number;
   order: 1 | 2;
   reduction: 'mean' | 'sum';
@@ -70,7 +69,9 @@ class LossNodes {
   }
 }
 
-function ncaTripletGraphLoss(name: string, config: NcaTripletConfig, selection: (typeof SELECTIONS)[string]): GraphLoss {
+/** The easy-positive loss `name` (`ephn`, `hphn` or `epen`) with options `config` as ONNX nodes (see the file comment). */
+export function ncaTripletGraphLoss(name: 'ephn' | 'hphn' | 'epen', config: NcaTripletConfig): GraphLoss {
+  const selection = SELECTIONS[name] as (typeof SELECTIONS)[string];
   return {
     name,
     build(embeddings, batch) {
@@ -107,12 +108,4 @@ function ncaTripletGraphLoss(name: string, config: NcaTripletConfig, selection: 
       ]);
     },
   };
-}
-
-/** `loss` as ONNX nodes for the fused step, or undefined when it has no such form (it keeps the two-run step). */
-export function graphLossOf(loss: MetricLoss): GraphLoss | undefined {
-  if (!(loss instanceof NcaTripletLoss)) return undefined;
-  const selection = SELECTIONS[loss.name];
-  if (!selection) return undefined;
-  return ncaTripletGraphLoss(loss.name, loss.config as unknown as NcaTripletConfig, selection);
 }

@@ -19,30 +19,23 @@ import { DmlError } from '../errors.js';
 import { convertLayersModel } from '../engine/tfjs/tfjs-to-onnx.js';
 import type { WeightSource } from '../engine/tfjs/onnx-graph.js';
 import { permuteArray } from '../util/permute-array.js';
-import { graphLossOf } from './graph-loss.js';
+import { graphLossOf } from './losses/registry.js';
 import { GraphTrainer, type GraphTrainerOptions } from '../engine/graph-trainer/graph-trainer.js';
 import { HEAD_WEIGHT_PREFIX } from '../engine/graph/embedding-network.js';
 import type { GraphOptimizerSettings } from '../engine/graph-trainer/optimizer-graph.js';
 import { encodeModel } from '../onnx/builder.js';
 import type { DeviceChoice } from '../onnx/devices.js';
 import type { OptimizerConfig } from './optimizer.js';
+import { optimizerEntry } from './optimizers/registry.js';
 import type { MetricLoss } from './losses/metric-loss.js';
 import type { TrainingData } from './training-data.js';
 import type { EmbeddingSet } from '../embed/embedding-set.js';
 import ort from '../onnx/ort.js';
 import { concatFloat32 } from '../util/concat.js';
 
-/** The graph optimiser for a run's `optimizer` section (see the file comment). */
+/** The graph optimiser for a run's `optimizer` section (its entry in lib/train/optimizers/; see the file comment). */
 export function graphOptimizerSettings(optimizer: OptimizerConfig): GraphOptimizerSettings {
-  const weightDecay = optimizer.weightDecay;
-  switch (optimizer.kind) {
-    case 'adam':
-      return weightDecay > 0 ? { kind: 'adamw', weightDecay } : { kind: 'adam' };
-    case 'momentum':
-      return { kind: 'sgd', momentum: optimizer.momentum, weightDecay, decoupledWeightDecay: true };
-    case 'sgd':
-      return { kind: 'sgd', weightDecay, decoupledWeightDecay: true };
-  }
+  return optimizerEntry(optimizer.kind).graph(optimizer);
 }
 
 /** One batch's loss. */

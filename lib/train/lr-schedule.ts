@@ -24,10 +24,11 @@
 import { DmlError } from '../errors.js';
 
 import { z } from 'zod';
+import type { OptimizerKind } from './optimizers/registry.js';
 
 /** The fields of the training config's `optimizer` section that the schedule reads. */
 export interface ScheduledOptimizer {
-  readonly kind: 'sgd' | 'momentum' | 'adam';
+  readonly kind: OptimizerKind;
   readonly learningRate: number;
   readonly milestones: readonly number[];
   readonly gamma: number;

@@ -11,7 +11,9 @@
  * ({@link FUSED_OPTIMIZER_BACKENDS}), where they save a dozen full-size kernels per variable.
  */
 import * as tf from '@tensorflow/tfjs';
-import { FusedAdamOptimizer, FusedMomentumOptimizer, FusedSgdOptimizer, isFusedOptimizer, runningPower, type DecayFilter, type FusedWeightDecay } from '../engine/tfjs/fused-optimizer.js';
+import { isFusedOptimizer, runningPower } from '../engine/tfjs/fused-optimizer.js';
+import type { OptimizerOptions } from './optimizers/optimizer-entry.js';
+import { OPTIMIZER_KINDS, optimizerEntry } from './optimizers/registry.js';
 import { ORT_CPU_BACKEND_NAME } from '../engine/tfjs/ort-cpu/ort-cpu-backend.js';
 import { z } from 'zod';
 import { positiveIntegerField } from '../util/zod-fields.js';
@@ -23,41 +25,16 @@ import { scheduleSchema } from './lr-schedule.js';
  */
 export const FUSED_OPTIMIZER_BACKENDS: ReadonlySet<string> = new Set([ORT_CPU_BACKEND_NAME]);
 
-/** How the trainer wants its optimiser built. */
-export interface OptimizerOptions {
-  /** Use the fused optimisers (which then also apply the weight decay). */
-  fused: boolean;
-  /** The variables that get weight decay (by tfjs variable name). */
-  decayed: DecayFilter;
-}
-
 /** The fields of `optimizer` that choose the optimiser (the learning rate is given separately). */
 type OptimizerKindConfig = Pick<OptimizerConfig, 'kind' | 'momentum' | 'weightDecay'>;
 
 /**
- * A fresh optimiser of the configured kind at learning rate `lr`; with `options.fused`, the fused
- * implementation, which applies the weight decay itself ({@link appliesWeightDecay}).
+ * A fresh optimiser of the configured kind at learning rate `lr` (its entry in lib/train/optimizers/);
+ * with `options.fused`, the fused implementation, which applies the weight decay itself
+ * ({@link appliesWeightDecay}).
  */
 export function createOptimizer(config: OptimizerKindConfig, lr: number, options?: OptimizerOptions): tf.Optimizer {
-  if (options?.fused) {
-    const decay: FusedWeightDecay = { rate: config.weightDecay, appliesTo: options.decayed };
-    switch (config.kind) {
-      case 'sgd':
-        return new FusedSgdOptimizer(lr, decay);
-      case 'momentum':
-        return new FusedMomentumOptimizer(lr, config.momentum, decay);
-      case 'adam':
-        return new FusedAdamOptimizer(lr, decay);
-    }
-  }
-  switch (config.kind) {
-    case 'sgd':
-      return tf.train.sgd(lr);
-    case 'momentum':
-      return tf.train.momentum(lr, config.momentum);
-    case 'adam':
-      return tf.train.adam(lr);
-  }
+  return optimizerEntry(config.kind).tfjs(config, lr, options);
 }
 
 /**
@@ -165,7 +142,8 @@ export function applyWeightDecay(kernels: readonly tf.Variable[], lr: number, de
 /** Optimiser with decoupled weight decay and a learning-rate schedule. */
 export const optimizerSchema = z
   .object({
-    kind: z.enum(['sgd', 'momentum', 'adam']).default('adam'),
+    /** The optimiser (lib/train/optimizers/: sgd, momentum, adam). */
+    kind: z.enum(OPTIMIZER_KINDS).default('adam'),
     learningRate: z.number().positive(),
     /** Momentum of `momentum` (SGD with momentum). */
     momentum: z.number().min(0).max(1).default(0.9),
@@ -213,3 +191,5 @@ export const optimizerSchema = z
 
 /** The training config's `optimizer` section, resolved. */
 export type OptimizerConfig = z.infer<typeof optimizerSchema>;
+
+export type { OptimizerOptions } from './optimizers/optimizer-entry.js';

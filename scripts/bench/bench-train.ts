@@ -53,7 +53,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { BackendChoice } from '../../lib/engine/tfjs/backend-registry.js';
 import { missingKernels, modelKernels, selectBackend } from '../../lib/engine/tfjs/backend.js';
 import { GraphTrainer } from '../../lib/engine/graph-trainer/graph-trainer.js';
-import { graphLossOf } from '../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../lib/train/losses/registry.js';
 import { embeddingLossGradient, GraphNetwork } from '../../lib/train/graph-network.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
 import { buildModel } from '../../lib/train/models/build-model.js';

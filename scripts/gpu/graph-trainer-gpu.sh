@@ -5,6 +5,7 @@
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
 #   2. steps-webgpu: five Adam steps of each network through GraphTrainer on WebGPU and on the CPU, every
 #      weight, running statistic and the embeddings compared after each (scripts/tools/check-graph-trainer-steps.ts);
+#      steps-webgpu-micro: the same, 3 steps in micro-batches of 8 (the gradient sums stay on the GPU);
 #   3. parity-webgpu: the step-for-step check against PyTorch (spec/engine/graph-trainer/graph-trainer-parity.spec.ts)
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
 #   4. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
@@ -22,6 +23,10 @@
 #   8. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
 #      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
 #      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
+#   9. eval-resnet50 (only when PARTS names it; up to 5 minutes): `dml eval` of 10,000 generated 256x256 JPEGs in
+#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU, against PyTorch's same evaluation
+#      on CUDA (DataLoader with 16 workers, exact search on the GPU, k-means by faiss or scikit-learn:
+#      scripts/reference/torch_eval_pipeline.py), each timed end to end, with their R@1 and MAP@R side by side.
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
 # loader and the built app in .device/), then on the GPU machine, from the repository root:
 #   bash .device/unpack.sh && bash scripts/gpu/graph-trainer-gpu.sh "$OUT"
@@ -40,7 +45,7 @@ ln -sfn "$repo/spec/fixtures/graph-trainer" "$app/dist/spec/fixtures/graph-train
 cd "$app" || exit 1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; node --version; "$DML_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'; } 2>&1 | tee "$out/machine.txt"
 status=0
-parts=${PARTS:-device-check steps-webgpu parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
+parts=${PARTS:-device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
 part() { # name, time limit (s), command...
   local name=$1 limit=$2; shift 2
   [[ " $parts " == *" $name "* ]] || return 0
@@ -53,6 +58,7 @@ part() { # name, time limit (s), command...
 fixtures=("$repo"/spec/fixtures/graph-trainer/*/initial.onnx)
 part device-check 60 node dist/scripts/tools/check-graph-trainer-device.js --device webgpu --batch 32 recipe-r "${fixtures[@]}"
 part steps-webgpu 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 5 --batch 32 recipe-r "${fixtures[@]}"
+part steps-webgpu-micro 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 3 --batch 32 --micro-batch 8 recipe-r "${fixtures[@]}"
 part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
 part inference-webgpu 45 node dist/scripts/tools/check-webgpu-parity.js "${fixtures[@]}"
 bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
@@ -78,8 +84,17 @@ memory_resnet50() {
   "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-224.onnx" 128 > /dev/null || return 1
   memory --batches 16 && memory --batches 32 && memory --batches 64 --micro-batch 16 --steps 1
 }
-export -f memory memory_resnet50 profile_webgpu; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of the same images and network
+  "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" make-data "$out/eval-images" --classes 100 --per-class 100 --size 256 || return 1
+  "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-eval.onnx" 128 > /dev/null || return 1
+  local start=$EPOCHREALTIME
+  node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --out "$out/eval-webgpu" || return 1
+  echo "dml eval (webgpu): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+  "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" run "$out/eval-images" --arch resnet50 --dim 128 --device cuda --workers "$(nproc)"
+}
+export -f memory memory_resnet50 profile_webgpu eval_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
 part profile-webgpu 240 bash -c profile_webgpu
 part memory-resnet50 290 bash -c memory_resnet50
+part eval-resnet50 300 bash -c eval_resnet50
 cat "$out/summary.txt"
 exit $status

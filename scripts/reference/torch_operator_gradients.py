@@ -214,6 +214,11 @@ def build():
          lambda x, i: torch.index_select(x, 1, i), {"axis": {"i": 1}})
     case("Gather a scalar index along axis 0 (a class token)", "Gather", [param("x", rand(3, 4)), const("indices", 1, "int64")], lambda x, i: x[1])
 
+    # ---- LpNormalization (after the others, so that their drawn values stay as they were) ----
+    case("LpNormalization p 2 over axis 1", "LpNormalization", [param("x", rand(2, 3, 4))], lambda x: x / x.norm(2, 1, keepdim=True), {"axis": {"i": 1}, "p": {"i": 2}})
+    case("LpNormalization, defaults (p 2, the last axis)", "LpNormalization", [param("x", rand(3, 5))], lambda x: x / x.norm(2, -1, keepdim=True))
+    case("LpNormalization p 1 over axis 0", "LpNormalization", [param("x", away(3, 4))], lambda x: x / x.norm(1, 0, keepdim=True), {"axis": {"i": 0}, "p": {"i": 1}})
+
 
 def loss_of(fn, tensors, seed):
     return (fn(*tensors) * seed).sum()

@@ -7,8 +7,10 @@
  * with the `ephn` loss compiled in (lib/train/graph-loss.ts), on seeded labels (`--batch` / 4 classes,
  * 2 at least). After each step, every trained weight and running statistic and the step's embeddings
  * (with `--fused`: its loss) are compared, and the worst relative difference and its tensor printed.
+ * With `--micro-batch M` both trainers run each batch in micro-batches of M (the gradients summed by the
+ * gradient-sum graph, in device memory on a GPU).
  *
- *   node dist/scripts/tools/check-graph-trainer-steps.js [--device webgpu] [--steps 5] [--batch 32] [--lr 1e-3] [--tolerance 1e-4] [--size 64] [--fused] [recipe-r] [model.onnx ...]
+ *   node dist/scripts/tools/check-graph-trainer-steps.js [--device webgpu] [--steps 5] [--batch 32] [--lr 1e-3] [--tolerance 1e-4] [--size 64] [--fused | --micro-batch M] [recipe-r] [model.onnx ...]
  *
  * Networks as check-graph-trainer-device.ts takes them (device-check-support.ts; default the graph
  * trainer's PyTorch parity fixtures). A tensor passes when its largest |device - cpu| is at most the
@@ -18,13 +20,13 @@
 import { fileURLToPath } from 'node:url';
 import { GraphTrainer, type GraphLoss } from '../../lib/engine/graph-trainer/graph-trainer.js';
 import type { DeviceChoice } from '../../lib/onnx/devices.js';
-import { graphLossOf } from '../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../lib/train/losses/registry.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
 import { Rng } from '../../lib/util/rng.js';
 import { argument, compare, load, networks, relativeDifference, type Difference } from './device-check-support.js';
 
 /** The flags that take a value. */
-const FLAGS = new Set(['--device', '--steps', '--batch', '--lr', '--tolerance', '--size']);
+const FLAGS = new Set(['--device', '--steps', '--batch', '--lr', '--tolerance', '--size', '--micro-batch']);
 
 /** One step of two trajectories compared. */
 export interface StepComparison {
@@ -75,8 +77,8 @@ export async function* compareTrajectories(cpu: GraphTrainer, device: GraphTrain
 }
 
 /** A trainer of `bytes` on `device`, its sessions for `batch` opened; throws when they cannot be, or run on another provider. */
-async function open(bytes: Uint8Array, name: string, itemDims: readonly number[], device: DeviceChoice, batch: number, loss: GraphLoss | undefined): Promise<GraphTrainer> {
-  const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: { kind: 'adam' }, device, ...(loss ? { loss } : {}) });
+async function open(bytes: Uint8Array, name: string, itemDims: readonly number[], device: DeviceChoice, batch: number, loss: GraphLoss | undefined, microBatch: number | undefined): Promise<GraphTrainer> {
+  const trainer = await GraphTrainer.create({ model: bytes, name, itemDims, optimizer: { kind: 'adam' }, device, ...(loss ? { loss } : {}), ...(microBatch !== undefined ? { microBatch } : {}) });
   await trainer.prepare(batch);
   if (trainer.provider !== device) throw new Error(`the step graphs run on ${trainer.provider ?? 'no provider'}`);
   return trainer;
@@ -90,13 +92,14 @@ async function main(): Promise<number> {
   const tolerance = Number(argument('--tolerance', '1e-4'));
   const size = Number(argument('--size', '64'));
   const loss = process.argv.includes('--fused') ? graphLossOf(createLoss({ name: 'ephn' })) : undefined;
+  const microBatch = process.argv.includes('--micro-batch') ? Number(argument('--micro-batch', '')) : undefined;
   let failed = false;
   for (const which of networks(FLAGS)) {
     const { bytes, itemDims } = await load(which, size);
-    const cpu = await open(bytes, which, itemDims, 'cpu', batch, loss);
+    const cpu = await open(bytes, which, itemDims, 'cpu', batch, loss, microBatch);
     let onDevice: GraphTrainer;
     try {
-      onDevice = await open(bytes, which, itemDims, device, batch, loss);
+      onDevice = await open(bytes, which, itemDims, device, batch, loss, microBatch);
     } catch (err) {
       console.log(`${device} could not be opened: ${(err as Error).message.split('\n')[0]}`);
       await cpu.release();
@@ -113,7 +116,7 @@ async function main(): Promise<number> {
       if (bad.length > 0) over += 1;
     }
     console.log(
-      `${which} (batch ${batch}, item [${itemDims.join(', ')}], ${steps} Adam steps at lr ${lr}${loss ? ', ephn in the step' : ''}): worst relative difference ${worst?.relative.toExponential(2)} (step ${worst?.step}, ${worst?.name}), ${over} of ${steps} steps over ${tolerance}`,
+      `${which} (batch ${batch}, item [${itemDims.join(', ')}], ${steps} Adam steps at lr ${lr}${loss ? ', ephn in the step' : ''}${microBatch !== undefined ? `, micro-batches of ${microBatch}` : ''}): worst relative difference ${worst?.relative.toExponential(2)} (step ${worst?.step}, ${worst?.name}), ${over} of ${steps} steps over ${tolerance}`,
     );
     await Promise.all([cpu.release(), onDevice.release()]);
     failed ||= over > 0;

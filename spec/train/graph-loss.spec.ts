@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { GraphTrainer, type GraphLoss, type GraphTrainerOptions } from '../../lib/engine/graph-trainer/graph-trainer.js';
-import { graphLossOf } from '../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../lib/train/losses/registry.js';
 import { embeddingLossGradient } from '../../lib/train/graph-network.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
 import { Rng } from '../../lib/util/rng.js';

@@ -144,6 +144,17 @@ describe('train: the onnx backend (graph trainer)', function () {
     for (const name of ['cls', 'pos', 'norm1.weight', 'patch.weight']) expect(Array.from(trained.get(name)?.data ?? []), name).to.not.deep.equal(Array.from(initial.get(name)?.data ?? []));
   });
 
+  it("fine-tunes the shipped models/default.onnx (ends in LpNormalization) with backend auto, as the README's example does", async () => {
+    const out = path.join(dir, 'shipped');
+    const recipe = JSON.parse(readFileSync('scripts/configs/fashion-mnist-finetune.json', 'utf8')) as Record<string, unknown>;
+    const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 28, width: 28, channels: 1 } };
+    const result = await train(parseTrainConfig(tinyTrainConfig(out, { model: recipe.model, backend: recipe.backend, optimizer: recipe.optimizer, data }), 'spec'));
+    expect([result.engineSelection.requested, result.engineSelection.engine]).to.deep.equal(['auto', 'onnx']);
+    const initial = readOnnxGraph(new Uint8Array(readFileSync('models/default.onnx')), 'shipped').initializers;
+    const trained = readOnnxGraph(new Uint8Array(readFileSync(path.join(out, 'checkpoints', 'last', 'model.onnx'))), out).initializers;
+    expect(Array.from(trained.get('projection')?.data ?? [])).to.have.length(784 * 64).and.not.deep.equal(Array.from(initial.get('projection')?.data ?? []));
+  });
+
   it("trains PyTorch's eval-mode export of fresh BatchNorms (aliased initializers): the checkpoint holds each tensor under its own name, and its validation is what dml eval of the export measures", async () => {
     const model = { kind: 'onnx', path: fileURLToPath(new URL('../fixtures/user-exports/aliased.onnx', import.meta.url)), preprocessorConfig: false };
     const data = { dataset: 'folder:data/default', trainClasses: 'bag,coat,dress,pullover,sandal', image: { height: 8, width: 8, channels: 3 } };

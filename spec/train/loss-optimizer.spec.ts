@@ -19,7 +19,7 @@ import { parseTrainConfig, type TrainConfigInput } from '../../lib/train/config.
 import { LossOptimizer } from '../../lib/train/loss-optimizer.js';
 import { createLoss } from '../../lib/train/losses/registry.js';
 import { train } from '../../lib/train/trainer.js';
-import { expectDmlError } from '../helpers/expect-dml-error.js';
+import { expectDmlError, expectDmlErrorSync } from '../helpers/expect-dml-error.js';
 import { tinyTrainConfig } from '../helpers/tiny-train-config.js';
 
 const stepLosses = (out: string): number[] =>
@@ -111,9 +111,9 @@ describe('train: the loss parameters beside the network', function () {
       'Expected at most 3 training classes for loss.numClasses (the proxy-anchor loss\'s class table) but the training data has 5: label "pullover" (class 3) is not in the table; set loss.numClasses to 5',
     );
     expect(existsSync(out)).to.equal(false);
-    // numClasses missing: the loss's options fail first.
+    // numClasses missing: the config fails to parse, with the loss's options.
     const missing = tinyTrainConfig(out, { loss: { name: 'arcface' } }) as TrainConfigInput;
-    await expectDmlError(train(parseTrainConfig(missing, 'test')), 'E_ARG', 'Expected a number for loss.numClasses but received undefined');
+    expectDmlErrorSync(() => parseTrainConfig(missing, 'test'), 'E_ARG', 'test: loss.numClasses: Invalid input: expected number, received undefined');
     expect(existsSync(out)).to.equal(false);
   });
 });

@@ -225,7 +225,7 @@ describe('train', function () {
     };
 
     it('an unknown loss', async () => {
-      await fails((c) => ({ ...c, loss: { name: 'sphereface' } as unknown as LossSpec }), 'E_ARG', /^Expected one of ep, ephn, .* for loss\.name but received "sphereface"$/);
+      await fails((c) => ({ ...c, loss: { name: 'sphereface' } as unknown as LossSpec }), 'E_ARG', /^train\.json: loss\.name: expected one of ep, ephn, .* but received "sphereface"$/);
     });
     it('embedding dim 0', async () => {
       await fails((c) => ({ ...c, model: { kind: 'mlp', inputDim: 784, hidden: [], embeddingDim: 0 } }), 'E_ARG', /^train\.json: model\.embeddingDim: /);

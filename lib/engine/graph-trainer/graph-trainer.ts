@@ -161,8 +161,12 @@ interface MicroBatchGraphs {
   readonly forward: ort.InferenceSession;
   /** The backward alone: each trained parameter's gradient. */
   readonly gradient: ort.InferenceSession;
-  /** The gradient graph's output of each trained parameter. */
+  /** The backward of a later micro-batch: its gradients added to the earlier ones' sum. */
+  readonly gradientSum: ort.InferenceSession;
+  /** The gradient graphs' output of each trained parameter. */
   readonly gradients: Readonly<Record<string, string>>;
+  /** The gradient-sum graph's input of each trained parameter (the sum so far). */
+  readonly gradientSums: Readonly<Record<string, string>>;
 }
 
 /** The first pass of a batch run in micro-batches: its embeddings and the running statistics after its last micro-batch. */
@@ -170,7 +174,8 @@ interface MicroBatchForward {
   readonly images: Float32Array;
   readonly atStep: number;
   readonly embeddings: Float32Array;
-  readonly runningStatistics: ReadonlyMap<string, Float32Array>;
+  /** Where the runs left them: device memory on WebGPU. */
+  readonly runningStatistics: ReadonlyMap<string, ort.Tensor>;
 }
 
 /** The forward run of the batch a step is about to train on. */
@@ -363,11 +368,6 @@ export class GraphTrainer {
     return { value, validCount, applied };
   }
 
-  /** The dimensions of state input `name` in `io`. */
-  private dimsOf(io: StepGraphIo, name: string): readonly number[] | undefined {
-    return io.forwardVariables.find((v) => v.input === name)?.dims ?? io.variables.find((v) => v.input === name)?.dims;
-  }
-
   /** The session option leaving `outputs` in device memory ({@link GraphTrainerOptions.stateResidency}). */
   private deviceOutputs(outputs: readonly string[]): { deviceOutputs?: readonly string[] } {
     return (this.options.stateResidency ?? 'device') === 'device' ? { deviceOutputs: outputs } : {};
@@ -424,19 +424,28 @@ export class GraphTrainer {
         // Without onnxruntime's CPU arena: four sessions per size would each keep their peak (ResNet-50, batch 64
         // in micro-batches of 16: 5.6 GiB against 7.8, a step about 7% slower; docs/graph-trainer.md).
         const sessionOptions = { device: this.provider ?? this.options.device ?? 'cpu', name, optimization: STEP_GRAPH_OPTIMIZATION, memoryArena: false, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
-        const forward = await createSession(compiled.forwardModel, sessionOptions);
+        const io = compiled.io;
+        // What stays in device memory between runs: the kept activations (forward to backward), the running
+        // statistics (one micro-batch to the next, then the state), the gradient sums, the update's state.
+        const forward = await createSession(compiled.forwardModel, { ...sessionOptions, ...this.deviceOutputs(io.saved) });
         if (this.provider === undefined) {
           this.provider = forward.provider;
           this.attempts = forward.attempts;
         }
         const onProvider = { ...sessionOptions, device: forward.provider };
         if (!this.updateGraph) {
-          const update = createSession(accumulation.updateModel, onProvider).then((opened) => opened.session);
+          const update = createSession(accumulation.updateModel, { ...onProvider, ...this.deviceOutputs(io.variables.flatMap((v) => (v.next ? [v.next] : []))) }).then((opened) => opened.session);
           this.updateGraph = update;
           update.catch(() => (this.updateGraph = undefined));
         }
-        const [embed, gradient] = await Promise.all([createSession(accumulation.embedModel, onProvider), createSession(accumulation.gradientModel, onProvider), this.updateGraph]);
-        return { io: compiled.io, embed: embed.session, forward: forward.session, gradient: gradient.session, gradients: accumulation.gradients };
+        const sums = this.deviceOutputs(Object.values(accumulation.gradients));
+        const [embed, gradient, gradientSum] = await Promise.all([
+          createSession(accumulation.embedModel, { ...onProvider, ...this.deviceOutputs(io.forwardUpdates.map((u) => u.next)) }),
+          createSession(accumulation.gradientModel, { ...onProvider, ...sums }),
+          createSession(accumulation.gradientSumModel, { ...onProvider, ...sums }),
+          this.updateGraph,
+        ]);
+        return { io, embed: embed.session, forward: forward.session, gradient: gradient.session, gradientSum: gradientSum.session, gradients: accumulation.gradients, gradientSums: accumulation.gradientSums };
       })();
       this.microGraphs.set(batch, graphs);
       graphs.catch(() => this.microGraphs.delete(batch));
@@ -490,14 +499,14 @@ export class GraphTrainer {
   private stateFeeds(
     session: ort.InferenceSession,
     variables: readonly { readonly input: string; readonly dims: readonly number[] }[],
-    overrides?: ReadonlyMap<string, Float32Array>,
+    overrides?: ReadonlyMap<string, Float32Array | ort.Tensor>,
   ): Record<string, ort.Tensor> {
     const inputs = new Set(session.inputNames);
     const feeds: Record<string, ort.Tensor> = {};
     for (const v of variables) {
       if (!inputs.has(v.input)) continue;
       const override = overrides?.get(v.input);
-      feeds[v.input] = override ? new ort.Tensor('float32', override, [...v.dims]) : (this.state.tensor(v.input) as ort.Tensor);
+      feeds[v.input] = override instanceof Float32Array ? new ort.Tensor('float32', override, [...v.dims]) : (override ?? (this.state.tensor(v.input) as ort.Tensor));
     }
     return feeds;
   }
@@ -513,7 +522,10 @@ export class GraphTrainer {
    * the running statistics carried from one micro-batch to the next and kept for the step.
    */
   private async forwardInMicroBatches(images: Float32Array, parts: ReadonlyArray<[number, number]>): Promise<Float32Array> {
-    const running = new Map<string, Float32Array>();
+    // A first pass no step used: its running statistics are not needed any more.
+    if (this.lastMicroForward) releaseUnkept(Object.fromEntries(this.lastMicroForward.runningStatistics), this.state);
+    this.lastMicroForward = undefined;
+    const running = new Map<string, ort.Tensor>();
     const embeddings: Float32Array[] = [];
     for (const [start, count] of parts) {
       const graphs = await this.microGraphsFor(count);
@@ -521,7 +533,9 @@ export class GraphTrainer {
       feeds[this.inputName] = this.itemsOf(images, start, count);
       const out = await graphs.embed.run(feeds);
       embeddings.push(out[graphs.io.output]?.data as Float32Array);
-      for (const u of graphs.io.forwardUpdates) running.set(u.input, out[u.next]?.data as Float32Array);
+      const before = Object.fromEntries(running);
+      for (const u of graphs.io.forwardUpdates) running.set(u.input, out[u.next] as ort.Tensor);
+      releaseUnkept(before, this.state);
     }
     const all = concatFloat32(embeddings);
     this.lastMicroForward = { images, atStep: this.steps, embeddings: all, runningStatistics: running };
@@ -542,7 +556,8 @@ export class GraphTrainer {
       throw invalidParameterError('outputGradient', `a Float32Array of ${embeddings.length} values (the embeddings' size)`, outputGradient instanceof Float32Array ? outputGradient.length : outputGradient);
     }
     const dim = embeddings.length / this.batchOf(images);
-    const sums = new Map<string, Float32Array>();
+    // Each trained parameter's gradient summed over the micro-batches so far, where the runs left it.
+    let sums: Map<string, ort.Tensor> | undefined;
     let last: MicroBatchGraphs | undefined;
     for (const [start, count] of parts) {
       const graphs = await this.microGraphsFor(count);
@@ -551,34 +566,35 @@ export class GraphTrainer {
       const forwardFeeds = this.stateFeeds(graphs.forward, io.forwardVariables);
       forwardFeeds[this.inputName] = x;
       const saved = await graphs.forward.run(forwardFeeds);
-      const feeds = this.stateFeeds(graphs.gradient, [...io.forwardVariables, ...io.variables]);
-      for (const name of graphs.gradient.inputNames) {
+      const session = sums ? graphs.gradientSum : graphs.gradient;
+      const feeds = this.stateFeeds(session, [...io.forwardVariables, ...io.variables]);
+      for (const [param, input] of Object.entries(graphs.gradientSums)) if (sums) feeds[input] = sums.get(param) as ort.Tensor;
+      for (const name of session.inputNames) {
         if (name === io.seed) feeds[name] = new ort.Tensor('float32', outputGradient.slice(start * dim, (start + count) * dim), [...io.outputDims]);
         else if (name === this.inputName) feeds[name] = x;
         else if (!feeds[name]) feeds[name] = saved[name] as ort.Tensor;
       }
-      const out = await graphs.gradient.run(feeds);
-      for (const [param, output] of Object.entries(graphs.gradients)) {
-        const gradient = out[output]?.data as Float32Array;
-        const sum = sums.get(param);
-        if (sum) for (let i = 0; i < sum.length; i++) sum[i] = (sum[i] as number) + (gradient[i] as number);
-        else sums.set(param, Float32Array.from(gradient));
-      }
+      const out = await session.run(feeds);
+      releaseUnkept(saved, this.state);
+      if (sums) releaseUnkept(Object.fromEntries(sums), this.state);
+      sums = new Map(Object.entries(graphs.gradients).map(([param, output]) => [param, out[output] as ort.Tensor]));
       last = graphs;
     }
     const { io, gradients } = last as MicroBatchGraphs;
+    const summed = sums as Map<string, ort.Tensor>;
     const update = await (this.updateGraph as Promise<ort.InferenceSession>);
     const feeds = this.stateFeeds(update, io.variables);
     for (const [h, input] of Object.entries(io.hyper)) if (update.inputNames.includes(input)) feeds[input] = new ort.Tensor('float32', Float32Array.of(hyper[h] as number), []);
-    for (const [param, input] of Object.entries(gradients)) feeds[input] = new ort.Tensor('float32', sums.get(param) as Float32Array, [...(this.dimsOf(io, param) ?? [])]);
+    for (const [param, input] of Object.entries(gradients)) feeds[input] = summed.get(param) as ort.Tensor;
     const out = await update.run(feeds);
     for (const v of io.variables) {
       const next = v.next ? (out[v.next] as ort.Tensor | undefined) : undefined;
       if (next) this.state.set(v.input, next);
     }
-    for (const [name, value] of running) this.state.setValues(name, value, this.dimsOf(io, name) ?? [value.length]);
+    for (const [name, value] of running) this.state.set(name, value);
     this.lastGradients.clear();
-    if (this.options.recordGradients) for (const [param, sum] of sums) this.lastGradients.set(param, sum);
+    if (this.options.recordGradients) for (const [param, sum] of summed) this.lastGradients.set(param, Float32Array.from((await sum.getData()) as Float32Array));
+    releaseUnkept(Object.fromEntries(summed), this.state);
     this.steps += 1;
     this.lastMicroForward = undefined;
     return embeddings;

@@ -106,6 +106,15 @@ export interface AccumulationGraphs {
   readonly embedModel: Uint8Array;
   /** The backward alone: the saved activations, the data, the seed and the state it reads in; each trained parameter's gradient (`<param>:grad`) out. */
   readonly gradientModel: Uint8Array;
+  /**
+   * The backward of a later micro-batch: as {@link gradientModel}, with the sum of the earlier
+   * micro-batches' gradients in (`<param>:grad_sum`) and that sum plus its own gradient out
+   * (`<param>:grad`), so that the sum stays where the runs put it (device memory on WebGPU). Float32
+   * additions in the order JavaScript made them: the same numbers.
+   */
+  readonly gradientSumModel: Uint8Array;
+  /** The gradient-sum graph's input of each trained parameter. */
+  readonly gradientSums: Readonly<Record<string, string>>;
   /** The optimiser alone: each trained parameter, its slots, its gradient (`<param>:grad`) and the per-step scalars in; their next values out. Independent of the batch size. */
   readonly updateModel: Uint8Array;
   /** The gradient graph's outputs, which are the update graph's inputs, by trained parameter. */
@@ -394,7 +403,7 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
 }
 
 /**
- * The gradient and update graphs of {@link AccumulationGraphs} from the step graph's nodes: `backward`
+ * The gradient, gradient-sum and update graphs of {@link AccumulationGraphs} from the step graph's nodes: `backward`
  * (the backward pass, each trained parameter's gradient in `gradients`) and `update` (the optimiser's
  * nodes, which read those gradients; copied with each gradient renamed to the update graph's input
  * `<param>:grad`). Each graph's inputs are the values its nodes read that none of them computes.
@@ -417,7 +426,17 @@ function accumulationGraphs(
     return [...new Set(nodes.flatMap((n) => n.input ?? []))].filter((v) => v !== '' && !computed.has(v) && !constants.has(v));
   };
   const typed = (name: string): ValueInfoProto => (emit.typeOf(name) === 'int64' ? untypedShape(name, 'int64') : untypedShape(name, 'float32'));
-  const gradientModel = modelOf(emit, 'dmlkit_training_gradient', inputsOf(gradientNodes).map(typed), [...gradientIo].map(([p, g]) => valueInfo(g, 'float32', dims(p))), gradientNodes);
+  const gradientOutputs = [...gradientIo].map(([p, g]) => valueInfo(g, 'float32', dims(p)));
+  const gradientModel = modelOf(emit, 'dmlkit_training_gradient', inputsOf(gradientNodes).map(typed), gradientOutputs, gradientNodes);
+  const sumIo = new Map([...gradients.keys()].map((p) => [p, `${p}:grad_sum`]));
+  const sumNodes = [...backward, ...[...gradients].map(([p, g]) => protoNode('Add', [sumIo.get(p) as string, g], [gradientIo.get(p) as string]))];
+  const gradientSumModel = modelOf(
+    emit,
+    'dmlkit_training_gradient_sum',
+    [...inputsOf(backward).map(typed), ...[...sumIo].map(([p, input]) => valueInfo(input, 'float32', dims(p)))],
+    gradientOutputs,
+    sumNodes,
+  );
   const paramOfGradient = new Map([...gradientIo].map(([p, g]) => [g, p]));
   const updateOutputs = [...new Set(updateNodes.flatMap((n) => n.output ?? []))].filter((v) => v.endsWith(':next'));
   const updateModel = modelOf(
@@ -430,5 +449,5 @@ function accumulationGraphs(
     updateOutputs.map((v) => untypedShape(v, 'float32')),
     updateNodes,
   );
-  return { gradientModel, updateModel, gradients: Object.fromEntries(gradientIo) };
+  return { gradientModel, gradientSumModel, updateModel, gradients: Object.fromEntries(gradientIo), gradientSums: Object.fromEntries(sumIo) };
 }

@@ -131,6 +131,10 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
   // The network's own value named like the new output (a PyTorch export's `embedding`) is renamed.
   const taken = new Set([inputName, ...kept.flatMap((k) => [...(k.input ?? []), ...(k.output ?? [])]), ...initializers.map((t) => t.name ?? '')]);
   for (const n of taken) if (n !== outputName) g.reserve(n);
+  // A new node takes its output's name as its own (onnx/builder.ts): the network's node names are taken
+  // too, so that none is given twice (dmlkit's own models/default.onnx ends in a node named `embedding`).
+  const nodeNames = new Set(kept.map((k) => k.name ?? '').filter((n) => n !== ''));
+  for (const n of nodeNames) if (n !== outputName) g.reserve(n);
   if (taken.has(outputName)) {
     const renamed = g.unique('network/embedding');
     for (const k of kept) {
@@ -186,7 +190,7 @@ export function prepareEmbeddingNetwork(bytes: Uint8Array, options: EmbeddingNet
     throw new DmlError('E_MODEL', `${name}: '${output}' has shape ${shown}; without a head the network must end in features [N, D]`);
   }
   const normalized = l2Normalize(g, features, 'head/l2norm', 1e-12);
-  const tail = [...g.nodes, protoNode('Identity', [normalized], [outputName])];
+  const tail = [...g.nodes, protoNode('Identity', [normalized], [outputName], {}, nodeNames.has(outputName) ? g.unique(`${outputName}/output`) : outputName)];
 
   let head: NodeProto[] = [];
   let imageInput = input;

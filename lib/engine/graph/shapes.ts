@@ -170,7 +170,7 @@ function reshapeTarget(node: IrNode, input: readonly number[], target: readonly 
 const SHAPE_FUNCTIONS: Readonly<Record<string, ShapeFunction>> = {
   Identity: sameAsInput, Relu: sameAsInput, Sigmoid: sameAsInput, Tanh: sameAsInput, Clip: sameAsInput, LeakyRelu: sameAsInput,
   Sqrt: sameAsInput, Exp: sameAsInput, Log: sameAsInput, Neg: sameAsInput, Reciprocal: sameAsInput, Softplus: sameAsInput,
-  Erf: sameAsInput, Abs: sameAsInput, Softmax: sameAsInput, LogSoftmax: sameAsInput, HardSigmoid: sameAsInput, HardSwish: sameAsInput, Elu: sameAsInput,
+  Erf: sameAsInput, Abs: sameAsInput, Sign: sameAsInput, LpNormalization: sameAsInput, Softmax: sameAsInput, LogSoftmax: sameAsInput, HardSigmoid: sameAsInput, HardSwish: sameAsInput, Elu: sameAsInput,
   Dropout: (node, inputs) => [required(node, inputs, 0), { type: 'bool', dims: required(node, inputs, 0).dims }],
   Add: elementwise, Sub: elementwise, Mul: elementwise, Div: elementwise, Pow: (node, inputs) => [{ type: required(node, inputs, 0).type, dims: elementwise(node, inputs, () => undefined)[0]?.dims ?? [] }],
   Max: elementwise, Min: elementwise, Sum: elementwise,

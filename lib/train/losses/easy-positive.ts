@@ -41,6 +41,7 @@ import { ncaSetLosses, ncaTripletLosses } from './nca.js';
 import { parseSpec } from '../../util/parse-spec.js';
 import { reduceLosses, zeroLoss } from './reducers.js';
 import { defineLoss } from './loss-entry.js';
+import { ncaTripletGraphLoss, type NcaTripletConfig } from '../graph-loss.js';
 
 /** The options every NCA loss of the family shares, with their defaults. */
 export const ncaOptionsShape = {
@@ -166,12 +167,12 @@ export class NcaTripletLoss extends BaseMetricLoss<z.output<typeof semiHardNcaTr
   }
 }
 
-/** Registry entries of the six mined variants (`epshn` also takes `semiHardRule`). */
+/** Registry entries of the six mined variants (`epshn` also takes `semiHardRule`); `ephn`, `epen` and `hphn` also as ONNX nodes for the fused step (lib/train/graph-loss.ts). */
 export const NCA_TRIPLET_LOSSES = [
   defineLoss('ep', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('ep', options)),
-  defineLoss('ephn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('ephn', options)),
+  defineLoss('ephn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('ephn', options), (config) => ncaTripletGraphLoss('ephn', config as unknown as NcaTripletConfig)),
   defineLoss('epshn', semiHardNcaTripletOptionsSchema, (options) => new NcaTripletLoss('epshn', options)),
-  defineLoss('epen', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('epen', options)),
+  defineLoss('epen', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('epen', options), (config) => ncaTripletGraphLoss('epen', config as unknown as NcaTripletConfig)),
   defineLoss('hp', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('hp', options)),
-  defineLoss('hphn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('hphn', options)),
+  defineLoss('hphn', ncaTripletOptionsSchema, (options) => new NcaTripletLoss('hphn', options), (config) => ncaTripletGraphLoss('hphn', config as unknown as NcaTripletConfig)),
 ] as const;

@@ -1,10 +1,12 @@
 /**
  * @file One loss in the registry (registry.ts): its name as written in a config, the strict schema of
- * its options (their defaults filled in on parse; the loss file documents each), and how to build it.
+ * its options (their defaults filled in on parse; the loss file documents each), how to build it, and
+ * its form as ONNX nodes for the graph trainer's fused step where it has one.
  * Each loss file defines its entries next to its class; adding a loss is that file plus one line in
  * the registry's list.
  */
 import { z } from 'zod';
+import type { GraphLoss } from '../../engine/graph-trainer/graph-trainer.js';
 import type { MetricLoss } from './metric-loss.js';
 
 /** What the run knows when it builds its loss, for options a loss may leave to it. */
@@ -23,6 +25,11 @@ export interface LossEntry {
   readonly spec: z.ZodObject;
   /** Builds the loss from options as written in a config; the loss parses and checks them. */
   create(options: Record<string, unknown>, context?: LossContext): MetricLoss;
+  /**
+   * The loss written as ONNX nodes for the graph trainer's fused step (lib/train/graph-loss.ts), from
+   * its parsed options (the loss's `config`); absent: it keeps the two-run step.
+   */
+  readonly graph?: ((config: Readonly<Record<string, unknown>>) => GraphLoss) | undefined;
 }
 
 /**
@@ -33,6 +40,7 @@ export function defineLoss<const Name extends string, Shape extends z.core.$ZodS
   name: Name,
   options: z.ZodObject<Shape, z.core.$strict>,
   create: (options: z.input<z.ZodObject<Shape, z.core.$strict>>, context?: LossContext) => MetricLoss,
+  graph?: (config: Readonly<Record<string, unknown>>) => GraphLoss,
 ) {
-  return { name, options, spec: options.extend({ name: z.literal(name) }), create } as const;
+  return { name, options, spec: options.extend({ name: z.literal(name) }), create, graph } as const;
 }

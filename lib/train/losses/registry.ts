@@ -62,6 +62,7 @@ import { CIRCLE_LOSS } from './circle.js';
 import { SUPCON_LOSS } from './supcon.js';
 import { FAST_AP_LOSS } from './fast-ap.js';
 import { TRIPLET_MARGIN_LOSS } from './triplet-margin.js';
+import type { GraphLoss } from '../../engine/graph-trainer/graph-trainer.js';
 
 /** Every loss, in registry order. */
 const LOSSES = [
@@ -127,4 +128,20 @@ export function createLoss(spec: LossSpec, context: LossContext = {}): MetricLos
   const entry = typeof name === 'string' ? BY_NAME.get(name) : undefined;
   if (entry === undefined) throw invalidParameterError('loss.name', `one of ${LOSS_NAMES.join(', ')}`, name);
   return entry.create(options, context);
+}
+
+/**
+ * What is wrong with a loss spec as a config writes it, each problem with its path inside the spec
+ * (`['name']`, `['margin']`); empty when {@link createLoss} accepts it. The training config reports
+ * these with its other problems, so a file's every problem comes in one message.
+ */
+export function lossSpecProblems(spec: LossSpec): { path: PropertyKey[]; message: string }[] {
+  const entry = BY_NAME.get(spec.name);
+  if (entry === undefined) return [{ path: ['name'], message: `expected one of ${LOSS_NAMES.join(', ')} but received ${JSON.stringify(spec.name)}` }];
+  return (entry.spec.safeParse(spec).error?.issues ?? []).map((issue) => ({ path: issue.path, message: issue.message }));
+}
+
+/** `loss` as ONNX nodes for the graph trainer's fused step (its entry's `graph`), or undefined when it has no such form (it keeps the two-run step). */
+export function graphLossOf(loss: MetricLoss): GraphLoss | undefined {
+  return BY_NAME.get(loss.name)?.graph?.(loss.config);
 }

@@ -30,7 +30,7 @@ describe('autodiff: the operator registry', () => {
   });
 
   it('gives the rules of the differentiable operators, none for the others, nothing for unknown ones', () => {
-    expect(differentiableOperators()).to.have.length(50).and.to.include.members(['Conv', 'MaxPool', 'BatchNormalization', 'Gather']);
+    expect(differentiableOperators()).to.have.length(51).and.to.include.members(['Conv', 'MaxPool', 'BatchNormalization', 'Gather', 'LpNormalization']);
     for (const op of differentiableOperators()) expect(gradientRule(op), op).to.have.property('backward');
     expect([gradientRule('Shape'), operatorEntry('Shape')?.gradient]).to.deep.equal([undefined, 'none']);
     expect([gradientRule('Elu'), operatorEntry('Elu'), operatorEntry('toString')]).to.deep.equal([undefined, undefined, undefined]);

@@ -26,7 +26,7 @@ import type { GraphOptimizerSettings } from '../../../lib/engine/graph-trainer/o
 import { readOnnxGraph } from '../../../lib/engine/graph/onnx-ir.js';
 import type { DeviceChoice } from '../../../lib/onnx/devices.js';
 import { parseNpy } from '../../../lib/embed/npy.js';
-import { graphLossOf } from '../../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../../lib/train/losses/registry.js';
 import { embeddingLossGradient } from '../../../lib/train/graph-network.js';
 import { createLoss } from '../../../lib/train/losses/registry.js';
 import { cosineAnnealing, oneCycle } from '../../../lib/train/lr-schedule.js';

@@ -77,6 +77,24 @@ describe('prepareEmbeddingNetwork', () => {
     actual.forEach((v, i) => expect(v).to.be.closeTo(expected[i] as number, 1e-5));
   });
 
+  it("keeps node names unique when the network's own nodes are named like the new ones (models/default.onnx ends in a node named 'embedding')", async () => {
+    const shipped = new Uint8Array(readFileSync(new URL('../../../models/default.onnx', import.meta.url)));
+    const prepared = prepareEmbeddingNetwork(shipped, { itemDims: [1, 28, 28] });
+    const names = (decodeModel(prepared, 'prepared').graph?.node ?? []).map((n) => n.name);
+    expect(new Set(names).size).to.equal(names.length);
+    const pixels = Float32Array.from({ length: 2 * 784 }, () => rng.next());
+    // The network's LpNormalization already normalised: the added one changes nothing.
+    const embed = async (model: Uint8Array): Promise<Float32Array> => {
+      const session = await ort.InferenceSession.create(model);
+      const result = await session.run({ image: new ort.Tensor('float32', pixels, [2, 1, 28, 28]) });
+      await session.release();
+      return result[session.outputNames[0] as string]?.data as Float32Array;
+    };
+    const [own, out] = [await embed(shipped), await embed(prepared)];
+    expect(out.length).to.equal(128);
+    out.forEach((v, i) => expect(v).to.be.closeTo(own[i] as number, 1e-6));
+  });
+
   it('takes NHWC images with inputLayout NHWC, and the same seed draws the same head', async () => {
     const nchw = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5 });
     const nhwc = prepareEmbeddingNetwork(RESNET, { itemDims: ITEM, output: FEATURES, head, seed: 5, inputLayout: 'NHWC' });

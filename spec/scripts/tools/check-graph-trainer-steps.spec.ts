@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { GraphTrainer, type GraphTrainerOptions } from '../../../lib/engine/graph-trainer/graph-trainer.js';
-import { graphLossOf } from '../../../lib/train/graph-loss.js';
+import { graphLossOf } from '../../../lib/train/losses/registry.js';
 import { createLoss } from '../../../lib/train/losses/registry.js';
 import { compareTrajectories, type StepComparison } from '../../../scripts/tools/check-graph-trainer-steps.js';
 import { relativeDifference, type Difference } from '../../../scripts/tools/device-check-support.js';
@@ -37,6 +37,12 @@ async function trajectories(second: Partial<GraphTrainerOptions>, options: Parti
 
 describe('scripts/tools/check-graph-trainer-steps', function () {
   this.timeout(30_000);
+
+  it('passes with the CPU as the device in micro-batches (--micro-batch), and says so', () => {
+    const { status, stdout } = check('--device', 'cpu', '--steps', '2', '--batch', '4', '--micro-batch', '2', FIXTURE);
+    expect(status, stdout).to.equal(0);
+    expect(stdout).to.include(`${FIXTURE} (batch 4, item [3, 16, 16], 2 Adam steps at lr 0.001, micro-batches of 2): worst relative difference 0.00e+0`);
+  });
 
   it('passes with the CPU as the device: a line per step, every difference 0, and a summary', () => {
     const { status, stdout } = check('--device', 'cpu', '--steps', '2', '--batch', '4', FIXTURE);

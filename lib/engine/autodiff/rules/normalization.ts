@@ -13,7 +13,7 @@
  *     dβ = Σ dy,  dγ = Σ dy x̂,  dx = γ invstd (dy - x̂ Σ(dy x̂) / n - Σ dy / n).
  *
  * Inference (evaluation, export) keeps the node as it is, reading the running statistics.
- * LayerNormalization, the same in training and inference, is below (its own comment).
+ * LayerNormalization, the same in training and inference, and LpNormalization are below (their own comments).
  *
  * Frozen (a node carrying {@link FROZEN_BATCH_NORM_ATTRIBUTE}, as GraphTrainer's `frozenBatchNorm`
  * marks them; PyTorch's BatchNorm in `eval()` inside a training model, Roth et al.'s frozen BN): the
@@ -166,5 +166,36 @@ const layerNormalization: GradientRule = {
   },
 };
 
+/**
+ * LpNormalization (`y = x / ‖x‖_p` along `axis`, p 1 or 2, no ε: ONNX's and onnxruntime's; tf2onnx and
+ * sklearn-onnx write it, and dmlkit's shipped model ends with it), from the output y and the norm
+ * recomputed from x:
+ *
+ *     p = 2:  dx = (dy - y Σ(dy y)) / ‖x‖₂,   p = 1:  dx = (dy - sign(x) Σ(dy y)) / ‖x‖₁
+ *
+ * A zero vector (norm 0) has no gradient there; PyTorch's `x / x.norm(p, dim, keepdim=True)` gives NaN too.
+ */
+const lpNormalization: GradientRule = {
+  differentiableInputs: () => [0],
+  backward: (emit, node, dys, needed) => {
+    if (!needed[0]) return [undefined];
+    const x = inputOf(node, 0);
+    const rank = emit.dims(x).length;
+    const rawAxis = intAttribute(node, 'axis', -1);
+    const axes = emit.ints([rawAxis < 0 ? rawAxis + rank : rawAxis]);
+    const p = intAttribute(node, 'p', 2);
+    if (p !== 1 && p !== 2) throw new DmlError('E_MODEL', `${describeNode(node)}: p ${p}; ONNX's LpNormalization takes p 1 or 2`);
+    const y = node.outputs[0] as string;
+    const g = outputGradient(node, dys);
+    const base = `${node.name}/grad`;
+    const sum = (value: string, name: string): string => emit.op('ReduceSum', [value, axes], name, { keepdims: { i: 1 } });
+    const norm = p === 2 ? emit.op('Sqrt', [sum(emit.op('Mul', [x, x], `${base}/squares`), `${base}/sum_squares`)], `${base}/norm`) : sum(emit.op('Abs', [x], `${base}/abs`), `${base}/norm`);
+    const dot = sum(emit.op('Mul', [g, y], `${base}/dy_y`), `${base}/sum_dy_y`);
+    const direction = p === 2 ? y : emit.op('Sign', [x], `${base}/sign`);
+    const residual = emit.op('Sub', [g, emit.op('Mul', [direction, dot], `${base}/projection`)], `${base}/residual`);
+    return [emit.op('Div', [residual, norm], base)];
+  },
+};
+
 /** Rules of this file by operator type. */
-export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization, LayerNormalization: layerNormalization };
+export const NORMALIZATION_RULES: Readonly<Record<string, GradientRule>> = { BatchNormalization: batchNormalization, LayerNormalization: layerNormalization, LpNormalization: lpNormalization };
