@@ -217,6 +217,9 @@ export class OnnxEmbedder {
       name: modelPath,
       thread: options.inferenceThread ?? true,
       ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      // Decoding shares the cores with inference (decode processes, or sharp's threads here): a spinning
+      // onnxruntime thread would take one from it (docs/benchmarks.md, "Evaluation: the image pipeline").
+      spinning: false,
     };
     let session: SessionRunner;
     /** The inputs and outputs the file declares bfloat16 (cast to float32 inside the graph in memory). */

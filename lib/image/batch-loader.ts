@@ -18,7 +18,8 @@ import { invalidParameterError } from '../errors.js';
 import { BatchCollector, batchCancelledError } from './batch-collector.js';
 import type { ImageBatch } from './batch-collector.js';
 import { decodeImageSource } from './decode.js';
-import { evalTransform, trainTransform } from './transform.js';
+import { loadEvalImage } from './eval-image.js';
+import { trainTransform } from './transform.js';
 import { validateAugmentation, validatePreprocessing } from './validate.js';
 
 /** Options of {@link loadImageBatch}. */
@@ -67,11 +68,10 @@ export async function loadImageBatch(
 
   const loadOne = async (index: number): Promise<void> => {
     const source = sources[index] as ImageSource;
-    const raw = await decodeImageSource(source, { channels, limitInputPixels });
     const image =
       train === undefined
-        ? await evalTransform(raw, preprocessing)
-        : await trainTransform(raw, preprocessing, train.augmentation, train.rngs[index] as Rng);
+        ? await loadEvalImage(source, preprocessing, { limitInputPixels })
+        : await trainTransform(await decodeImageSource(source, { channels, limitInputPixels }), preprocessing, train.augmentation, train.rngs[index] as Rng);
     collector.store(index, image);
   };
 

@@ -23,8 +23,8 @@
  *   that never ends) and decoded from memory, so a missing or unreadable file gets an errno-based error
  *   rather than a libvips message.
  */
-import { readRegular } from '../util/regular-file.js';
-import sharp from 'sharp';
+import { readRegular, readRegularSync } from '../util/regular-file.js';
+import sharp, { type Sharp } from 'sharp';
 import type { ImageSource } from '../data/manifest.js';
 import { readIdxFile } from '../data/idx-reader.js';
 import { DmlError, invalidParameterError } from '../errors.js';
@@ -49,7 +49,7 @@ export function describeImageSource(source: ImageSource): string {
 
 /** Decodes one image of a manifest into raw pixels (see the file comment for the decisions). */
 export async function decodeImageSource(source: ImageSource, options: DecodeOptions): Promise<RawImage> {
-  const limit = checkOptions(options);
+  const limit = checkDecodeOptions(options);
   if (source.kind === 'file') {
     return decodeImageBuffer(await readImageFile(source.path), source.path, options);
   }
@@ -64,17 +64,26 @@ export async function decodeImageSource(source: ImageSource, options: DecodeOpti
  * messages.
  */
 export async function decodeImageBuffer(bytes: Uint8Array, name: string, options: DecodeOptions): Promise<RawImage> {
-  const limit = checkOptions(options);
+  const limit = checkDecodeOptions(options);
   try {
     // Inside the try: sharp's constructor itself throws for an empty buffer.
-    const pipeline = sharp(bytes, { limitInputPixels: limit, failOn: 'truncated', autoOrient: true });
-    return await renderRaw(pipeline.removeAlpha(), options.channels);
+    return await renderRaw(encodedInput(bytes, limit).removeAlpha(), options.channels);
   } catch (err) {
     throw await imageError(err, name, bytes, limit);
   }
 }
 
-function checkOptions(options: DecodeOptions): number {
+/**
+ * A sharp pipeline reading the encoded image `bytes` as every decode here reads one (see the file
+ * comment): failing on truncated data, at most `limit` pixels, EXIF orientation applied. Throws for
+ * empty bytes.
+ */
+export function encodedInput(bytes: Uint8Array, limit: number): Sharp {
+  return sharp(bytes, { limitInputPixels: limit, failOn: 'truncated', autoOrient: true });
+}
+
+/** Checks {@link DecodeOptions}; the pixel limit to apply. Errors: E_ARG naming the option. */
+export function checkDecodeOptions(options: DecodeOptions): number {
   if (options.channels !== 1 && options.channels !== 3) {
     throw invalidParameterError('channels', '1 or 3', options.channels);
   }
@@ -88,16 +97,38 @@ function checkOptions(options: DecodeOptions): number {
 /** The bytes of image file `path`; E_NOT_FOUND or E_IO naming it when it cannot be read. */
 export async function readImageFile(path: string): Promise<Buffer> {
   try {
-    return await readRegular(path, (reason) => new DmlError('E_IO', `${path}: ${reason} (expected an image file)`));
+    return await readRegular(path, notAnImageFile(path));
   } catch (err) {
-    if (err instanceof DmlError) throw err;
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
-      throw new DmlError('E_NOT_FOUND', `${path}: no such file (expected an existing image file)`, { cause: err });
-    }
-    const reason = code ?? (err as Error).message;
-    throw new DmlError('E_IO', `${path}: cannot read the file, ${reason} (expected a readable file)`, { cause: err });
+    throw imageFileError(path, err);
   }
+}
+
+/**
+ * {@link readImageFile} in one blocking call, for a process that does nothing else meanwhile (an image
+ * decode child; see util/regular-file.ts, `readRegularSync`). Same errors.
+ */
+export function readImageFileSync(path: string): Buffer {
+  try {
+    return readRegularSync(path, notAnImageFile(path));
+  } catch (err) {
+    throw imageFileError(path, err);
+  }
+}
+
+/** The E_IO error of `path` when it is not a regular file, from the reason. */
+function notAnImageFile(path: string): (reason: string) => DmlError {
+  return (reason) => new DmlError('E_IO', `${path}: ${reason} (expected an image file)`);
+}
+
+/** A failure to read image file `path` as the DmlError that names it (E_NOT_FOUND, E_IO). */
+function imageFileError(path: string, err: unknown): DmlError {
+  if (err instanceof DmlError) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') {
+    return new DmlError('E_NOT_FOUND', `${path}: no such file (expected an existing image file)`, { cause: err });
+  }
+  const reason = code ?? (err as Error).message;
+  return new DmlError('E_IO', `${path}: cannot read the file, ${reason} (expected a readable file)`, { cause: err });
 }
 
 /** One item of an IDX image file (dims count x rows x cols), fed to sharp as 1-channel raw pixels. */

@@ -15,7 +15,7 @@
  */
 import type { Preprocessing, TrainAugmentation } from './preprocessing.js';
 import type { Rng } from '../util/rng.js';
-import { centreCrop, drawAugmentation, resizedSize } from './geometry.js';
+import { centreCrop, drawAugmentation, resizedSize, type CentreCrop, type Size } from './geometry.js';
 import { extractRaw, padRaw, rawInput, renderRaw } from './raw-image.js';
 import { resampleRaw } from './resample.js';
 import type { RawImage } from './raw-image.js';
@@ -40,8 +40,7 @@ export type EvalGeometry = Pick<
  * instead of sharp's `linear` kernel.
  */
 export async function evalTransform(image: RawImage, size: EvalGeometry): Promise<RawImage> {
-  const resized = resizedSize(image.width, image.height, size);
-  const { box, padding } = centreCrop(resized, size, size.cropRounding ?? 'round');
+  const { resized, box, padding } = evalBoxes(image, size);
   if (size.resample !== undefined) {
     return padRaw(extractRaw(resampleRaw(image, resized.width, resized.height, size.resample), box), padding);
   }
@@ -52,6 +51,12 @@ export async function evalTransform(image: RawImage, size: EvalGeometry): Promis
     image.channels,
   );
   return padRaw(cropped, padding);
+}
+
+/** The eval transform's geometry for an image of `image` size: its size after the resize, then the centre crop's box and padding. */
+export function evalBoxes(image: Size, size: EvalGeometry): CentreCrop & { resized: Size } {
+  const resized = resizedSize(image.width, image.height, size);
+  return { resized, ...centreCrop(resized, size, size.cropRounding ?? 'round') };
 }
 
 /**

@@ -52,6 +52,13 @@ export interface CreateSessionOptions {
    * other providers every output comes back to JavaScript memory as usual. Default none.
    */
   deviceOutputs?: readonly string[];
+  /**
+   * Whether onnxruntime's intra-op threads spin while they wait for work; default true (onnxruntime's
+   * own default). Off, they sleep between parallel sections: a little slower for a session that has
+   * the cores to itself, but a spinning thread takes a core from the work that runs beside the session
+   * (the embedder's image decoding; see docs/benchmarks.md, "Evaluation: the image pipeline").
+   */
+  spinning?: boolean;
 }
 
 /** A created session with the provider that runs it and the history of attempts. */
@@ -141,6 +148,7 @@ export async function createSession(model: string | Uint8Array, options: CreateS
           logSeverityLevel: 3,
           ...(options.memoryArena === false ? { enableCpuMemArena: false } : {}),
           ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
+          ...(options.spinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
           ...deviceOutputLocations(provider, options.deviceOutputs),
         };
         const session = typeof model === 'string' ? await ort.InferenceSession.create(model, sessionOptions) : await ort.InferenceSession.create(model, sessionOptions);

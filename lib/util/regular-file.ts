@@ -5,12 +5,12 @@
  * /dev/zero to read until memory ran out. The file is opened without blocking (a FIFO without a writer
  * opens at once) and judged by what was opened, so nothing can swap it between the check and the read.
  *
- * Two levels: {@link openRegular} and {@link readRegular} refuse a file that is not regular with one
+ * Two levels: {@link openRegular} and {@link readRegular} (and {@link readRegularSync}) refuse a file that is not regular with one
  * E_ARG line and leave every other failure (ENOENT, EACCES) to the caller as Node's error, for readers
  * that word their own messages; {@link readRegularFile} and {@link checkRegularFile} word those too
  * (`Cannot read <what> <file>: no such file`).
  */
-import { constants, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { DmlError } from '../errors.js';
 
@@ -67,6 +67,29 @@ export async function readRegular(file: string, what: FileWhat): Promise<Buffer>
     return await handle.readFile();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * {@link readRegular} in one blocking call: for a process that has nothing else to do meanwhile (an
+ * image decode child), where the four asynchronous steps (open, stat, read, close) cost it more CPU
+ * than the read itself (0.20 ms against 0.02 ms per 55 KB JPEG, page-cached, 2 vCPUs). Errors as
+ * {@link readRegular}'s.
+ */
+export function readRegularSync(file: string, what: FileWhat): Buffer {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENXIO') throw notRegular(what, file, 'a socket');
+    throw err;
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) throw notRegular(what, file, describeKind(info));
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -29,7 +29,7 @@
  *   pixels, L2-normalised, from Debian's dataset-fashion-mnist), three seeds each, K = 10, 100, 300.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,6 +50,7 @@ import { RetrievalMetricsAccumulator } from '../../lib/metrics/retrieval.js';
 import { FullRankingAccumulator } from '../../lib/metrics/full-ranking.js';
 import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import type { DeviceChoice } from '../../lib/onnx/devices.js';
+import { openSessionRunner } from '../../lib/onnx/session-runner.js';
 import { exactSearch } from '../../lib/search/exact.js';
 import { Rng } from '../../lib/util/rng.js';
 
@@ -151,6 +152,27 @@ async function generateImages(dir: string, count: number): Promise<void> {
 
 const rate = (count: number, start: number): number => count / ((performance.now() - start) / 1000);
 
+/**
+ * CPU seconds used so far by this process (all its threads) and by the child processes it has reaped
+ * (the decode processes, once their pool is closed): /proc/self/stat's cutime and cstime. Without
+ * /proc (not Linux), this process's own only.
+ */
+function cpuSeconds(): number {
+  const own = process.cpuUsage();
+  let children = 0;
+  try {
+    // Fields after the command name (which may hold spaces): cutime and cstime are the 16th and 17th fields of the line.
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ').at(-1)?.split(' ') ?? [];
+    children = (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
+  } catch {
+    children = 0;
+  }
+  return (own.user + own.system) / 1e6 + (Number.isFinite(children) ? children : 0);
+}
+
+/** Linux's USER_HZ, the unit of /proc/self/stat's times (100 on every Linux build in use). */
+const CLOCK_TICKS = 100;
+
 /** Runs one measurement; prints its JSON result on stdout. */
 async function child(kind: string, a: Args): Promise<Result> {
   const start = performance.now();
@@ -241,10 +263,15 @@ async function child(kind: string, a: Args): Promise<Result> {
   const p = embedder.preprocessing;
   const batchSize = embedder.batchSize;
   const t0 = performance.now();
+  const cpu0 = cpuSeconds();
+  /** CPU milliseconds per image since t0, of this process and of its decode processes (reaped by then). */
+  const cpuPerImage = (count = items.length): number => ((cpuSeconds() - cpu0) * 1000) / count;
   try {
     if (kind === 'decode-inprocess') {
-      for (let s = 0; s < items.length; s += batchSize) await loadImageBatch(items.slice(s, s + batchSize).map((it) => it.source), p);
-      return { imagesPerSecond: rate(items.length, t0) };
+      // One batch array, filled batch after batch, as embedItems does.
+      const output = new Float32Array(batchSize * p.channels * p.height * p.width);
+      for (let s = 0; s < items.length; s += batchSize) await loadImageBatch(items.slice(s, s + batchSize).map((it) => it.source), p, { output });
+      return { imagesPerSecond: rate(items.length, t0), cpuMsPerImage: cpuPerImage() };
     }
     if (kind === 'decode-pool') {
       // Timed from the pool's start, as embedItems starts one; batches queued as embedItems queues them:
@@ -261,28 +288,48 @@ async function child(kind: string, a: Args): Promise<Result> {
           if (s < items.length) queue.push(pool.loadBatch(items.slice(s, s + batchSize).map((it) => it.source), { output: spare.pop() ?? new Float32Array(batchLength) }));
           if (queue.length > DECODE_PREFETCH_BATCHES || s + batchSize >= items.length) spare.push(new Float32Array((await queue.shift())?.data.buffer as ArrayBuffer));
         }
-        return { imagesPerSecond: rate(items.length, t1), workers, startSeconds };
+        const imagesPerSecond = rate(items.length, t1);
+        await pool.close();
+        return { imagesPerSecond, workers, startSeconds, cpuMsPerImage: cpuPerImage() };
       } finally {
         await pool.close();
       }
     }
     if (kind === 'infer') {
+      // The model as embedItems runs it: on its session thread, each batch's array handed over and back
+      // (embedTensor would copy the batch to that thread, which embedItems never does).
       const per = p.channels * p.height * p.width;
       const rng = new Rng(5);
-      const batch = Float32Array.from({ length: batchSize * per }, () => rng.nextGaussian());
-      await embedder.embedTensor(batch, batchSize); // warm-up
-      const t1 = performance.now();
-      const runs = Math.max(3, Math.ceil(items.length / batchSize));
-      for (let r = 0; r < runs; r++) await embedder.embedTensor(batch, batchSize);
-      return { imagesPerSecond: rate(runs * batchSize, t1), provider: embedder.provider };
+      let batch: Float32Array = Float32Array.from({ length: batchSize * per }, () => rng.nextGaussian());
+      const session = await openSessionRunner(a['model'] as string, {
+        device: (a['device'] ?? 'auto') as DeviceChoice,
+        spinning: false,
+        ...(a['threads'] !== undefined ? { threads: num(a, 'threads', 1) } : {}),
+      });
+      const dims = p.layout === 'NCHW' ? [batchSize, p.channels, p.height, p.width] : [batchSize, p.height, p.width, p.channels];
+      const inputName = embedder.signature.inputName;
+      const run = async (): Promise<void> => {
+        batch = ((await session.run({ [inputName]: { data: batch, dims } }, [embedder.signature.outputName], { transferInputs: true })).inputs[inputName] as { data: Float32Array }).data;
+      };
+      try {
+        await run(); // warm-up
+        const t1 = performance.now();
+        const c1 = cpuSeconds();
+        const runs = Math.max(3, Math.ceil(items.length / batchSize));
+        for (let r = 0; r < runs; r++) await run();
+        return { imagesPerSecond: rate(runs * batchSize, t1), provider: session.provider, cpuMsPerImage: ((cpuSeconds() - c1) * 1000) / (runs * batchSize) };
+      } finally {
+        await session.release();
+      }
     }
     if (kind === 'end-to-end-inprocess') {
       await embedder.embedItems(items, { workers: 0 });
-      return { imagesPerSecond: rate(items.length, t0) };
+      return { imagesPerSecond: rate(items.length, t0), cpuMsPerImage: cpuPerImage() };
     }
     if (kind === 'end-to-end') {
       const { set } = await embedder.embedItems(items, { workers });
       const embedSeconds = seconds();
+      const cpuMsPerImage = cpuPerImage();
       const kmeansTimes: number[] = [];
       let last = performance.now();
       const evaluation = await evaluateEmbeddings(set, null, {
@@ -302,6 +349,7 @@ async function child(kind: string, a: Args): Promise<Result> {
       });
       return {
         imagesPerSecond: items.length / embedSeconds,
+        cpuMsPerImage,
         embedSeconds,
         provider: embedder.provider,
         workers,
@@ -451,15 +499,20 @@ async function imagesMode(a: Args, tmp: string): Promise<void> {
   const args: Args = { ...a, folder, model: modelPath };
   const workers = num(a, 'workers', defaultDecodeWorkers());
   console.log(`# bench-eval images: ${folder}, model ${a['model'] ?? 'cheap embedder (conv 16x16/16 -> 32, GAP, linear 64)'}, ${workers} decode processes, ${os.availableParallelism()} cores; node ${process.version}`);
-  // Decode-only and end-to-end runs alternate, `repeats` times each; medians by throughput (timings
-  // vary about 2x on a shared machine, so single runs can put either ahead).
+  // Decode-only and end-to-end runs alternate with one PyTorch run (one pass of its decode-only and of
+  // its end-to-end loop), `repeats` times each; medians by throughput (timings vary about 2x on a shared
+  // machine, so single runs can put either ahead).
   const repeats = num(a, 'repeats', 3);
   const runs: Record<string, Array<Result & { peakRssMiB: number }>> = { inprocess: [], pool: [], e2e: [], e2eInProcess: [] };
+  const torchRuns: Array<{ decodeRuns: number[]; endToEndRuns: number[]; decodeCpuMs: number[]; endToEndCpuMs: number[] }> = [];
+  const torchArgs = [folder, weightsFile, String(workers), String(num(a, 'batch-size', 32)), '1'];
   for (let r = 0; r < repeats; r++) {
     runs['inprocess']?.push(runChild('decode-inprocess', args));
     runs['pool']?.push(runChild('decode-pool', args));
     runs['e2e']?.push(runChild('end-to-end', args));
     runs['e2eInProcess']?.push(runChild('end-to-end-inprocess', args));
+    const torch = a['model'] === undefined ? runPython('torch_pipeline.py', torchArgs) : null;
+    if (torch !== null) torchRuns.push(JSON.parse(torch.trim()) as (typeof torchRuns)[number]);
   }
   const medianRun = (name: string): Result & { peakRssMiB: number } => {
     const list = [...(runs[name] ?? [])].sort((x, y) => (x['imagesPerSecond'] as number) - (y['imagesPerSecond'] as number));
@@ -467,20 +520,27 @@ async function imagesMode(a: Args, tmp: string): Promise<void> {
   };
   const [inprocess, pool, e2e, e2eInProcess] = [medianRun('inprocess'), medianRun('pool'), medianRun('e2e'), medianRun('e2eInProcess')];
   const infer = runChild('infer', args);
-  for (const [name, list] of Object.entries(runs)) console.log(`${name} runs: ${list.map((x) => fmt(x['imagesPerSecond'], 0)).join(', ')} images/s`);
-  const torch = a['model'] === undefined ? runPython('torch_pipeline.py', [folder, weightsFile, String(workers), String(num(a, 'batch-size', 32))]) : null;
-  const t = torch === null ? undefined : (JSON.parse(torch.trim()) as { decodeImagesPerSecond: number; endToEndImagesPerSecond: number });
+  for (const [name, list] of Object.entries(runs)) console.log(`${name} runs: ${list.map((x) => fmt(x['imagesPerSecond'], 0)).join(', ')} images/s; CPU ${list.map((x) => fmt(x['cpuMsPerImage'], 2)).join(', ')} ms per image`);
+  const torchDecode = torchRuns.flatMap((t) => t.decodeRuns);
+  const torchEndToEnd = torchRuns.flatMap((t) => t.endToEndRuns);
+  if (torchRuns.length > 0) {
+    console.log(`PyTorch decode runs: ${torchDecode.map((x) => fmt(x, 0)).join(', ')} images/s; CPU ${torchRuns.flatMap((t) => t.decodeCpuMs).map((x) => fmt(x, 2)).join(', ')} ms per image`);
+    console.log(`PyTorch end-to-end runs: ${torchEndToEnd.map((x) => fmt(x, 0)).join(', ')} images/s; CPU ${torchRuns.flatMap((t) => t.endToEndCpuMs).map((x) => fmt(x, 2)).join(', ')} ms per image`);
+  }
   const decodeRate = pool['imagesPerSecond'] as number;
-  console.log(`\n| stage (median of ${repeats}) | images/s | peak RSS MiB | note |`);
-  console.log('| --- | ---: | ---: | --- |');
-  console.log(`| decode only, in process (sharp, 4 in flight) | ${fmt(inprocess['imagesPerSecond'], 0)} | ${fmt(inprocess.peakRssMiB, 0)} | |`);
-  console.log(`| decode only, ${workers} decode processes | ${fmt(decodeRate, 0)} | ${fmt(pool.peakRssMiB, 0)} | parent only; includes starting them (${fmt(pool['startSeconds'], 2)} s) |`);
-  console.log(`| inference only (${infer['provider']}) | ${fmt(infer['imagesPerSecond'], 0)} | ${fmt(infer.peakRssMiB, 0)} | random batches |`);
-  console.log(`| end to end (embedItems, ${e2e['workers']} processes, ${e2e['provider']}) | ${fmt(e2e['imagesPerSecond'], 0)} | ${fmt(e2e.peakRssMiB, 0)} | ${fmt((100 * (e2e['imagesPerSecond'] as number)) / decodeRate, 0)}% of decode only |`);
-  console.log(`| end to end, decoding in process (--workers 0) | ${fmt(e2eInProcess['imagesPerSecond'], 0)} | ${fmt(e2eInProcess.peakRssMiB, 0)} | ${fmt((100 * (e2eInProcess['imagesPerSecond'] as number)) / (inprocess['imagesPerSecond'] as number), 0)}% of decode only in process |`);
-  if (t !== undefined) {
-    console.log(`| PyTorch DataLoader decode only (${workers} workers, PIL) | ${fmt(t.decodeImagesPerSecond, 0)} | | reference |`);
-    console.log(`| PyTorch DataLoader + the same model | ${fmt(t.endToEndImagesPerSecond, 0)} | | reference |`);
+  console.log(`\n| stage (median of ${repeats}) | images/s | CPU ms per image | peak RSS MiB | note |`);
+  console.log('| --- | ---: | ---: | ---: | --- |');
+  const row = (name: string, run: Result & { peakRssMiB?: number }, note: string): void =>
+    console.log(`| ${name} | ${fmt(run['imagesPerSecond'], 0)} | ${fmt(run['cpuMsPerImage'], 2)} | ${fmt(run.peakRssMiB, 0)} | ${note} |`);
+  row('decode only, in process (sharp, 4 in flight)', inprocess, '');
+  row(`decode only, ${workers} decode processes`, pool, `parent's RSS; includes starting them (${fmt(pool['startSeconds'], 2)} s)`);
+  row(`inference only (${infer['provider']})`, infer, 'random batches, handed to the session thread as embedItems does');
+  row(`end to end (embedItems, ${e2e['workers']} processes, ${e2e['provider']})`, e2e, `${fmt((100 * (e2e['imagesPerSecond'] as number)) / decodeRate, 0)}% of decode only`);
+  row('end to end, decoding in process (--workers 0)', e2eInProcess, `${fmt((100 * (e2eInProcess['imagesPerSecond'] as number)) / (inprocess['imagesPerSecond'] as number), 0)}% of decode only in process`);
+  if (torchRuns.length > 0) {
+    const torchCpu = (key: 'decodeCpuMs' | 'endToEndCpuMs'): number => median(torchRuns.flatMap((t) => t[key]));
+    row(`PyTorch DataLoader decode only (${workers} workers, PIL)`, { imagesPerSecond: median(torchDecode), cpuMsPerImage: torchCpu('decodeCpuMs') }, 'reference');
+    row('PyTorch DataLoader + the same model', { imagesPerSecond: median(torchEndToEnd), cpuMsPerImage: torchCpu('endToEndCpuMs') }, `reference; dmlkit end to end is ${fmt((e2e['imagesPerSecond'] as number) / median(torchEndToEnd), 2)}x its rate`);
   }
   console.log(`\nAfter embedding: exact search ${fmt(e2e['searchSeconds'], 2)} s; k-means (NMI+ curve) ${fmt(e2e['clusteringSeconds'], 2)} s: ${(e2e['kmeansPerK'] as Array<{ k: number; iterations: number; seconds: number }>).map((p) => `K ${p.k} ${fmt(p.seconds, 2)} s (${p.iterations} it)`).join(', ')} (the first K's time includes the seeding, drawn once at the largest K)`);
 }

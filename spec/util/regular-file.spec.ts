@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { sha256File, sha256 } from '../../lib/util/hash.js';
-import { checkRegularFile, readRegularFile } from '../../lib/util/regular-file.js';
+import { checkRegularFile, readRegular, readRegularFile, readRegularSync } from '../../lib/util/regular-file.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 
 describe('util/regular-file', () => {
@@ -36,5 +36,17 @@ describe('util/regular-file', () => {
     await expectDmlError(sha256File(fifo, 'external data file'), 'E_ARG', `Cannot read external data file ${fifo}: a FIFO (named pipe), not a regular file`);
     await expectDmlError(readRegularFile(path.join(dir, 'folder'), 'token file'), 'E_ARG', `Cannot read token file ${path.join(dir, 'folder')}: a folder, not a regular file`);
     await expectDmlError(readRegularFile(path.join(dir, 'none'), 'config'), 'E_NOT_FOUND', `Cannot read config ${path.join(dir, 'none')}: no such file`);
+  });
+  it('readRegularSync reads and refuses as readRegular does (same errors)', async () => {
+    const what = 'image';
+    for (const file of [path.join(dir, 'plain'), fifo, path.join(dir, 'link-to-pipe'), '/dev/zero', path.join(dir, 'folder'), path.join(dir, 'none')]) {
+      const outcome = (run: () => Promise<Buffer>) =>
+        run().then(
+          (bytes) => ({ bytes: bytes.toString() }),
+          (e: Error & { code?: string }) => ({ code: e.code, message: e.message }),
+        );
+      const expected = await outcome(() => readRegular(file, what));
+      expect(await outcome(async () => readRegularSync(file, what)), file).to.deep.equal(expected);
+    }
   });
 });
