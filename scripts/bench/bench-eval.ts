@@ -30,11 +30,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import sharp from 'sharp';
+import { writeSyntheticJpegs } from './synthetic-jpegs.js';
 import { readIdxFile } from '../../lib/data/idx-reader.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
 import { DECODE_PREFETCH_BATCHES, OnnxEmbedder } from '../../lib/embed/embedder.js';
@@ -127,27 +127,6 @@ function cheapModel(): { bytes: Uint8Array; weights: Result } {
   });
   const weights = { channels, patch, dim, convWeight: [...convWeight], convBias: [...convBias], linearWeight: [...linearWeight], linearBias: [...linearBias] };
   return { bytes, weights };
-}
-
-/** `count` 480x320 JPEGs (smooth colour fields plus noise, quality 90) in 10 class folders under `dir`. */
-async function generateImages(dir: string, count: number): Promise<void> {
-  const rng = new Rng(11);
-  for (let c = 0; c < 10; c++) await mkdir(path.join(dir, `class_${c}`), { recursive: true });
-  const [w, h] = [480, 320];
-  for (let i = 0; i < count; i++) {
-    const pixels = Buffer.alloc(w * h * 3);
-    const [r0, g0, b0] = [rng.nextInt(256), rng.nextInt(256), rng.nextInt(256)];
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        const o = (y * w + x) * 3;
-        const noise = rng.nextInt(48) - 24;
-        pixels[o] = Math.max(0, Math.min(255, r0 + (x * 128) / w + noise));
-        pixels[o + 1] = Math.max(0, Math.min(255, g0 + (y * 128) / h + noise));
-        pixels[o + 2] = Math.max(0, Math.min(255, b0 + ((x + y) * 64) / (w + h) + noise));
-      }
-    }
-    await sharp(pixels, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).toFile(path.join(dir, `class_${i % 10}`, `${i}.jpg`));
-  }
 }
 
 const rate = (count: number, start: number): number => count / ((performance.now() - start) / 1000);
@@ -486,7 +465,7 @@ async function imagesMode(a: Args, tmp: string): Promise<void> {
   let folder = a['folder'];
   if (folder === undefined) {
     folder = path.join(tmp, 'images');
-    await generateImages(folder, num(a, 'images', 2000));
+    await writeSyntheticJpegs(folder, num(a, 'images', 2000));
   }
   let modelPath = a['model'];
   const cheap = cheapModel();

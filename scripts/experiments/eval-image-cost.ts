@@ -5,7 +5,7 @@
  *
  *   npx tsx scripts/experiments/eval-image-cost.ts [--images 400] [--rounds 5]
  *
- * Generates `images` 480x320 JPEGs (smooth colour fields plus noise, quality 90), then runs both ways
+ * Generates `images` 480x320 JPEGs (scripts/bench/synthetic-jpegs.ts), then runs both ways
  * over them one image at a time, alternating, `rounds` times; prints the medians of wall and CPU
  * milliseconds per image (this process, all its threads) for the transform to a 224x224 crop of the
  * 256 shorter side, RGB.
@@ -13,12 +13,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
 import type { ImageSource } from '../../lib/data/manifest.js';
 import { decodeImageSource } from '../../lib/image/decode.js';
 import { loadEvalImage } from '../../lib/image/eval-image.js';
 import { evalTransform } from '../../lib/image/transform.js';
-import { Rng } from '../../lib/util/rng.js';
+import { writeSyntheticJpegs } from '../bench/synthetic-jpegs.js';
 
 function argument(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
@@ -29,23 +28,7 @@ const count = argument('--images', 400);
 const rounds = argument('--rounds', 5);
 const size = { height: 224, width: 224, resizeShorter: 256, channels: 3 as const };
 const dir = mkdtempSync(path.join(os.tmpdir(), 'dml-eval-image-cost-'));
-const rng = new Rng(11);
-const sources: ImageSource[] = [];
-for (let i = 0; i < count; i++) {
-  const [w, h] = [480, 320];
-  const pixels = Buffer.alloc(w * h * 3);
-  const base = [rng.nextInt(256), rng.nextInt(256), rng.nextInt(256)] as const;
-  for (let p = 0; p < w * h; p++) {
-    const [x, y] = [p % w, Math.floor(p / w)];
-    const noise = rng.nextInt(48) - 24;
-    pixels[3 * p] = Math.max(0, Math.min(255, base[0] + (x * 128) / w + noise));
-    pixels[3 * p + 1] = Math.max(0, Math.min(255, base[1] + (y * 128) / h + noise));
-    pixels[3 * p + 2] = Math.max(0, Math.min(255, base[2] + ((x + y) * 64) / (w + h) + noise));
-  }
-  const file = path.join(dir, `${i}.jpg`);
-  await sharp(pixels, { raw: { width: w, height: h, channels: 3 } }).jpeg({ quality: 90 }).toFile(file);
-  sources.push({ kind: 'file', path: file });
-}
+const sources: ImageSource[] = (await writeSyntheticJpegs(dir, count)).map((file) => ({ kind: 'file', path: file }));
 
 const ways: Record<string, (source: ImageSource) => Promise<unknown>> = {
   'two steps (decodeImageSource + evalTransform)': async (source) => evalTransform(await decodeImageSource(source, { channels: 3 }), size),
