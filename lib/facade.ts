@@ -23,7 +23,7 @@ import type { Preprocessing } from './image/preprocessing.js';
 import { readImageFile } from './image/decode.js';
 import { preprocessImageBytes } from './image/image-bytes.js';
 import type { KMeansInit } from './metrics/kmeans-options.js';
-import { DEFAULT_DEVICE, type DeviceChoice } from './onnx/devices.js';
+import { DEFAULT_DEVICE, type DeviceChoice, type NormalizationPlace } from './onnx/devices.js';
 import { buildReport, type SingleRunReport } from './report/report.js';
 import { concatFloat32 } from './util/concat.js';
 import { normalizeRowsInPlace } from './embed/normalize.js';
@@ -49,6 +49,8 @@ export interface EvaluateOptions {
   trainClasses?: string[];
   /** Execution provider. Default `auto`. */
   device?: DeviceChoice;
+  /** Where batches are normalised (as `dml eval --normalization`; see {@link NormalizationPlace}). Default `auto`: on the device on WebGPU, else on the host. */
+  normalization?: NormalizationPlace | 'auto';
   /** Images per inference call. Default 32. */
   batchSize?: number;
   /** Image decode processes (0 = in this process). Default: one per core for 256 images or more. */
@@ -110,6 +112,7 @@ export async function evaluate(options: EvaluateOptions): Promise<SingleRunRepor
   if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Evaluation cancelled before it started');
   const embedder = {
     device: options.device ?? DEFAULT_DEVICE,
+    ...(options.normalization !== undefined ? { normalization: options.normalization } : {}),
     batchSize: options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE,
     ...(options.preprocessing !== undefined ? { preprocessing: options.preprocessing } : {}),
     ...(options.threads !== undefined ? { threads: options.threads } : {}),

@@ -20,13 +20,13 @@ export { RESAMPLE_FILTERS, RESIZE_MODES, type CropRounding, type Preprocessing, 
 export { findPreprocessorConfig, parsePreprocessorConfig, readPreprocessorConfig, PREPROCESSOR_CONFIG_FILE, isTimmConfig, parseTimmConfig, TIMM_CONFIG_FILE } from './image/preprocessor-config.js';
 export { resampleRaw } from './image/resample.js';
 export { loadImageBatch, type LoadImageBatchOptions } from './image/batch-loader.js';
-export type { ImageBatch, ImageFailure } from './image/batch-collector.js';
+export type { BatchArray, ImageBatch, ImageFailure } from './image/batch-collector.js';
 export { ImageDecodePool, defaultDecodeWorkers, type DecodePoolOptions, type DecodePoolBatchOptions } from './image/decode-pool.js';
 export { decodeImageSource, decodeImageBuffer, DEFAULT_LIMIT_INPUT_PIXELS, type DecodeOptions } from './image/decode.js';
 export type { RawImage } from './image/raw-image.js';
 
 export { createSession, describeIo, type CreateSessionOptions, type CreatedSession, type IoDescription, type IoValueInfo } from './onnx/session.js';
-export { AUTO_PROVIDER_ORDER, DEFAULT_DEVICE, DEVICE_CHOICES, EXECUTION_DEVICES, type DeviceChoice, type ExecutionDevice, type ExecutionProviderName, type ProviderAttempt, type ProviderChoice } from './onnx/devices.js';
+export { AUTO_PROVIDER_ORDER, DEFAULT_DEVICE, DEVICE_CHOICES, EXECUTION_DEVICES, NORMALIZATION_CHOICES, type DeviceChoice, type ExecutionDevice, type ExecutionProviderName, type NormalizationPlace, type ProviderAttempt, type ProviderChoice } from './onnx/devices.js';
 export { readModelMetadata, readExternalDataLocations, readExternalDataRanges, type ExternalTensorRange, type ModelMetadata } from './onnx/metadata.js';
 export { readModelFiles, modelIdentity, copyModelFiles, type ExternalDataFile, type ModelFiles } from './onnx/model-files.js';
 export { DML_METADATA_KEYS, parseDmlMetadata, type DmlModelMetadata } from './onnx/dml-metadata.js';

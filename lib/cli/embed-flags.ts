@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { DmlError } from '../errors.js';
 import type { EmbedderOptions } from '../embed/embedder.js';
-import { DEFAULT_DEVICE, DEVICE_CHOICES, DEVICE_HELP } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, DEVICE_CHOICES, DEVICE_HELP, NORMALIZATION_CHOICES } from '../onnx/devices.js';
 import { TOKEN_POOLINGS } from '../embed/model-signature.js';
 import { parseChoice, parseParallelism, parsePositiveInt } from './parse-options.js';
 import { printWarning } from './warning.js';
@@ -15,6 +15,7 @@ import { DEFAULT_EMBED_BATCH_SIZE } from '../util/defaults.js';
 export interface EmbedFlags {
   device: string;
   threads?: string;
+  normalization?: string;
   batchSize: string;
   workers?: string;
   outputName?: string;
@@ -28,6 +29,7 @@ export function addEmbedOptions(command: Command, batchSizeHelp = 'images per in
   return command
     .option('--device <device>', DEVICE_HELP, DEFAULT_DEVICE)
     .option('--threads <n>', 'onnxruntime intra-op threads (default: onnxruntime\'s choice)')
+    .option('--normalization <where>', 'where batches are normalised: host (JavaScript), device (uint8 crops to the device, a graph in front of the model) or auto (device on WebGPU, else host)', 'auto')
     .option('--batch-size <n>', batchSizeHelp, String(DEFAULT_EMBED_BATCH_SIZE))
     .option('--workers <n>', 'image decode processes, 0 = decode in the main process (default: one per core for 256 images or more)')
     .option('--skip-bad-images', 'skip and report undecodable images instead of failing')
@@ -37,11 +39,12 @@ export function addEmbedOptions(command: Command, batchSizeHelp = 'images per in
 /** Help of `--pooling`, shared by the commands that take it. */
 export const POOLING_HELP = 'pool a token output [N, T, D] into one vector: cls (token 0), mean or max (over the patch tokens, the class token excluded)';
 
-/** The embedder options of the flags (device, batch size, threads, pooling). Errors: E_ARG naming the flag. */
+/** The embedder options of the flags (device, normalisation, batch size, threads, pooling). Errors: E_ARG naming the flag. */
 export function embedderOptions(flags: EmbedFlags): EmbedderOptions {
   return {
     ...(flags.pooling !== undefined ? { pooling: parseChoice(flags.pooling, TOKEN_POOLINGS, '--pooling') } : {}),
     device: parseChoice(flags.device, DEVICE_CHOICES, '--device'),
+    ...(flags.normalization !== undefined ? { normalization: parseChoice(flags.normalization, NORMALIZATION_CHOICES, '--normalization') } : {}),
     batchSize: parsePositiveInt(flags.batchSize, '--batch-size'),
     ...(flags.threads !== undefined ? { threads: parseParallelism(flags.threads, '--threads', 1, printWarning) } : {}),
   };

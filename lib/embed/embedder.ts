@@ -12,15 +12,17 @@
  */
 import type { ImageSource, ManifestItem } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import type { ImageBatch } from '../image/batch-collector.js';
+import type { BatchArray, ImageBatch } from '../image/batch-collector.js';
 import { loadImageBatch } from '../image/batch-loader.js';
 import { defaultDecodeWorkers, ImageDecodePool } from '../image/decode-pool.js';
 import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js';
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
 import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
-import { DEFAULT_DEVICE, type DeviceChoice, type ExecutionProviderName, type ProviderAttempt } from '../onnx/devices.js';
-import { openSessionRunner, type PlainTensor, type SessionRunner } from '../onnx/session-runner.js';
+import { DEFAULT_DEVICE, EXECUTION_DEVICES, NORMALIZATION_CHOICES, type DeviceChoice, type ExecutionProviderName, type NormalizationPlace, type ProviderAttempt } from '../onnx/devices.js';
+import type { PlainTensor } from '../onnx/feeds.js';
+import { openSessionRunner, type SessionRunner } from '../onnx/session-runner.js';
+import { normalizationGraph, NORMALIZATION_GRAPH_INPUT, NORMALIZATION_GRAPH_OUTPUT } from '../onnx/normalization-graph.js';
 import { BFLOAT16_UNSUPPORTED, widenBfloat16Io } from '../onnx/bfloat16-io.js';
 import { canonicalJson } from '../util/hash.js';
 import { checkBatchInputMemory } from './batch-memory.js';
@@ -96,6 +98,13 @@ export interface EmbedderOptions {
    */
   preprocessorConfig?: string | false;
   /**
+   * Where a batch is normalised ({@link NormalizationPlace}): `host` in JavaScript before inference,
+   * `device` by a graph in front of the model on its execution provider (uint8 crops go in), `auto`
+   * (default) `device` on a provider that keeps tensors on the device between runs (WebGPU) and `host`
+   * elsewhere. `device` needs a float32 image input (E_ARG otherwise).
+   */
+  normalization?: NormalizationPlace | 'auto';
+  /**
    * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
    * running during inference: decode processes keep getting work, a server keeps answering. false runs
    * it on the calling thread (for callers that are themselves a worker thread doing only this).
@@ -158,6 +167,8 @@ export class OnnxEmbedder {
   readonly ioTypes: { input: string; output: string };
   /** Execution provider that actually runs the model. */
   readonly provider: ExecutionProviderName;
+  /** Where {@link embedItems} normalises its batches (see {@link NormalizationPlace}). */
+  readonly normalization: NormalizationPlace;
   /** Providers tried before, with their errors (empty when the first choice loaded). */
   readonly providerAttempts: ProviderAttempt[];
   readonly signature: ModelSignature;
@@ -180,6 +191,7 @@ export class OnnxEmbedder {
     externalData: ExternalDataFile[];
     ioTypes: { input: string; output: string };
     provider: ExecutionProviderName;
+    normalization: NormalizationPlace;
     providerAttempts: ProviderAttempt[];
     signature: ModelSignature;
     metadataProps: Record<string, string>;
@@ -193,6 +205,7 @@ export class OnnxEmbedder {
     this.externalData = init.externalData;
     this.ioTypes = init.ioTypes;
     this.provider = init.provider;
+    this.normalization = init.normalization;
     this.providerAttempts = init.providerAttempts;
     this.signature = init.signature;
     this.metadataProps = init.metadataProps;
@@ -207,6 +220,10 @@ export class OnnxEmbedder {
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE;
     checkPositiveInteger('batchSize', batchSize);
+    const normalizationChoice = options.normalization ?? 'auto';
+    if (!NORMALIZATION_CHOICES.includes(normalizationChoice)) {
+      throw invalidParameterError('normalization', `one of ${NORMALIZATION_CHOICES.map((c) => `'${c}'`).join(', ')}`, normalizationChoice);
+    }
     const files = await readModelFiles(modelPath);
     const meta = readModelMetadata(files.bytes, modelPath);
     const dmlMeta = parseDmlMetadata(meta.metadataProps, modelPath);
@@ -245,9 +262,18 @@ export class OnnxEmbedder {
       ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
     };
     let signature: ModelSignature;
+    let normalization: NormalizationPlace;
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides, config);
       checkBatchInputMemory(signature.fixedBatch ?? batchSize, signature.preprocessing);
+      const inputType = bfloat16Io.has(signature.inputName) ? 'bfloat16' : signature.inputType;
+      normalization = normalizationChoice === 'auto' ? (EXECUTION_DEVICES[session.provider].outputLocation !== undefined && inputType === 'float32' ? 'device' : 'host') : normalizationChoice;
+      if (normalization === 'device') {
+        if (inputType !== 'float32') {
+          throw invalidParameterError('normalization', `'host' or 'auto' for ${modelPath}, whose image input "${signature.inputName}" takes ${inputType} ('device' needs a float32 input)`, normalization);
+        }
+        await session.addInputStage({ model: normalizationGraph(signature.preprocessing), input: NORMALIZATION_GRAPH_INPUT, output: NORMALIZATION_GRAPH_OUTPUT, feeds: signature.inputName });
+      }
     } catch (err) {
       await session.release();
       throw err;
@@ -261,6 +287,7 @@ export class OnnxEmbedder {
         output: bfloat16Io.has(signature.outputName) ? 'bfloat16' : (io.outputs.find((o) => o.name === signature.outputName)?.type ?? 'float32'),
       },
       provider: session.provider,
+      normalization,
       providerAttempts: session.attempts,
       signature,
       metadataProps: meta.metadataProps,
@@ -325,31 +352,36 @@ export class OnnxEmbedder {
    * and returns their L2-normalised embeddings (count x dim). `firstRow` numbers rows in error messages.
    */
   async embedTensor(batch: Float32Array, count: number, firstRow = 0): Promise<Float32Array> {
-    return (await this.#embedTensor(batch, count, firstRow, false)).vectors;
+    return (await this.#embedBatch(batch, count, firstRow, false)).vectors;
   }
 
   /**
-   * {@link embedTensor}, also answering the input array the model ran on. With `handOver`, `batch`'s
-   * buffer goes to the inference thread (detached here) and comes back as `input`'s buffer.
+   * {@link embedTensor} for a batch of either kind ({@link BatchArray}: normalised float32 input, or
+   * uint8 HWC crops for the normalisation graph of `normalization: 'device'`), also answering the input
+   * array the model ran on. With `handOver`, `batch`'s buffer goes to the inference thread (detached
+   * here) and comes back as `input`'s buffer.
    */
-  async #embedTensor(batch: Float32Array, count: number, firstRow: number, handOver: boolean): Promise<{ vectors: Float32Array; input: Float32Array }> {
+  async #embedBatch(batch: BatchArray, count: number, firstRow: number, handOver: boolean): Promise<{ vectors: Float32Array; input: BatchArray }> {
     const p = this.signature.preprocessing;
     const per = p.channels * p.height * p.width;
     if (batch.length < count * per) throw invalidParameterError('batch', `at least ${count * per} values`, batch.length);
     const runCount = this.signature.fixedBatch ?? count;
     if (count > runCount) throw invalidParameterError('count', `at most the model's fixed batch ${runCount}`, count);
+    const pixels = batch instanceof Uint8Array;
     let data = batch.subarray(0, count * per);
     if (runCount > count) {
-      data = new Float32Array(runCount * per);
+      data = pixels ? new Uint8Array(runCount * per) : new Float32Array(runCount * per);
       data.set(batch.subarray(0, count * per));
     }
-    const dims = p.layout === 'NCHW' ? [runCount, p.channels, p.height, p.width] : [runCount, p.height, p.width, p.channels];
+    // uint8 crops are HWC whatever the model's layout: the graph in front of the model transposes them.
+    const inputName = pixels ? NORMALIZATION_GRAPH_INPUT : this.signature.inputName;
+    const dims = p.layout === 'NCHW' && !pixels ? [runCount, p.channels, p.height, p.width] : [runCount, p.height, p.width, p.channels];
     let out: PlainTensor | undefined;
-    let input: Float32Array;
+    let input: BatchArray;
     try {
-      const result = await this.session.run({ [this.signature.inputName]: { data, dims } }, [this.signature.outputName], { transferInputs: handOver });
+      const result = await this.session.run({ [inputName]: { data, dims } }, [this.signature.outputName], { transferInputs: handOver });
       out = result.outputs[this.signature.outputName];
-      input = (result.inputs[this.signature.inputName] as { data: Float32Array }).data;
+      input = (result.inputs[inputName] as { data: BatchArray }).data;
     } catch (err) {
       throw new DmlError('E_MODEL', `${this.modelPath}: inference failed: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
@@ -390,7 +422,7 @@ export class OnnxEmbedder {
       if (canonicalJson(decodePool.preprocessing) !== canonicalJson(p)) {
         throw invalidParameterError('decodePool', `a pool with the preprocessing of ${this.modelPath} (${canonicalJson(p)})`, canonicalJson(decodePool.preprocessing));
       }
-      return this.#embedBatches(items, options, (sources, output) => decodePool.loadBatch(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
+      return this.#embedBatches(items, options, (sources, output) => decodePool.loadBatch<BatchArray>(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
     }
     const processes = options.augment !== undefined ? 0 : decodeProcessCount(items.length, workers);
     if (processes === 0) {
@@ -401,43 +433,47 @@ export class OnnxEmbedder {
         ...(options.signal !== undefined ? { signal: options.signal } : {}),
         ...(options.augment !== undefined ? { augment: options.augment } : {}),
       };
-      return this.#embedBatches(items, options, (sources, output) => loadImageBatch(sources, p, { ...loadOptions, output }), 1);
+      return this.#embedBatches(items, options, (sources, output) => loadImageBatch<BatchArray>(sources, p, { ...loadOptions, output }), 1);
     }
     const pool = await ImageDecodePool.start({ workers: processes, preprocessing: p, limitInputPixels: options.limitInputPixels });
     try {
-      return await this.#embedBatches(items, options, (sources, output) => pool.loadBatch(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
+      return await this.#embedBatches(items, options, (sources, output) => pool.loadBatch<BatchArray>(sources, { ...poolOptions(options), output }), DECODE_PREFETCH_BATCHES);
     } finally {
       await pool.close();
     }
   }
 
   /**
-   * The batch loop of {@link embedItems}: `load` decodes one batch into `output`; up to `prefetch`
-   * batches are decoding while the current one runs inference. The batch arrays circulate: each comes
-   * back from the inference thread with its embeddings and is filled again (see `batchOutput` in
+   * The batch loop of {@link embedItems}: `load` decodes one batch into `output` (uint8 crops with
+   * `normalization: 'device'`, normalised float32 input otherwise); up to `prefetch` batches are
+   * decoding while the current one runs inference. The batch arrays circulate: each comes back from the
+   * inference thread with its embeddings and is filled again (see `batchOutput` in
    * image/batch-collector.ts for why that matters).
    */
   async #embedBatches(
     items: ManifestItem[],
     options: EmbedItemsOptions,
-    load: (sources: ImageSource[], output: Float32Array) => Promise<ImageBatch>,
+    load: (sources: ImageSource[], output: BatchArray) => Promise<ImageBatch<BatchArray>>,
     prefetch: number,
   ): Promise<{ set: EmbeddingSet; failures: SkippedImage[] }> {
     const p = this.signature.preprocessing;
     const batchLength = this.batchSize * p.channels * p.height * p.width;
-    const spare: Float32Array[] = [];
+    const pixels = this.normalization === 'device';
+    const bytesPerValue = pixels ? 1 : 4;
+    const spare: BatchArray[] = [];
     const recycle = (buffer: ArrayBufferLike): void => {
-      if (buffer.byteLength === batchLength * 4) spare.push(new Float32Array(buffer));
+      if (buffer.byteLength === batchLength * bytesPerValue) spare.push(pixels ? new Uint8Array(buffer) : new Float32Array(buffer));
     };
+    const newBatchArray = (): BatchArray => (pixels ? new Uint8Array(batchLength) : new Float32Array(batchLength));
     const chunks: Float32Array[] = [];
     const ids: string[] = [];
     const labels: string[] = [];
     const failures: SkippedImage[] = [];
-    const queue: Array<{ batch: Promise<ImageBatch>; output: Float32Array }> = [];
+    const queue: Array<{ batch: Promise<ImageBatch<BatchArray>>; output: BatchArray }> = [];
     let queued = 0;
     const refill = (): void => {
       while (queue.length < prefetch && queued < items.length) {
-        const output = spare.pop() ?? new Float32Array(batchLength);
+        const output = spare.pop() ?? newBatchArray();
         const batch = load(items.slice(queued, queued + this.batchSize).map((it) => it.source), output);
         // Keep a rejected prefetch from becoming an unhandled rejection while earlier batches run.
         batch.catch(() => undefined);
@@ -448,22 +484,22 @@ export class OnnxEmbedder {
     refill();
     // Inference runs on the session's thread: the next batch is handed over as soon as it is decoded,
     // so it waits there while the current one runs (at most INFERENCES_IN_FLIGHT batches).
-    const inferring: Array<Promise<{ vectors: Float32Array; input: Float32Array }>> = [];
+    const inferring: Array<Promise<{ vectors: Float32Array; input: BatchArray }>> = [];
     const collect = async (): Promise<void> => {
-      const { vectors, input } = await (inferring.shift() as Promise<{ vectors: Float32Array; input: Float32Array }>);
+      const { vectors, input } = await (inferring.shift() as Promise<{ vectors: Float32Array; input: BatchArray }>);
       chunks.push(vectors);
       recycle(input.buffer);
     };
     for (let start = 0; start < items.length; start += this.batchSize) {
       if (options.signal?.aborted) throw new DmlError('E_CANCELLED', 'Embedding cancelled');
-      const { batch: pending, output } = queue.shift() as { batch: Promise<ImageBatch>; output: Float32Array };
+      const { batch: pending, output } = queue.shift() as { batch: Promise<ImageBatch<BatchArray>>; output: BatchArray };
       const batch = await pending;
       // A batch with skipped images comes packed into a new array: its own array is free again at once.
       if (batch.data.buffer !== output.buffer) recycle(output.buffer);
       refill();
       for (const f of batch.failures) failures.push({ id: (items[start + f.index] as ManifestItem).id, message: f.message });
       if (batch.loaded.length > 0) {
-        const inference = this.#embedTensor(batch.data, batch.loaded.length, ids.length, true);
+        const inference = this.#embedBatch(batch.data, batch.loaded.length, ids.length, true);
         inference.catch(() => undefined);
         inferring.push(inference);
         for (const i of batch.loaded) {

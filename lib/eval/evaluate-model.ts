@@ -75,6 +75,7 @@ export function modelInfo(embedder: OnnxEmbedder): ModelInfo {
     sha256: embedder.modelSha256,
     ...(embedder.externalData.length > 0 ? { externalData: embedder.externalData.map((f) => ({ ...f })) } : {}),
     executionProvider: embedder.provider,
+    normalization: embedder.normalization,
     providerAttempts: embedder.providerAttempts,
     inputName: embedder.signature.inputName,
     inputType: embedder.ioTypes.input,

@@ -16,6 +16,8 @@ export interface ModelInfo {
   /** External data files the model keeps its weights in (present only when it has any). */
   externalData?: Array<{ location: string; sha256: string }>;
   executionProvider: ExecutionProviderName;
+  /** Where the batches were normalised (see `NormalizationPlace`, lib/embed/embedder.ts); the values are the same either way. */
+  normalization?: 'host' | 'device';
   providerAttempts: ProviderAttempt[];
   inputName: string;
   /** The input's element type as the model file declares it: `float32`, `float16` or `bfloat16`. */

@@ -16,14 +16,14 @@ import type { Preprocessing, TrainAugmentation } from './preprocessing.js';
 import type { Rng } from '../util/rng.js';
 import { invalidParameterError } from '../errors.js';
 import { BatchCollector, batchCancelledError } from './batch-collector.js';
-import type { ImageBatch } from './batch-collector.js';
+import type { BatchArray, ImageBatch } from './batch-collector.js';
 import { decodeImageSource } from './decode.js';
 import { loadEvalImage } from './eval-image.js';
 import { trainTransform } from './transform.js';
 import { validateAugmentation, validatePreprocessing } from './validate.js';
 
 /** Options of {@link loadImageBatch}. */
-export interface LoadImageBatchOptions {
+export interface LoadImageBatchOptions<A extends BatchArray = Float32Array> {
   /** Images decoded at the same time (promises in flight). Default 4. */
   concurrency?: number | undefined;
   /** Leave bad images out and report them instead of throwing. Default false. */
@@ -34,16 +34,19 @@ export interface LoadImageBatchOptions {
   augment?: { augmentation: TrainAugmentation; rng: Rng } | undefined;
   /** Cancels the batch: no new image starts, and the call rejects with E_CANCELLED. */
   signal?: AbortSignal | undefined;
-  /** Write the batch into this array (at least images x image size values), e.g. one reused batch after batch. */
-  output?: Float32Array | undefined;
+  /**
+   * Write the batch into this array (at least images x image size values), e.g. one reused batch after
+   * batch: a Float32Array for normalised input, a Uint8Array for the crops' bytes (see {@link BatchArray}).
+   */
+  output?: A | undefined;
 }
 
 /** Loads `sources` into one tensor as `preprocessing` describes. */
-export async function loadImageBatch(
+export async function loadImageBatch<A extends BatchArray = Float32Array>(
   sources: readonly ImageSource[],
   preprocessing: Preprocessing,
-  options: LoadImageBatchOptions = {},
-): Promise<ImageBatch> {
+  options: LoadImageBatchOptions<A> = {},
+): Promise<ImageBatch<A>> {
   if (!Array.isArray(sources)) throw invalidParameterError('sources', 'an array of image sources', sources);
   validatePreprocessing(preprocessing);
   const { concurrency = 4, skipBadImages = false, limitInputPixels, augment, signal, output } = options;
@@ -63,7 +66,7 @@ export async function loadImageBatch(
     augment === undefined
       ? undefined
       : { augmentation: augment.augmentation, rngs: sources.map(() => augment.rng.fork()) };
-  const collector = new BatchCollector(sources, preprocessing, skipBadImages, output);
+  const collector = new BatchCollector<A>(sources, preprocessing, skipBadImages, output);
   let next = 0;
 
   const loadOne = async (index: number): Promise<void> => {

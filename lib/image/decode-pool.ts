@@ -43,7 +43,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ImageSource } from '../data/manifest.js';
 import { DmlError, invalidParameterError } from '../errors.js';
-import { BatchCollector, batchCancelledError, type ImageBatch } from './batch-collector.js';
+import { BatchCollector, batchCancelledError, type BatchArray, type ImageBatch } from './batch-collector.js';
 import type { DecodeReply, DecodeRequest, DecodeWorkerConfig } from './decode-worker.js';
 import { describeImageSource } from './decode.js';
 import type { Preprocessing } from './preprocessing.js';
@@ -73,26 +73,29 @@ export interface DecodePoolOptions {
 }
 
 /** Options of {@link ImageDecodePool.loadBatch}. */
-export interface DecodePoolBatchOptions {
+export interface DecodePoolBatchOptions<A extends BatchArray = Float32Array> {
   /** Leave bad images out and report them instead of throwing. Default false. */
   skipBadImages?: boolean | undefined;
   /** Cancels the batch: no new image starts, and the call rejects with E_CANCELLED. */
   signal?: AbortSignal | undefined;
-  /** Write the batch into this array (at least images x image size values), e.g. one reused batch after batch. */
-  output?: Float32Array | undefined;
+  /**
+   * Write the batch into this array (at least images x image size values), e.g. one reused batch after
+   * batch: a Float32Array for normalised input, a Uint8Array for the crops' bytes (see {@link BatchArray}).
+   */
+  output?: A | undefined;
 }
 
 /** One pending batch. */
 interface Job {
   sources: readonly ImageSource[];
-  collector: BatchCollector;
+  collector: BatchCollector<BatchArray>;
   signal: AbortSignal | undefined;
   /** Next index to hand out. */
   next: number;
   /** Images handed out and not answered yet. */
   inFlight: number;
   settled: boolean;
-  resolve: (batch: ImageBatch) => void;
+  resolve: (batch: ImageBatch<BatchArray>) => void;
   reject: (error: unknown) => void;
   onAbort: () => void;
 }
@@ -279,19 +282,19 @@ export class ImageDecodePool {
    * limitInputPixels })` does with the pool's preprocessing and pixel limit. Batches queue: the first
    * one loaded is the first one asked for.
    */
-  loadBatch(sources: readonly ImageSource[], options: DecodePoolBatchOptions = {}): Promise<ImageBatch> {
+  loadBatch<A extends BatchArray = Float32Array>(sources: readonly ImageSource[], options: DecodePoolBatchOptions<A> = {}): Promise<ImageBatch<A>> {
     if (!Array.isArray(sources)) return Promise.reject(invalidParameterError('sources', 'an array of image sources', sources));
     const { skipBadImages = false, signal, output } = options;
     if (this.#closing !== undefined) return Promise.reject(new DmlError('E_CANCELLED', 'The image decode pool is closed'));
     if (this.#lost !== undefined) return Promise.reject(this.#lost);
     if (signal?.aborted) return Promise.reject(batchCancelledError(0, sources.length));
-    let collector: BatchCollector;
+    let collector: BatchCollector<BatchArray>;
     try {
-      collector = new BatchCollector(sources, this.#config.preprocessing, skipBadImages, output);
+      collector = new BatchCollector<BatchArray>(sources, this.#config.preprocessing, skipBadImages, output);
     } catch (error) {
       return Promise.reject(error);
     }
-    return new Promise<ImageBatch>((resolve, reject) => {
+    return new Promise<ImageBatch<A>>((resolve, reject) => {
       const job: Job = {
         sources,
         collector,
@@ -299,7 +302,8 @@ export class ImageDecodePool {
         next: 0,
         inFlight: 0,
         settled: false,
-        resolve,
+        // The collector writes into the caller's `output`, so its batch holds that array's type.
+        resolve: (batch) => resolve(batch as ImageBatch<A>),
         reject,
         onAbort: () => this.#pump(),
       };
@@ -339,7 +343,7 @@ export class ImageDecodePool {
   }
 
   /** Resolves or rejects `job` once, and takes it out of the queue. */
-  #settle(job: Job, outcome: { batch: ImageBatch } | { error: unknown }): void {
+  #settle(job: Job, outcome: { batch: ImageBatch<BatchArray> } | { error: unknown }): void {
     if (job.settled) return;
     job.settled = true;
     job.signal?.removeEventListener('abort', job.onAbort);

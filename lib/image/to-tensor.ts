@@ -13,6 +13,22 @@ import type { RawImage } from './raw-image.js';
 import { validateNormalisation } from './validate.js';
 
 /**
+ * The normalised value of every byte per channel: `table[c * 256 + x]` is channel c's value for pixel
+ * value x (see the file comment), the `channels * 256` values {@link toTensor} looks up, and that the
+ * normalisation graph in front of a model (lib/onnx/normalization-graph.ts) gathers from.
+ */
+export function normalizationTable(normalisation: Pick<Preprocessing, 'mean' | 'std' | 'rescale'>, channels: number): Float32Array {
+  const table = new Float32Array(channels * 256);
+  const { rescale } = normalisation;
+  for (let c = 0; c < channels; c++) {
+    const mean = normalisation.mean[c] as number;
+    const std = normalisation.std[c] as number;
+    for (let v = 0; v < 256; v++) table[c * 256 + v] = ((rescale === undefined ? v / 255 : v * rescale) - mean) / std;
+  }
+  return table;
+}
+
+/**
  * Writes `image` normalised into `out` starting at `offset`, as one CHW block (`layout` NCHW) or one
  * HWC block (NHWC) of `width * height * channels` values.
  */
@@ -37,13 +53,7 @@ export function toTensor(
     const expected = `a non-negative integer with offset + ${size} <= out.length = ${out.length}`;
     throw invalidParameterError('offset', expected, offset);
   }
-  const table = new Float32Array(channels * 256);
-  for (let c = 0; c < channels; c++) {
-    const mean = normalisation.mean[c] as number;
-    const std = normalisation.std[c] as number;
-    const { rescale } = normalisation;
-    for (let v = 0; v < 256; v++) table[c * 256 + v] = ((rescale === undefined ? v / 255 : v * rescale) - mean) / std;
-  }
+  const table = normalizationTable(normalisation, channels);
   if (normalisation.layout === 'NHWC') {
     for (let i = 0, p = 0; p < plane; p++) {
       for (let c = 0; c < channels; c++, i++) out[offset + i] = table[c * 256 + data[i]!]!;

@@ -53,7 +53,7 @@ export interface OperatorSetId {
 }
 
 /** Element types the builder can declare for graph values and initializers. */
-export type ElementType = 'float32' | 'int64';
+export type ElementType = 'float32' | 'int64' | 'int32' | 'uint8';
 
 /**
  * One tensor dimension: a non-negative integer is a fixed size (`dim_value`), a string is a symbolic
@@ -105,6 +105,8 @@ const BOOL_TYPE_CODE = 9;
 const ELEMENT_TYPE_CODES: Readonly<Record<ElementType, number>> = {
   float32: onnx.TensorProto.DataType.FLOAT,
   int64: onnx.TensorProto.DataType.INT64,
+  int32: onnx.TensorProto.DataType.INT32,
+  uint8: onnx.TensorProto.DataType.UINT8,
 };
 
 const HOST_IS_LITTLE_ENDIAN = os.endianness() === 'LE';
@@ -156,6 +158,16 @@ export function int64Tensor(name: string, dims: readonly number[], values: reado
   return { name, dims: [...dims], dataType: ELEMENT_TYPE_CODES.int64, rawData: bytesOf(data) };
 }
 
+/** An int32 initializer named `name` with shape `dims`, stored as little-endian `raw_data`; every value must be an int32. */
+export function int32Tensor(name: string, dims: readonly number[], values: readonly number[]): TensorProto {
+  assertLittleEndianHost();
+  validateDims(name, dims, values.length);
+  values.forEach((v, i) => {
+    if (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) throw invalidParameterError(`values[${i}] of ${name}`, 'an int32', v);
+  });
+  return { name, dims: [...dims], dataType: ELEMENT_TYPE_CODES.int32, rawData: bytesOf(Int32Array.from(values)) };
+}
+
 /** A bool initializer named `name` with shape `dims`, one byte per value in `raw_data` (ONNX's bool storage). */
 export function boolTensor(name: string, dims: readonly number[], values: ArrayLike<boolean | number>): TensorProto {
   validateDims(name, dims, values.length);
@@ -165,7 +177,7 @@ export function boolTensor(name: string, dims: readonly number[], values: ArrayL
 /** A graph value `name` of `elementType` with shape `dims` (numbers fixed, strings symbolic). */
 export function tensorValueInfo(name: string, elementType: ElementType, dims: readonly Dim[]): ValueInfoProto {
   const elemType = ELEMENT_TYPE_CODES[elementType];
-  if (elemType === undefined) throw invalidParameterError(`elementType of ${name}`, "'float32' or 'int64'", elementType);
+  if (elemType === undefined) throw invalidParameterError(`elementType of ${name}`, `one of ${Object.keys(ELEMENT_TYPE_CODES).map((t) => `'${t}'`).join(', ')}`, elementType);
   const dim = dims.map((d) => {
     if (typeof d === 'string' && d.length > 0) return { dimParam: d };
     if (typeof d === 'number' && Number.isSafeInteger(d) && d >= 0) return { dimValue: d };

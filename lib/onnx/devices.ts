@@ -135,3 +135,18 @@ export function describeProviderChoice(name: string, created: ProviderChoice): s
   const failed = created.attempts.filter((a) => a.error !== undefined).map((a) => `${a.provider}: ${a.error}`);
   return `${name} runs on ${created.provider}${failed.length > 0 ? ` (${failed.join('; ')})` : ''}`;
 }
+
+/**
+ * Where the embedder (lib/embed/embedder.ts) normalises a batch, bit for bit the same values either way:
+ * - `host`: in JavaScript (`toTensor`, lib/image/to-tensor.ts), in the process that receives the decoded crops; the
+ *   model gets float32 input. The faster choice on the CPU provider, where the graph costs 1.2-1.4 ms
+ *   per 224x224 image against toTensor's 0.3-0.5 (scripts/experiments/normalisation-graph-cost.ts).
+ * - `device`: the uint8 crops go to the model's provider and a small graph in front of the model
+ *   (lib/onnx/normalization-graph.ts) normalises them there: a quarter of the bytes to upload, and no
+ *   normalising in the process that receives the crops (on a GPU with many decode processes, that
+ *   process is the bottleneck: docs/benchmarks.md).
+ */
+export type NormalizationPlace = 'host' | 'device';
+
+/** The choices of the embedder's `normalization` option, for parsing. */
+export const NORMALIZATION_CHOICES: readonly (NormalizationPlace | 'auto')[] = ['auto', 'host', 'device'];

@@ -6,52 +6,11 @@
  * inference (its `run` is a synchronous native call behind a `setImmediate`), so a session on the main
  * thread stops everything else there: the replies of image decode processes, a server's requests.
  */
-import ort from './ort.js';
-import { createSession, describeIo, type CreateSessionOptions, type IoDescription, type IoValueInfo } from './session.js';
-import { fromHalfArray, toHalfArray } from '../util/half-float.js';
+import { createSession, type CreateSessionOptions, type IoDescription } from './session.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
+import { plainOutputs, type PlainTensor, type RunInputs } from './feeds.js';
 import { SessionThread } from './session-thread.js';
-
-/** A tensor as it crosses threads: element type, dimensions and data. */
-export interface PlainTensor {
-  type: ort.Tensor.Type;
-  dims: readonly number[];
-  data: ort.Tensor.DataType;
-}
-
-/** Float32 inputs of one run, by input name. */
-export type FloatInputs = Record<string, { data: Float32Array; dims: readonly number[] }>;
-
-/**
- * {@link FloatInputs} as onnxruntime tensors: float32, or cast to float16 when `inputs` (the model's
- * declared inputs) says the input takes float16, so that half-precision exports (`model_fp16.onnx`)
- * run as they are.
- */
-export function ortFeeds(inputs: FloatInputs, declared: readonly IoValueInfo[] = []): Record<string, ort.Tensor> {
-  const feeds: Record<string, ort.Tensor> = {};
-  for (const [name, { data, dims }] of Object.entries(inputs)) {
-    const type = declared.find((d) => d.name === name)?.type;
-    feeds[name] = type === 'float16' ? new ort.Tensor('float16', toHalfArray(data), dims) : new ort.Tensor('float32', data, dims);
-  }
-  return feeds;
-}
-
-/**
- * The outputs named in `outputNames` of an onnxruntime result, as {@link PlainTensor}s; float16
- * outputs are widened to float32 (exactly), so callers see float32 whatever the model's precision.
- */
-export function plainOutputs(result: ort.InferenceSession.ReturnType, outputNames: string[]): Record<string, PlainTensor> {
-  const outputs: Record<string, PlainTensor> = {};
-  for (const name of outputNames) {
-    const out = result[name];
-    if (out === undefined) continue;
-    outputs[name] =
-      out.type === 'float16' && out.data instanceof Uint16Array
-        ? { type: 'float32', dims: out.dims, data: fromHalfArray(out.data) }
-        : { type: out.type, dims: out.dims, data: out.data };
-  }
-  return outputs;
-}
+import { StagedSession, type InputStage } from './staged-session.js';
 
 /** What {@link SessionRunner.run} answers. */
 export interface RunResult {
@@ -61,7 +20,7 @@ export interface RunResult {
    * The inputs, usable again: the caller's own arrays, or, when they were handed over to a session
    * thread, the same buffers handed back (so a caller can reuse its input arrays batch after batch).
    */
-  inputs: FloatInputs;
+  inputs: RunInputs;
 }
 
 /** Options of {@link SessionRunner.run}. */
@@ -81,9 +40,18 @@ export interface SessionRunner {
   readonly attempts: ProviderAttempt[];
   /** The model's declared inputs and outputs. */
   readonly io: IoDescription;
-  /** Runs the model on float32 `inputs` (cast to float16 for a float16 input), answering the outputs named in `outputNames`. Rejects with onnxruntime's error. */
-  run(inputs: FloatInputs, outputNames: string[], options?: RunOptions): Promise<RunResult>;
-  /** Frees the session (and ends its thread). */
+  /**
+   * Runs the model on `inputs` (float32, cast to float16 for a float16 input; or the input stage's
+   * uint8 input), answering the outputs named in `outputNames`. Rejects with onnxruntime's error.
+   */
+  run(inputs: RunInputs, outputNames: string[], options?: RunOptions): Promise<RunResult>;
+  /**
+   * Opens `stage` in front of the model, on its thread and provider (see {@link StagedSession}): a run
+   * whose inputs hold the stage's input runs the stage first. Rejects with onnxruntime's error, or
+   * E_ARG when a stage is already set or `stage.feeds` is not an input of the model.
+   */
+  addInputStage(stage: InputStage): Promise<void>;
+  /** Frees the session (and its input stage, and ends its thread). */
   release(): Promise<void>;
 }
 
@@ -98,17 +66,21 @@ export class InProcessSessionRunner implements SessionRunner {
   readonly provider: ExecutionProviderName;
   readonly attempts: ProviderAttempt[];
   readonly io: IoDescription;
-  readonly #session: ort.InferenceSession;
+  readonly #session: StagedSession;
 
-  constructor(created: { session: ort.InferenceSession; provider: ExecutionProviderName; attempts: ProviderAttempt[] }) {
-    this.#session = created.session;
-    this.provider = created.provider;
-    this.attempts = created.attempts;
-    this.io = describeIo(created.session);
+  constructor(session: StagedSession) {
+    this.#session = session;
+    this.provider = session.provider;
+    this.attempts = session.attempts;
+    this.io = session.io;
   }
 
-  async run(inputs: FloatInputs, outputNames: string[]): Promise<RunResult> {
-    return { outputs: plainOutputs(await this.#session.run(ortFeeds(inputs, this.io.inputs), outputNames), outputNames), inputs };
+  async run(inputs: RunInputs, outputNames: string[]): Promise<RunResult> {
+    return { outputs: plainOutputs(await this.#session.run(inputs, outputNames), outputNames), inputs };
+  }
+
+  addInputStage(stage: InputStage): Promise<void> {
+    return this.#session.addInputStage(stage);
   }
 
   release(): Promise<void> {
@@ -124,5 +96,5 @@ export class InProcessSessionRunner implements SessionRunner {
 export async function openSessionRunner(model: string | Uint8Array, options: SessionRunnerOptions): Promise<SessionRunner> {
   const { thread = true, ...sessionOptions } = options;
   if (thread) return SessionThread.create(model, sessionOptions);
-  return new InProcessSessionRunner(await createSession(model, sessionOptions));
+  return new InProcessSessionRunner(new StagedSession(await createSession(model, sessionOptions), sessionOptions));
 }

@@ -5,15 +5,16 @@
  *
  * Protocol: workerData is a {@link SessionThreadData}. The worker answers `ready` (provider, attempts,
  * declared inputs and outputs) or `fatal` (and exits), then one `result` or `error` per
- * {@link SessionThreadRequest} of type `run`, in order (a result hands the run's input buffers back);
- * `release` frees the session and ends the thread.
+ * {@link SessionThreadRequest} of type `run`, in order (a result hands the run's input buffers back),
+ * and one `staged` or `error` per `stage` (an input stage opened in front of the model, see
+ * staged-session.ts); `release` frees the session and ends the thread.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import type * as ort from 'onnxruntime-node';
 import { DmlError, type DmlErrorCode } from '../errors.js';
-import { createSession, describeIo, type CreateSessionOptions, type IoDescription } from './session.js';
+import { createSession, type CreateSessionOptions, type IoDescription } from './session.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
-import { ortFeeds, plainOutputs, type FloatInputs, type PlainTensor } from './session-runner.js';
+import { plainOutputs, type PlainTensor, type RunInputs } from './feeds.js';
+import { StagedSession, type InputStage } from './staged-session.js';
 
 /** What the thread is started with. */
 export interface SessionThreadData {
@@ -24,24 +25,23 @@ export interface SessionThreadData {
 
 /** A message to the thread. */
 export type SessionThreadRequest =
-  | { type: 'run'; id: number; inputs: FloatInputs; outputNames: string[] }
+  | { type: 'run'; id: number; inputs: RunInputs; outputNames: string[] }
+  | { type: 'stage'; id: number; stage: InputStage }
   | { type: 'release' };
 
 /** A message from the thread. */
 export type SessionThreadReply =
   | { type: 'ready'; provider: ExecutionProviderName; attempts: ProviderAttempt[]; io: IoDescription }
   | { type: 'fatal'; code: DmlErrorCode | null; message: string }
-  | { type: 'result'; id: number; outputs: Record<string, PlainTensor>; inputs: FloatInputs }
+  | { type: 'result'; id: number; outputs: Record<string, PlainTensor>; inputs: RunInputs }
+  | { type: 'staged'; id: number }
   | { type: 'error'; id: number; message: string };
 
 async function serve(port: MessagePort, data: SessionThreadData): Promise<void> {
-  let session: ort.InferenceSession;
-  let io: IoDescription;
+  let session: StagedSession;
   try {
-    const created = await createSession(data.model, data.options);
-    session = created.session;
-    io = describeIo(session);
-    port.postMessage({ type: 'ready', provider: created.provider, attempts: created.attempts, io } satisfies SessionThreadReply);
+    session = new StagedSession(await createSession(data.model, data.options), data.options);
+    port.postMessage({ type: 'ready', provider: session.provider, attempts: session.attempts, io: session.io } satisfies SessionThreadReply);
   } catch (err) {
     const reply: SessionThreadReply = err instanceof DmlError ? { type: 'fatal', code: err.code, message: err.message } : { type: 'fatal', code: null, message: (err as Error)?.message ?? String(err) };
     port.postMessage(reply);
@@ -53,13 +53,18 @@ async function serve(port: MessagePort, data: SessionThreadData): Promise<void> 
       void session.release().finally(() => port.close());
       return;
     }
-    session.run(ortFeeds(request.inputs, io.inputs), request.outputNames).then(
+    const failed = (err: unknown): void => port.postMessage({ type: 'error', id: request.id, message: (err as Error)?.message ?? String(err) } satisfies SessionThreadReply);
+    if (request.type === 'stage') {
+      session.addInputStage(request.stage).then(() => port.postMessage({ type: 'staged', id: request.id } satisfies SessionThreadReply), failed);
+      return;
+    }
+    session.run(request.inputs, request.outputNames).then(
       (result) => {
         // The inputs go back with the outputs (moved, not copied), so the caller can reuse its arrays.
         const reply: SessionThreadReply = { type: 'result', id: request.id, outputs: plainOutputs(result, request.outputNames), inputs: request.inputs };
         port.postMessage(reply, Object.values(request.inputs).map((input) => input.data.buffer as ArrayBuffer));
       },
-      (err: unknown) => port.postMessage({ type: 'error', id: request.id, message: (err as Error)?.message ?? String(err) } satisfies SessionThreadReply),
+      failed,
     );
   });
 }

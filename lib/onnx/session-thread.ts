@@ -16,11 +16,14 @@ import { DmlError } from '../errors.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
 import type { CreateSessionOptions, IoDescription } from './session.js';
-import type { FloatInputs, RunOptions, RunResult, SessionRunner } from './session-runner.js';
+import type { RunInputs } from './feeds.js';
+import type { RunOptions, RunResult, SessionRunner } from './session-runner.js';
+import type { InputStage } from './staged-session.js';
 import type { SessionThreadData, SessionThreadReply, SessionThreadRequest } from './session-thread-worker.js';
 
+/** A request waiting for its answer: a run's result, or nothing for an input stage. */
 interface PendingRun {
-  resolve: (result: RunResult) => void;
+  resolve: (result: RunResult | undefined) => void;
   reject: (error: Error) => void;
 }
 
@@ -82,15 +85,23 @@ export class SessionThread implements SessionRunner {
     });
   }
 
-  run(inputs: FloatInputs, outputNames: string[], options: RunOptions = {}): Promise<RunResult> {
+  run(inputs: RunInputs, outputNames: string[], options: RunOptions = {}): Promise<RunResult> {
+    const transfer = options.transferInputs === true ? Object.values(inputs).map((input) => input.data.buffer as ArrayBuffer) : [];
+    return this.#request((id) => ({ type: 'run', id, inputs, outputNames }), transfer) as Promise<RunResult>;
+  }
+
+  async addInputStage(stage: InputStage): Promise<void> {
+    await this.#request((id) => ({ type: 'stage', id, stage }), []);
+  }
+
+  /** Sends the request `make(id)` and answers its reply (runs and stages are answered in order). */
+  #request(make: (id: number) => SessionThreadRequest, transfer: ArrayBuffer[]): Promise<RunResult | undefined> {
     if (this.#ended !== undefined) return Promise.reject(this.#ended);
     const id = this.#nextId++;
-    const request: SessionThreadRequest = { type: 'run', id, inputs, outputNames };
-    const transfer = options.transferInputs === true ? Object.values(inputs).map((input) => input.data.buffer as ArrayBuffer) : [];
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       if (this.#pending.size === 1) this.#worker.ref();
-      this.#worker.postMessage(request, transfer);
+      this.#worker.postMessage(make(id), transfer);
     });
   }
 
@@ -104,12 +115,13 @@ export class SessionThread implements SessionRunner {
   }
 
   #onReply(reply: SessionThreadReply): void {
-    if (reply.type !== 'result' && reply.type !== 'error') return;
+    if (reply.type !== 'result' && reply.type !== 'staged' && reply.type !== 'error') return;
     const pending = this.#pending.get(reply.id);
     if (pending === undefined) return;
     this.#pending.delete(reply.id);
     if (this.#pending.size === 0) this.#worker.unref();
     if (reply.type === 'result') pending.resolve({ outputs: reply.outputs, inputs: reply.inputs });
+    else if (reply.type === 'staged') pending.resolve(undefined);
     else pending.reject(new Error(reply.message));
   }
 

@@ -6,7 +6,7 @@
  *
  *   npx tsx scripts/bench/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
  *   npx tsx scripts/bench/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
- *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N]
+ *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N] [--normalization auto|host|device]
  *   npx tsx scripts/bench/bench-eval.ts --mode nmi
  *
  * - `vectors`: exact Recall@K on synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised;
@@ -34,6 +34,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cheapModel } from './cheap-embedder.js';
 import { writeSyntheticJpegs } from './synthetic-jpegs.js';
 import { readIdxFile } from '../../lib/data/idx-reader.js';
 import { openDataset } from '../../lib/data/open-dataset.js';
@@ -48,8 +49,7 @@ import { kmeans, kmeansSweep } from '../../lib/metrics/kmeans.js';
 import { encodeLabels } from '../../lib/metrics/labels.js';
 import { RetrievalMetricsAccumulator } from '../../lib/metrics/retrieval.js';
 import { FullRankingAccumulator } from '../../lib/metrics/full-ranking.js';
-import { encodeModel, floatTensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
-import type { DeviceChoice } from '../../lib/onnx/devices.js';
+import type { DeviceChoice, NormalizationPlace } from '../../lib/onnx/devices.js';
 import { openSessionRunner } from '../../lib/onnx/session-runner.js';
 import { exactSearch } from '../../lib/search/exact.js';
 import { Rng } from '../../lib/util/rng.js';
@@ -95,38 +95,6 @@ function clusteredSet(n: number, dim: number, classes: number): EmbeddingSet {
     labels.push(String(c));
   }
   return { vectors, count: n, dim, labels, ids: labels.map((_, i) => String(i)) };
-}
-
-/** The cheap benchmark embedder: Conv(3->32, 16x16, stride 16) -> ReLU -> GlobalAveragePool -> Gemm(32->64) -> L2 outside. */
-function cheapModel(): { bytes: Uint8Array; weights: Result } {
-  const rng = new Rng(3);
-  const channels = 32;
-  const patch = 16;
-  const dim = 64;
-  const convWeight = Float32Array.from({ length: channels * 3 * patch * patch }, () => rng.nextGaussian() * 0.05);
-  const convBias = Float32Array.from({ length: channels }, () => rng.nextGaussian() * 0.1);
-  const linearWeight = Float32Array.from({ length: dim * channels }, () => rng.nextGaussian() * 0.2);
-  const linearBias = Float32Array.from({ length: dim }, () => rng.nextGaussian() * 0.1);
-  const bytes = encodeModel({
-    graphName: 'bench_cheap_embedder',
-    inputs: [tensorValueInfo('images', 'float32', ['batch', 3, 224, 224])],
-    outputs: [tensorValueInfo('embedding', 'float32', ['batch', dim])],
-    initializers: [
-      floatTensor('conv_w', [channels, 3, patch, patch], convWeight),
-      floatTensor('conv_b', [channels], convBias),
-      floatTensor('fc_w', [dim, channels], linearWeight),
-      floatTensor('fc_b', [dim], linearBias),
-    ],
-    nodes: [
-      node('Conv', ['images', 'conv_w', 'conv_b'], ['conv'], { kernel_shape: { ints: [patch, patch] }, strides: { ints: [patch, patch] } }),
-      node('Relu', ['conv'], ['relu']),
-      node('GlobalAveragePool', ['relu'], ['pooled']),
-      node('Flatten', ['pooled'], ['flat'], { axis: { i: 1 } }),
-      node('Gemm', ['flat', 'fc_w', 'fc_b'], ['embedding'], { transB: { i: 1 } }),
-    ],
-  });
-  const weights = { channels, patch, dim, convWeight: [...convWeight], convBias: [...convBias], linearWeight: [...linearWeight], linearBias: [...linearBias] };
-  return { bytes, weights };
 }
 
 const rate = (count: number, start: number): number => count / ((performance.now() - start) / 1000);
@@ -236,6 +204,7 @@ async function child(kind: string, a: Args): Promise<Result> {
   const items = manifest.items;
   const embedder = await OnnxEmbedder.open(a['model'] as string, {
     device: (a['device'] ?? 'auto') as DeviceChoice,
+    normalization: (a['normalization'] ?? 'auto') as NormalizationPlace | 'auto',
     batchSize: num(a, 'batch-size', 32),
     ...(a['threads'] !== undefined ? { threads: num(a, 'threads', 1) } : {}),
   });
@@ -331,6 +300,7 @@ async function child(kind: string, a: Args): Promise<Result> {
         cpuMsPerImage,
         embedSeconds,
         provider: embedder.provider,
+        normalization: embedder.normalization,
         workers,
         searchSeconds: evaluation.timings.searchSeconds,
         clusteringSeconds: evaluation.timings.clusteringSeconds,
@@ -514,7 +484,7 @@ async function imagesMode(a: Args, tmp: string): Promise<void> {
   row('decode only, in process (sharp, 4 in flight)', inprocess, '');
   row(`decode only, ${workers} decode processes`, pool, `parent's RSS; includes starting them (${fmt(pool['startSeconds'], 2)} s)`);
   row(`inference only (${infer['provider']})`, infer, 'random batches, handed to the session thread as embedItems does');
-  row(`end to end (embedItems, ${e2e['workers']} processes, ${e2e['provider']})`, e2e, `${fmt((100 * (e2e['imagesPerSecond'] as number)) / decodeRate, 0)}% of decode only`);
+  row(`end to end (embedItems, ${e2e['workers']} processes, ${e2e['provider']}, normalised on the ${e2e['normalization']})`, e2e, `${fmt((100 * (e2e['imagesPerSecond'] as number)) / decodeRate, 0)}% of decode only`);
   row('end to end, decoding in process (--workers 0)', e2eInProcess, `${fmt((100 * (e2eInProcess['imagesPerSecond'] as number)) / (inprocess['imagesPerSecond'] as number), 0)}% of decode only in process`);
   if (torchRuns.length > 0) {
     const torchCpu = (key: 'decodeCpuMs' | 'endToEndCpuMs'): number => median(torchRuns.flatMap((t) => t[key]));

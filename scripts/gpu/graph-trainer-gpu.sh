@@ -10,6 +10,10 @@
 #      with the step graphs on the WebGPU provider (DML_GRAPH_DEVICE=webgpu), the CPU's tolerances;
 #   4. inference-webgpu: inference parity of the shipped and fixture models, WebGPU against CPU
 #      (scripts/tools/check-webgpu-parity.ts);
+#      normalization-webgpu: 4,000 generated JPEGs embedded on WebGPU with the batches normalised on the host
+#      and on the device (uint8 crops in, the normalisation graph in front of the model), alternating 3 times:
+#      the embeddings compared and each way's images/s and parent-process CPU per image
+#      (scripts/bench/normalization-place.ts);
 #   5. bench-recipe-r, bench-resnet18: scripts/bench/bench-train.ts on Recipe R's network (batch 128, 64 px) and
 #      ResNet-18 (batch 64, 128 px): the graph trainer on the CPU and WebGPU providers, its loss in the step
 #      graph (one run per step) and by TensorFlow.js between two runs, against PyTorch on the CPU and on
@@ -23,8 +27,9 @@
 #   8. memory-resnet50 (only when PARTS names it; up to 5 minutes): the memory of a ResNet-50 step at 224 px on
 #      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
 #      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
-#   9. eval-resnet50 (only when PARTS names it; up to 5 minutes): `dml eval` of 10,000 generated 256x256 JPEGs in
-#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU, against PyTorch's same evaluation
+#   9. eval-resnet50 (only when PARTS names it; up to 6 minutes): `dml eval` of 10,000 generated 256x256 JPEGs in
+#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU (normalised on the device, the
+#      default there, then on the host), against PyTorch's same evaluation
 #      on CUDA (DataLoader with 16 workers, exact search on the GPU, k-means by faiss or scikit-learn:
 #      scripts/reference/torch_eval_pipeline.py), each timed end to end, with their R@1 and MAP@R side by side.
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
@@ -45,7 +50,7 @@ ln -sfn "$repo/spec/fixtures/graph-trainer" "$app/dist/spec/fixtures/graph-train
 cd "$app" || exit 1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; node --version; "$DML_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())'; } 2>&1 | tee "$out/machine.txt"
 status=0
-parts=${PARTS:-device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
+parts=${PARTS:-device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu normalization-webgpu bench-recipe-r bench-resnet18 profile-webgpu}
 part() { # name, time limit (s), command...
   local name=$1 limit=$2; shift 2
   [[ " $parts " == *" $name "* ]] || return 0
@@ -61,6 +66,7 @@ part steps-webgpu 90 node dist/scripts/tools/check-graph-trainer-steps.js --devi
 part steps-webgpu-micro 90 node dist/scripts/tools/check-graph-trainer-steps.js --device webgpu --steps 3 --batch 32 --micro-batch 8 recipe-r "${fixtures[@]}"
 part parity-webgpu 120 env DML_GRAPH_DEVICE=webgpu node node_modules/mocha/bin/mocha.js --no-config --timeout 100000 dist/spec/engine/graph-trainer/graph-trainer-parity.spec.js
 part inference-webgpu 45 node dist/scripts/tools/check-webgpu-parity.js "${fixtures[@]}"
+part normalization-webgpu 90 node --single-threaded-gc dist/scripts/bench/normalization-place.js --device webgpu --images 4000 --rounds 3
 bench=(node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu,webgpu --torch-devices cpu,cuda)
 part bench-recipe-r 150 "${bench[@]}" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5
 part bench-resnet18 200 "${bench[@]}" --child-seconds 50 --warmup 2 --models resnet18 --image-size 128 --batch 64 --convnet-steps 5
@@ -89,12 +95,15 @@ eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of th
   "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-eval.onnx" 128 > /dev/null || return 1
   local start=$EPOCHREALTIME
   node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --out "$out/eval-webgpu" || return 1
-  echo "dml eval (webgpu): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+  echo "dml eval (webgpu, normalised on the device): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+  start=$EPOCHREALTIME
+  node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --normalization host --out "$out/eval-webgpu-host" || return 1
+  echo "dml eval (webgpu, normalised on the host): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
   "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" run "$out/eval-images" --arch resnet50 --dim 128 --device cuda --workers "$(nproc)"
 }
 export -f memory memory_resnet50 profile_webgpu eval_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
 part profile-webgpu 240 bash -c profile_webgpu
 part memory-resnet50 290 bash -c memory_resnet50
-part eval-resnet50 300 bash -c eval_resnet50
+part eval-resnet50 360 bash -c eval_resnet50
 cat "$out/summary.txt"
 exit $status

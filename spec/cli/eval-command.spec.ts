@@ -196,6 +196,27 @@ describe('dml eval', function () {
     expect(again.metrics.nmi).to.equal(report.metrics.nmi);
   });
 
+  it('--normalization device gives the host path\'s embeddings and metrics and says so in the report; a bad choice is refused', async () => {
+    const run = async (where: string): Promise<{ report: SingleRunReport; vectors: Float32Array }> => {
+      const json = path.join(dir, `report-${where}.json`);
+      const file = path.join(dir, `${where}.npy`);
+      const res = await runCliCaptured(['eval', MODEL, '--data', `folder:${smallFolder()}`, '--json', json, '--cluster-counts', '1x', '--k', '1,4', '--save-embeddings', file, '--device', 'cpu', '--normalization', where]);
+      expect(beforeSummary(res.stderr)).to.equal('');
+      expect(res.code).to.equal(0);
+      return { report: JSON.parse(readFileSync(json, 'utf8')) as SingleRunReport, vectors: (await loadEmbeddingSet(path.join(dir, where))).set.vectors };
+    };
+    const host = await run('host');
+    const device = await run('device');
+    expect(host.report.model?.normalization).to.equal('host');
+    expect(device.report.model?.normalization).to.equal('device');
+    expectValidReport(device.report);
+    expect(Buffer.from(device.vectors.buffer).equals(Buffer.from(host.vectors.buffer))).to.equal(true);
+    expect(device.report.metrics).to.deep.equal(host.report.metrics);
+    const bad = await runCliCaptured(['eval', MODEL, '--data', `folder:${smallFolder()}`, '--normalization', 'gpu']);
+    expect(bad.code).to.equal(2);
+    expect(bad.stderr).to.contain('--normalization');
+  });
+
   it('--save-embeddings with several models writes one pair per model; a name without .npy is refused before anything runs', async () => {
     const other = path.join(dir, 'copy.onnx');
     copyFileSync(MODEL, other);

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import type { ManifestItem } from '../../lib/data/manifest.js';
 import { DmlError } from '../../lib/errors.js';
 import { embedItemsCached } from '../../lib/embed/cache.js';
-import { DECODE_POOL_MIN_ITEMS, decodeProcessCount, OnnxEmbedder } from '../../lib/embed/embedder.js';
+import { DECODE_POOL_MIN_ITEMS, decodeProcessCount, OnnxEmbedder, type EmbedderOptions } from '../../lib/embed/embedder.js';
 import { defaultDecodeWorkers } from '../../lib/image/decode-pool.js';
 import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
 import { writeFileAtomic } from '../../lib/util/atomic-write.js';
@@ -114,6 +114,58 @@ describe('OnnxEmbedder', () => {
     } finally {
       await embedder.release();
     }
+  });
+
+  it("normalization 'device' (uint8 crops, the normalisation graph in front of the model) embeds bit for bit as 'host', in process and with decode processes", async () => {
+    const broken = path.join(dir, 'broken.png');
+    writeFileSync(broken, 'not a png');
+    const withBad: ManifestItem[] = [...items.slice(0, 4), { ...items[0]!, id: 'broken', source: { kind: 'file', path: broken } }, ...items.slice(4)];
+    // NCHW with a dynamic batch of 3; NHWC with a fixed batch of 2 (the last batch padded).
+    const models: Array<[string, EmbedderOptions]> = [
+      ['nchw_dynamic.onnx', { batchSize: 3, preprocessing: { resizeShorter: 32 } }],
+      ['nhwc_fixed.onnx', {}],
+    ];
+    for (const [file, options] of models) {
+      const host = await OnnxEmbedder.open(path.join(FIXTURES, file), { device: 'cpu', normalization: 'host', ...options });
+      const onDevice = await OnnxEmbedder.open(path.join(FIXTURES, file), { device: 'cpu', normalization: 'device', ...options });
+      try {
+        expect(host.normalization).to.equal('host');
+        expect(onDevice.normalization).to.equal('device');
+        for (const workers of [0, 2]) {
+          const a = await host.embedItems(withBad, { workers, skipBadImages: true });
+          const b = await onDevice.embedItems(withBad, { workers, skipBadImages: true });
+          expect(b.set.ids, `${file}, ${workers} workers`).to.deep.equal(imageNames);
+          expect(b.set.ids).to.deep.equal(a.set.ids);
+          expect(Buffer.from(b.set.vectors.buffer).equals(Buffer.from(a.set.vectors.buffer)), `${file}, ${workers} workers`).to.equal(true);
+          expect(b.failures).to.deep.equal(a.failures);
+        }
+        // embedTensor still takes normalised float32 input, as before.
+        const p = onDevice.preprocessing;
+        const batch = Float32Array.from({ length: 2 * p.channels * p.height * p.width }, (_, i) => Math.sin(i));
+        expect([...(await onDevice.embedTensor(batch, 2))]).to.deep.equal([...(await host.embedTensor(batch, 2))]);
+      } finally {
+        await host.release();
+        await onDevice.release();
+      }
+    }
+  });
+
+  it("normalization 'auto' normalises on the host on the CPU provider; 'device' needs a float32 input; anything else is E_ARG", async () => {
+    const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', preprocessing: { resizeShorter: 32 } });
+    expect(embedder.normalization).to.equal('host');
+    await embedder.release();
+    const fp16 = path.resolve('spec/fixtures/hub/vit/onnx/model_fp16.onnx');
+    await expectDmlError(
+      OnnxEmbedder.open(fp16, { device: 'cpu', normalization: 'device' }),
+      'E_ARG',
+      `Expected 'host' or 'auto' for ${fp16}, whose image input "pixel_values" takes float16 ('device' needs a float32 input) for normalization but received "device"`,
+    );
+    expect((await OnnxEmbedder.open(fp16, { device: 'cpu' }).then(async (e) => (await e.release(), e))).normalization).to.equal('host');
+    await expectDmlError(
+      OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', normalization: 'gpu' as 'device' }),
+      'E_ARG',
+      `Expected one of 'auto', 'host', 'device' for normalization but received "gpu"`,
+    );
   });
 
   it('with augment, embeds exactly what loadImageBatch(augment) + embedTensor give, batch by batch, for the same seed', async () => {

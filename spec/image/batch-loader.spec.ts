@@ -5,6 +5,7 @@ import { expectDmlError } from '../helpers/expect-dml-error.js';
 import type { ImageSource } from '../../lib/data/manifest.js';
 import { DmlError } from '../../lib/errors.js';
 import { loadImageBatch } from '../../lib/image/batch-loader.js';
+import { toTensor } from '../../lib/image/to-tensor.js';
 import type { Preprocessing, TrainAugmentation } from '../../lib/image/preprocessing.js';
 import { Rng } from '../../lib/util/rng.js';
 import { encodeIdx, encodeImage, makePixels, makeTempDir, writeFixture } from './image-fixtures.js';
@@ -113,8 +114,25 @@ describe('loadImageBatch', () => {
     await expectDmlError(
       loadImageBatch(photos, photoPre, { output: new Float32Array(9 * 1728) }),
       'E_ARG',
-      /^Expected a Float32Array of at least 17280 values \(the batch's images x their size\) for output but received/,
+      /^Expected a Float32Array or Uint8Array of at least 17280 values \(the batch's images x their size\) for output but received/,
     );
+  });
+
+  it("with a Uint8Array output, holds the crops' bytes in HWC order, which toTensor turns into the float batch", async () => {
+    const exact = await loadImageBatch([rgb], rgbPre, { output: new Uint8Array(6 * 4 * 3) });
+    expect(exact.data).to.be.instanceOf(Uint8Array);
+    expect(exact.shape).to.deep.equal([1, 4, 6, 3]); // HWC although the model's layout is NCHW
+    expect(Buffer.from(exact.data).equals(rgbPixels)).to.equal(true);
+    const per = 24 * 24 * 3;
+    const output = new Uint8Array(11 * per);
+    const crops = await loadImageBatch([photos[0]!, garbage, photos[1]!, photos[2]!], photoPre, { output, skipBadImages: true });
+    expect(crops.loaded).to.deep.equal([0, 2, 3]);
+    expect(crops.failures.map((f) => f.index)).to.deep.equal([1]);
+    expect(crops.data).to.be.instanceOf(Uint8Array); // packed into a new uint8 array
+    expect(crops.data.buffer).not.to.equal(output.buffer);
+    const normalised = new Float32Array(3 * per);
+    for (let i = 0; i < 3; i++) toTensor({ data: Buffer.from(crops.data.buffer, crops.data.byteOffset + i * per, per), width: 24, height: 24, channels: 3 }, photoPre, normalised, i * per);
+    expect(normalised).to.deep.equal((await loadImageBatch([photos[0]!, photos[1]!, photos[2]!], photoPre)).data);
   });
 
   it('throws the DmlError of the lowest-index bad image by default', async () => {

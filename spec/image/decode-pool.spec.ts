@@ -96,7 +96,19 @@ describe('ImageDecodePool', function () {
     const local = await loadImageBatch(photos, rgbPre);
     expect(pooled.data.buffer).to.equal(output.buffer);
     expect(bytes(pooled).equals(bytes(local))).to.equal(true);
-    await expectDmlError(rgbPool.loadBatch(photos, { output: new Float32Array(3) }), 'E_ARG', /^Expected a Float32Array of at least 20736 values/);
+    await expectDmlError(rgbPool.loadBatch(photos, { output: new Float32Array(3) }), 'E_ARG', /^Expected a Float32Array or Uint8Array of at least 20736 values/);
+  });
+
+  it("with a Uint8Array output, gives the crops' bytes loadImageBatch gives, skipped images packed alike", async () => {
+    const sources = [...photos.slice(0, 5), garbage, ...idx];
+    const output = new Uint8Array(9 * 24 * 24 * 3);
+    const pooled = await rgbPool.loadBatch(sources, { output, skipBadImages: true });
+    const local = await loadImageBatch(sources, rgbPre, { output: new Uint8Array(9 * 24 * 24 * 3), skipBadImages: true });
+    expect(pooled.data).to.be.instanceOf(Uint8Array);
+    expect(pooled.shape).to.deep.equal([8, 24, 24, 3]);
+    expect(pooled.loaded).to.deep.equal(local.loaded);
+    expect(pooled.failures.map((f) => f.index)).to.deep.equal([5]);
+    expect(Buffer.from(pooled.data).equals(Buffer.from(local.data))).to.equal(true);
   });
 
   it('gives byte-identical grey NHWC batches (PNG, JPEG and IDX items, cropped and padded)', async () => {

@@ -2,7 +2,7 @@
  * @file Tests of the session runners: a {@link SessionThread} answers as the same model on this thread
  * does, keeps this thread's event loop running during inference (an in-process session blocks it),
  * copies or hands over inputs as asked, reports creation errors with createSession's codes and
- * messages, and refuses runs once released.
+ * messages, refuses runs once released, and runs an input stage (staged-session.ts) in front of the model.
  */
 import { expect } from 'chai';
 import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo } from '../../lib/onnx/builder.js';
@@ -109,6 +109,44 @@ describe('onnx/session-thread', () => {
       await thread.release();
     }
   });
+
+  for (const thread of [true, false]) {
+    it(`runs an input stage first, on ${thread ? 'its thread' : 'the calling thread'}: uint8 in, the stage's output feeding the model's input`, async () => {
+      // u[batch, 3] uint8 -> Cast to float32 -> the model's x.
+      const stage = encodeModel({
+        graphName: 'cast',
+        inputs: [tensorValueInfo('u', 'uint8', ['batch', 3])],
+        outputs: [tensorValueInfo('f', 'float32', ['batch', 3])],
+        nodes: [node('Cast', ['u'], ['f'], { to: { i: 1 } })],
+      });
+      const runner = await openSessionRunner(smallModel(), { device: 'cpu', name: 'affine.onnx', thread });
+      try {
+        await runner.addInputStage({ model: stage, input: 'u', output: 'f', feeds: 'x' });
+        const u = Uint8Array.from([1, 2, 3, 200, 0, 255]);
+        const staged = await runner.run({ u: { data: u, dims: [2, 3] } }, ['y'], { transferInputs: true });
+        expect(Array.from(staged.outputs['y']?.data as Float32Array)).to.deep.equal([3, 5, 7, 401, 1, 511]);
+        expect(Array.from(staged.inputs['u']?.data as Uint8Array)).to.deep.equal([1, 2, 3, 200, 0, 255]);
+        // The model's own input still runs the model directly.
+        const direct = await runner.run({ x: { data: Float32Array.from([0.5, 1, 1.5]), dims: [1, 3] } }, ['y']);
+        expect(Array.from(direct.outputs['y']?.data as Float32Array)).to.deep.equal([2, 3, 4]);
+        const refused = async (action: Promise<void>, message: RegExp): Promise<void> => {
+          const error = await action.then(() => undefined, (err: unknown) => err);
+          expect(error, String(message)).to.be.instanceOf(Error);
+          expect((error as Error).message).to.match(message);
+        };
+        await refused(runner.addInputStage({ model: stage, input: 'u', output: 'f', feeds: 'x' }), /affine\.onnx: an input stage is already set/);
+      } finally {
+        await runner.release();
+      }
+      const other = await openSessionRunner(smallModel(), { device: 'cpu', name: 'affine.onnx', thread });
+      try {
+        const error = await other.addInputStage({ model: stage, input: 'u', output: 'f', feeds: 'z' }).then(() => undefined, (err: unknown) => err);
+        expect((error as Error).message).to.equal('affine.onnx: the input stage feeds "z", which is not an input of the model (x)');
+      } finally {
+        await other.release();
+      }
+    });
+  }
 
   it('fails to create with the error createSession gives: same code, same message', async () => {
     const bad = new Uint8Array([1, 2, 3, 4, 5]);
