@@ -49,8 +49,8 @@ export interface EvaluateOptions {
   trainClasses?: string[];
   /** Execution provider. Default `auto`. */
   device?: DeviceChoice;
-  /** Where batches are normalised (as `dml eval --normalization`; see {@link NormalizationPlace}). Default `auto`: on the device on WebGPU, else on the host. */
-  normalization?: NormalizationPlace | 'auto';
+  /** Where batches are normalised (as `dml eval --normalization`; see {@link NormalizationPlace}). Default `host`. */
+  normalization?: NormalizationPlace;
   /** Images per inference call. Default 32. */
   batchSize?: number;
   /** Image decode processes (0 = in this process). Default: one per core for 256 images or more. */

@@ -29,7 +29,7 @@ export function addEmbedOptions(command: Command, batchSizeHelp = 'images per in
   return command
     .option('--device <device>', DEVICE_HELP, DEFAULT_DEVICE)
     .option('--threads <n>', 'onnxruntime intra-op threads (default: onnxruntime\'s choice)')
-    .option('--normalization <where>', 'where batches are normalised: host (JavaScript), device (uint8 crops to the device, a graph in front of the model) or auto (device on WebGPU, else host)', 'auto')
+    .option('--normalization <where>', 'where batches are normalised: host (in JavaScript) or device (uint8 crops to the execution provider, normalised by a graph in front of the model)', 'host')
     .option('--batch-size <n>', batchSizeHelp, String(DEFAULT_EMBED_BATCH_SIZE))
     .option('--workers <n>', 'image decode processes, 0 = decode in the main process (default: one per core for 256 images or more)')
     .option('--skip-bad-images', 'skip and report undecodable images instead of failing')

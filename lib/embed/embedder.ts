@@ -19,7 +19,7 @@ import type { Preprocessing, TrainAugmentation } from '../image/preprocessing.js
 import { parseDmlMetadata } from '../onnx/dml-metadata.js';
 import { readModelMetadata } from '../onnx/metadata.js';
 import { readModelFiles, type ExternalDataFile, modelIdentity } from '../onnx/model-files.js';
-import { DEFAULT_DEVICE, EXECUTION_DEVICES, NORMALIZATION_CHOICES, type DeviceChoice, type ExecutionProviderName, type NormalizationPlace, type ProviderAttempt } from '../onnx/devices.js';
+import { DEFAULT_DEVICE, NORMALIZATION_CHOICES, type DeviceChoice, type ExecutionProviderName, type NormalizationPlace, type ProviderAttempt } from '../onnx/devices.js';
 import type { PlainTensor } from '../onnx/feeds.js';
 import { openSessionRunner, type SessionRunner } from '../onnx/session-runner.js';
 import { normalizationGraph, NORMALIZATION_GRAPH_INPUT, NORMALIZATION_GRAPH_OUTPUT } from '../onnx/normalization-graph.js';
@@ -98,12 +98,11 @@ export interface EmbedderOptions {
    */
   preprocessorConfig?: string | false;
   /**
-   * Where a batch is normalised ({@link NormalizationPlace}): `host` in JavaScript before inference,
-   * `device` by a graph in front of the model on its execution provider (uint8 crops go in), `auto`
-   * (default) `device` on a provider that keeps tensors on the device between runs (WebGPU) and `host`
-   * elsewhere. `device` needs a float32 image input (E_ARG otherwise).
+   * Where a batch is normalised ({@link NormalizationPlace}): `host` (default) in JavaScript before
+   * inference, `device` by a graph in front of the model on its execution provider (uint8 crops go
+   * in). `device` needs a float32 image input (E_ARG otherwise).
    */
-  normalization?: NormalizationPlace | 'auto';
+  normalization?: NormalizationPlace;
   /**
    * Run the model on a worker thread of its own (default true), so this thread's event loop keeps
    * running during inference: decode processes keep getting work, a server keeps answering. false runs
@@ -220,9 +219,9 @@ export class OnnxEmbedder {
   static async open(modelPath: string, options: EmbedderOptions = {}): Promise<OnnxEmbedder> {
     const batchSize = options.batchSize ?? DEFAULT_EMBED_BATCH_SIZE;
     checkPositiveInteger('batchSize', batchSize);
-    const normalizationChoice = options.normalization ?? 'auto';
-    if (!NORMALIZATION_CHOICES.includes(normalizationChoice)) {
-      throw invalidParameterError('normalization', `one of ${NORMALIZATION_CHOICES.map((c) => `'${c}'`).join(', ')}`, normalizationChoice);
+    const normalization = options.normalization ?? 'host';
+    if (!NORMALIZATION_CHOICES.includes(normalization)) {
+      throw invalidParameterError('normalization', `one of ${NORMALIZATION_CHOICES.map((c) => `'${c}'`).join(', ')}`, normalization);
     }
     const files = await readModelFiles(modelPath);
     const meta = readModelMetadata(files.bytes, modelPath);
@@ -262,15 +261,13 @@ export class OnnxEmbedder {
       ...(options.pooling !== undefined ? { pooling: options.pooling } : {}),
     };
     let signature: ModelSignature;
-    let normalization: NormalizationPlace;
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides, config);
       checkBatchInputMemory(signature.fixedBatch ?? batchSize, signature.preprocessing);
       const inputType = bfloat16Io.has(signature.inputName) ? 'bfloat16' : signature.inputType;
-      normalization = normalizationChoice === 'auto' ? (EXECUTION_DEVICES[session.provider].outputLocation !== undefined && inputType === 'float32' ? 'device' : 'host') : normalizationChoice;
       if (normalization === 'device') {
         if (inputType !== 'float32') {
-          throw invalidParameterError('normalization', `'host' or 'auto' for ${modelPath}, whose image input "${signature.inputName}" takes ${inputType} ('device' needs a float32 input)`, normalization);
+          throw invalidParameterError('normalization', `'host' for ${modelPath}, whose image input "${signature.inputName}" takes ${inputType} ('device' needs a float32 input)`, normalization);
         }
         await session.addInputStage({ model: normalizationGraph(signature.preprocessing), input: NORMALIZATION_GRAPH_INPUT, output: NORMALIZATION_GRAPH_OUTPUT, feeds: signature.inputName });
       }

@@ -137,16 +137,18 @@ export function describeProviderChoice(name: string, created: ProviderChoice): s
 }
 
 /**
- * Where the embedder (lib/embed/embedder.ts) normalises a batch, bit for bit the same values either way:
+ * Where the embedder (lib/embed/embedder.ts) normalises a batch, bit for bit the same values either way
+ * (`host` by default):
  * - `host`: in JavaScript (`toTensor`, lib/image/to-tensor.ts), in the process that receives the decoded crops; the
  *   model gets float32 input. The faster choice on the CPU provider, where the graph costs 1.2-1.4 ms
  *   per 224x224 image against toTensor's 0.3-0.5 (scripts/experiments/normalisation-graph-cost.ts).
  * - `device`: the uint8 crops go to the model's provider and a small graph in front of the model
  *   (lib/onnx/normalization-graph.ts) normalises them there: a quarter of the bytes to upload, and no
  *   normalising in the process that receives the crops (on a GPU with many decode processes, that
- *   process is the bottleneck: docs/benchmarks.md).
+ *   process is the bottleneck: docs/benchmarks.md). Meant for GPUs; not yet run on one
+ *   (scripts/gpu/graph-trainer-gpu.sh measures it there), so not the default anywhere yet.
  */
 export type NormalizationPlace = 'host' | 'device';
 
 /** The choices of the embedder's `normalization` option, for parsing. */
-export const NORMALIZATION_CHOICES: readonly (NormalizationPlace | 'auto')[] = ['auto', 'host', 'device'];
+export const NORMALIZATION_CHOICES: readonly NormalizationPlace[] = ['host', 'device'];

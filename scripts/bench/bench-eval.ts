@@ -6,7 +6,7 @@
  *
  *   npx tsx scripts/bench/bench-eval.ts [--mode vectors] [--n 60000] [--dim 512] [--classes 1000]
  *   npx tsx scripts/bench/bench-eval.ts --mode images [--images 2000 | --folder DIR] [--model m.onnx]
- *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N] [--normalization auto|host|device]
+ *                                 [--workers N] [--device auto] [--batch-size 32] [--threads N] [--normalization host|device]
  *   npx tsx scripts/bench/bench-eval.ts --mode nmi
  *
  * - `vectors`: exact Recall@K on synthetic embeddings (`classes` Gaussian centres + noise, L2-normalised;
@@ -204,7 +204,7 @@ async function child(kind: string, a: Args): Promise<Result> {
   const items = manifest.items;
   const embedder = await OnnxEmbedder.open(a['model'] as string, {
     device: (a['device'] ?? 'auto') as DeviceChoice,
-    normalization: (a['normalization'] ?? 'auto') as NormalizationPlace | 'auto',
+    normalization: (a['normalization'] ?? 'host') as NormalizationPlace,
     batchSize: num(a, 'batch-size', 32),
     ...(a['threads'] !== undefined ? { threads: num(a, 'threads', 1) } : {}),
   });

@@ -28,8 +28,8 @@
 #      WebGPU (scripts/bench/step-memory.ts: batches 16 and 32 whole, batch 64 in micro-batches of 16), the
 #      GPU's memory in use sampled by nvidia-smi every 0.2 s (the largest sample per row in memory-gpu.txt).
 #   9. eval-resnet50 (only when PARTS names it; up to 6 minutes): `dml eval` of 10,000 generated 256x256 JPEGs in
-#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU (normalised on the device, the
-#      default there, then on the host), against PyTorch's same evaluation
+#      100 classes with torchvision's ResNet-50 (seeded, 128-d head) on WebGPU (normalised on the host, the
+#      default, then on the device), against PyTorch's same evaluation
 #      on CUDA (DataLoader with 16 workers, exact search on the GPU, k-means by faiss or scikit-learn:
 #      scripts/reference/torch_eval_pipeline.py), each timed end to end, with their R@1 and MAP@R side by side.
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
@@ -95,10 +95,10 @@ eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of th
   "$DML_PYTHON" "$repo/scripts/reference/export_torchvision.py" resnet50 224 "$out/resnet50-eval.onnx" 128 > /dev/null || return 1
   local start=$EPOCHREALTIME
   node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --out "$out/eval-webgpu" || return 1
-  echo "dml eval (webgpu, normalised on the device): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
-  start=$EPOCHREALTIME
-  node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --normalization host --out "$out/eval-webgpu-host" || return 1
   echo "dml eval (webgpu, normalised on the host): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
+  start=$EPOCHREALTIME
+  node --single-threaded-gc dist/bin/dml.js eval "$out/resnet50-eval.onnx" --data "folder:$out/eval-images" --device webgpu --normalization device --out "$out/eval-webgpu-device" || return 1
+  echo "dml eval (webgpu, normalised on the device): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
   "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" run "$out/eval-images" --arch resnet50 --dim 128 --device cuda --workers "$(nproc)"
 }
 export -f memory memory_resnet50 profile_webgpu eval_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own

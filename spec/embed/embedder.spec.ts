@@ -150,7 +150,7 @@ describe('OnnxEmbedder', () => {
     }
   });
 
-  it("normalization 'auto' normalises on the host on the CPU provider; 'device' needs a float32 input; anything else is E_ARG", async () => {
+  it("normalization is 'host' by default; 'device' needs a float32 input; anything else is E_ARG", async () => {
     const embedder = await OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', preprocessing: { resizeShorter: 32 } });
     expect(embedder.normalization).to.equal('host');
     await embedder.release();
@@ -158,13 +158,13 @@ describe('OnnxEmbedder', () => {
     await expectDmlError(
       OnnxEmbedder.open(fp16, { device: 'cpu', normalization: 'device' }),
       'E_ARG',
-      `Expected 'host' or 'auto' for ${fp16}, whose image input "pixel_values" takes float16 ('device' needs a float32 input) for normalization but received "device"`,
+      `Expected 'host' for ${fp16}, whose image input "pixel_values" takes float16 ('device' needs a float32 input) for normalization but received "device"`,
     );
     expect((await OnnxEmbedder.open(fp16, { device: 'cpu' }).then(async (e) => (await e.release(), e))).normalization).to.equal('host');
     await expectDmlError(
       OnnxEmbedder.open(path.join(FIXTURES, 'nchw_dynamic.onnx'), { device: 'cpu', normalization: 'gpu' as 'device' }),
       'E_ARG',
-      `Expected one of 'auto', 'host', 'device' for normalization but received "gpu"`,
+      `Expected one of 'host', 'device' for normalization but received "gpu"`,
     );
   });
 
