@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The graph trainer on a GPU machine, in one run (the default parts at most about 15 minutes, about 7 when
-# all goes well: each part has a time limit, each benchmark row 50-60 s):
+# The graph trainer on a GPU machine, in one run (the default parts' time limits add up to 18 minutes; about
+# 8 when all goes well: each part has a time limit, each benchmark row 50-60 s). Where one command may run
+# 10 minutes at most, run the default parts in two calls (the machine stays warm between them):
+#   PARTS="device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu normalization-webgpu" ...
+#   PARTS="bench-recipe-r bench-resnet18 profile-webgpu" ...
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
 #   2. steps-webgpu: five Adam steps of each network through GraphTrainer on WebGPU and on the CPU, every
