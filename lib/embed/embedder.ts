@@ -264,8 +264,8 @@ export class OnnxEmbedder {
     try {
       signature = resolveModelSignature(modelPath, io.inputs, io.outputs, dmlMeta.preprocessing, overrides, config);
       checkBatchInputMemory(signature.fixedBatch ?? batchSize, signature.preprocessing);
-      const inputType = bfloat16Io.has(signature.inputName) ? 'bfloat16' : signature.inputType;
       if (normalization === 'device') {
+        const inputType = bfloat16Io.has(signature.inputName) ? 'bfloat16' : signature.inputType;
         if (inputType !== 'float32') {
           throw invalidParameterError('normalization', `'host' for ${modelPath}, whose image input "${signature.inputName}" takes ${inputType} ('device' needs a float32 input)`, normalization);
         }

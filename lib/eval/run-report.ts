@@ -6,7 +6,7 @@
 import type { EvaluationMetrics, EvaluationParameters, EvaluationTimings } from './evaluation.js';
 import type { RetrievalExample } from './retrieval-examples.js';
 import type { RunDiagnostics } from './diagnostics.js';
-import type { ExecutionProviderName, ProviderAttempt } from '../onnx/devices.js';
+import type { ExecutionProviderName, NormalizationPlace, ProviderAttempt } from '../onnx/devices.js';
 
 /** The model side of a run (absent when embeddings came from .npy files). */
 export interface ModelInfo {
@@ -16,8 +16,8 @@ export interface ModelInfo {
   /** External data files the model keeps its weights in (present only when it has any). */
   externalData?: Array<{ location: string; sha256: string }>;
   executionProvider: ExecutionProviderName;
-  /** Where the batches were normalised (see `NormalizationPlace`, lib/embed/embedder.ts); the values are the same either way. */
-  normalization?: 'host' | 'device';
+  /** Where the batches were normalised ({@link NormalizationPlace}); the values are the same either way. */
+  normalization?: NormalizationPlace;
   providerAttempts: ProviderAttempt[];
   inputName: string;
   /** The input's element type as the model file declares it: `float32`, `float16` or `bfloat16`. */

@@ -2,8 +2,9 @@
  * @file The bookkeeping of one image batch, whoever decodes its images: {@link loadImageBatch} in this
  * process, or {@link ImageDecodePool} in child processes. Both hand every decoded image (HWC uint8, the
  * output of the eval or train transform) or failure to one {@link BatchCollector}, which normalises
- * images into their slot of the batch tensor (or copies their bytes, for a uint8 batch), applies the `skipBadImages` rule and builds the result,
- * so both paths give the same tensor, the same failures and the same error by construction.
+ * images into their slot of the batch tensor (or copies their bytes, for a uint8 batch), applies the
+ * `skipBadImages` rule and builds the result, so both paths give the same tensor, the same failures and
+ * the same error by construction.
  *
  * Rules: image i always lands in slot i whatever order the images arrive in. Without `skipBadImages`
  * the failure of the lowest index is thrown; with it, per-image problems (codes E_IMAGE, E_NOT_FOUND,

@@ -15,7 +15,7 @@
  */
 import ort from '../../lib/onnx/ort.js';
 import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto, type ValueInfoProto } from '../../lib/onnx/builder.js';
-import { toTensor } from '../../lib/image/to-tensor.js';
+import { normalizationTable, toTensor } from '../../lib/image/to-tensor.js';
 
 function argument(flag: string, fallback: number): number {
   const i = process.argv.indexOf(flag);
@@ -46,8 +46,7 @@ function graph(name: string, front: NodeProto[], initializers: TensorProto[]): U
   });
 }
 
-const table = new Float32Array(3 * 256);
-for (let c = 0; c < 3; c++) for (let v = 0; v < 256; v++) table[c * 256 + v] = (v / 255 - (MEAN[c] as number)) / (STD[c] as number);
+const table = normalizationTable({ mean: MEAN, std: STD }, 3);
 const models: Record<string, Uint8Array> = {
   affine: graph(
     'affine',
