@@ -461,7 +461,12 @@ export class OnnxEmbedder {
     const recycle = (buffer: ArrayBufferLike): void => {
       if (buffer.byteLength === batchLength * bytesPerValue) spare.push(pixels ? new Uint8Array(buffer) : new Float32Array(buffer));
     };
-    const newBatchArray = (): BatchArray => (pixels ? new Uint8Array(batchLength) : new Float32Array(batchLength));
+    // In shared memory: the session thread gets each batch shared, not transferred, which V8 would count
+    // as a fresh allocation every time and collect garbage for (feeds.ts, PrivateInputCopies).
+    const newBatchArray = (): BatchArray => {
+      const buffer = new SharedArrayBuffer(batchLength * bytesPerValue);
+      return pixels ? new Uint8Array(buffer) : new Float32Array(buffer);
+    };
     const chunks: Float32Array[] = [];
     const ids: string[] = [];
     const labels: string[] = [];

@@ -13,15 +13,14 @@
  * `skipBadImages`, an aborted signal) stops taking new images at once, as in {@link loadImageBatch}.
  * Both paths feed one {@link BatchCollector}, which owns the ordering, skipping and error rules.
  *
- * Hand-back: a child returns the eval transform's HWC uint8 crop and the parent normalises it with
- * {@link toTensor}: a quarter of the bytes of the float tensor through the IPC pipe (a 224x224 RGB crop
- * is 147 KiB as uint8, 588 KiB as float32). Measured on 2 busy vCPUs (Node 20.20, advanced
- * serialization, a child replying with a precomputed crop, 2 in flight, 2,000 images, medians of 3
- * runs), per image at the parent: receiving alone costs 0.15 ms of CPU (0.29 ms wall) as uint8 and
- * 0.51 ms (0.89 ms) as float32; with the work that makes it a batch, uint8 + toTensor costs 0.52 ms of
- * CPU (0.69 ms wall) and float32 + copy 0.61 ms (0.92 ms). So uint8 costs the parent no more CPU, less
- * wall time and a quarter of the pipe traffic. toTensor (0.3 ms here) is the parent's largest share:
- * at ~1,700 img/s (16 processes) the parent's thread spends about half its time on it.
+ * Hand-back: a child writes the eval transform's HWC uint8 crop into a slot of a file the pool made for
+ * it (in /dev/shm where there is one, else the system's temporary folder; its name removed as soon as
+ * the child has opened it, so nothing is left behind), replies with a small message, and the parent
+ * reads the crop from the slot into one reused buffer and normalises it with {@link toTensor}. Each
+ * child has {@link IMAGES_PER_WORKER} slots, one per request it holds. Before (2026-11-29), the crop
+ * travelled in the reply itself: each reply allocated a 147 KiB buffer in the parent (224x224 RGB),
+ * and the garbage collection those allocations caused took about a third of the parent's CPU time
+ * (perf, 2 cores, 2 children: docs/benchmarks.md).
  *
  * Errors: a child's DmlError is re-created in the parent as a DmlError with the same code and message
  * (other errors as plain Errors with the same message). A child that dies (a crash, kill -9) rejects
@@ -38,6 +37,8 @@
  * loader, less the flags meant for the parent alone), and `decode-worker.js` in the built `dist/`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { closeSync, existsSync, ftruncateSync, openSync, readSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -105,8 +106,13 @@ interface Worker {
   child: ChildProcess;
   pid: number;
   ready: boolean;
-  /** Request id -> the batch and index it belongs to. */
-  inFlight: Map<number, { job: Job; index: number }>;
+  /** The child's slot file, open here; its name until removed (once the child has opened it). */
+  slotFd: number;
+  slotFile: string | undefined;
+  /** Slots of the slot file no request holds. */
+  freeSlots: number[];
+  /** Request id -> the batch, index and slot it belongs to. */
+  inFlight: Map<number, { job: Job; index: number; slot: number }>;
 }
 
 /** The child entry beside this module, with this module's extension (.ts under tsx, .js when built). */
@@ -139,6 +145,20 @@ function childExecArgv(): string[] {
   return kept;
 }
 
+/** Where slot files go: shared memory where the system has it (Linux), else the temporary folder. */
+function slotFolder(): string {
+  return existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+}
+
+/** Removes a slot file's name; it may be gone already (the system's cleaner), which is fine. */
+function removeSlotFile(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Nothing to do: the file's space is freed once the last descriptor closes anyway.
+  }
+}
+
 /** How a child ended, for messages. */
 function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
   return signal !== null ? `killed by ${signal}` : `exited with code ${code}`;
@@ -152,7 +172,9 @@ function listNames(names: string[]): string {
 
 /** Child processes that decode image batches (see the file comment). */
 export class ImageDecodePool {
-  readonly #config: DecodeWorkerConfig;
+  readonly #config: Omit<DecodeWorkerConfig, 'slotFile'>;
+  /** Where the parent reads a crop from a slot file (one at a time: reads are synchronous). */
+  readonly #staging: Buffer;
   readonly #workers: Worker[] = [];
   readonly #queue: Job[] = [];
   #nextId = 0;
@@ -162,11 +184,15 @@ export class ImageDecodePool {
   /** Whether the children currently keep the event loop alive (only while a batch is pending). */
   #referenced = true;
   readonly #killAll = (): void => {
-    for (const worker of this.#workers) worker.child.kill('SIGKILL');
+    for (const worker of this.#workers) {
+      worker.child.kill('SIGKILL');
+      if (worker.slotFile !== undefined) removeSlotFile(worker.slotFile);
+    }
   };
 
-  private constructor(config: DecodeWorkerConfig) {
+  private constructor(config: Omit<DecodeWorkerConfig, 'slotFile'>) {
     this.#config = config;
+    this.#staging = Buffer.allocUnsafe(config.slotBytes);
   }
 
   /**
@@ -181,7 +207,8 @@ export class ImageDecodePool {
     if (limitInputPixels !== undefined && (!Number.isInteger(limitInputPixels) || limitInputPixels <= 0)) {
       throw invalidParameterError('limitInputPixels', 'a positive integer', limitInputPixels);
     }
-    const pool = new ImageDecodePool({ preprocessing, limitInputPixels: limitInputPixels ?? null });
+    const slotBytes = preprocessing.height * preprocessing.width * preprocessing.channels;
+    const pool = new ImageDecodePool({ preprocessing, limitInputPixels: limitInputPixels ?? null, slotBytes });
     process.on('exit', pool.#killAll);
     const started = await Promise.allSettled(Array.from({ length: workers }, () => pool.#startWorker()));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
@@ -203,21 +230,37 @@ export class ImageDecodePool {
     return this.#workers.map((w) => w.pid);
   }
 
-  /** Forks one child; resolves when it is ready, rejects if it ends first. */
+  /** Makes a child's slot file and forks the child; resolves when it is ready, rejects if it ends first. */
   #startWorker(): Promise<void> {
-    const child = fork(workerEntry(), [JSON.stringify(this.#config)], {
+    const slotFile = path.join(slotFolder(), `dmlkit-decode-${process.pid}-${randomUUID()}`);
+    let slotFd: number;
+    try {
+      slotFd = openSync(slotFile, 'wx+', 0o600);
+      ftruncateSync(slotFd, IMAGES_PER_WORKER * this.#config.slotBytes);
+    } catch (error) {
+      return Promise.reject(new DmlError('E_IMAGE', `Cannot make the image decode pool's slot file ${slotFile}: ${error instanceof Error ? error.message : String(error)}`));
+    }
+    const config: DecodeWorkerConfig = { ...this.#config, slotFile };
+    const child = fork(workerEntry(), [JSON.stringify(config)], {
       execArgv: childExecArgv(),
       serialization: 'advanced',
       // stdout carries the CLI's results: a child must never write there. Crash messages go to stderr.
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
-    const worker: Worker = { child, pid: child.pid ?? -1, ready: false, inFlight: new Map() };
+    const freeSlots = Array.from({ length: IMAGES_PER_WORKER }, (_, slot) => slot);
+    const worker: Worker = { child, pid: child.pid ?? -1, ready: false, slotFd, slotFile, freeSlots, inFlight: new Map() };
     this.#workers.push(worker);
+    const forgetSlotFile = (): void => {
+      if (worker.slotFile !== undefined) removeSlotFile(worker.slotFile);
+      worker.slotFile = undefined;
+    };
     return new Promise<void>((resolve, reject) => {
       let ended = false;
       const onEnd = (how: string): void => {
         if (ended) return;
         ended = true;
+        forgetSlotFile();
+        closeSync(worker.slotFd);
         if (worker.ready) {
           this.#lose(worker, how);
         } else {
@@ -227,6 +270,8 @@ export class ImageDecodePool {
       };
       child.on('message', (reply: DecodeReply) => {
         if (reply.type === 'ready') {
+          // The child has the file open: its name is no longer needed.
+          forgetSlotFile();
           worker.ready = true;
           resolve();
         } else {
@@ -246,16 +291,33 @@ export class ImageDecodePool {
     const entry = worker.inFlight.get(reply.id);
     if (entry === undefined) return;
     worker.inFlight.delete(reply.id);
-    const { job, index } = entry;
+    const { job, index, slot } = entry;
     job.inFlight--;
     if (!job.settled) {
       if (reply.type === 'image') {
-        job.collector.store(index, reply.image);
+        try {
+          job.collector.store(index, { data: this.#readSlot(worker, slot), width: reply.width, height: reply.height, channels: reply.channels as 1 | 3 });
+        } catch (error) {
+          job.collector.fail(index, error);
+        }
       } else {
         job.collector.fail(index, reply.code === null ? new Error(reply.message) : new DmlError(reply.code, reply.message));
       }
     }
+    worker.freeSlots.push(slot);
     this.#pump();
+  }
+
+  /** The crop in `worker`'s `slot`, read into the staging buffer (valid until the next read). */
+  #readSlot(worker: Worker, slot: number): Buffer {
+    const staging = this.#staging;
+    const at = slot * staging.length;
+    for (let read = 0; read < staging.length; ) {
+      const n = readSync(worker.slotFd, staging, read, staging.length - read, at + read);
+      if (n === 0) throw new DmlError('E_IMAGE', `Image decode worker (pid ${worker.pid}) left slot ${slot} of its slot file short (${read} of ${staging.length} bytes)`);
+      read += n;
+    }
+    return staging;
   }
 
   /** A ready child ended: fail the batches it held images of; with no child left, every batch. */
@@ -335,8 +397,9 @@ export class ImageDecodePool {
       const worker = idle.reduce((best, w) => (w.inFlight.size < best.inFlight.size ? w : best));
       const index = job.next++;
       job.inFlight++;
-      const request: DecodeRequest = { id: this.#nextId++, source: job.sources[index] as ImageSource };
-      worker.inFlight.set(request.id, { job, index });
+      const slot = worker.freeSlots.pop() as number;
+      const request: DecodeRequest = { id: this.#nextId++, source: job.sources[index] as ImageSource, slot };
+      worker.inFlight.set(request.id, { job, index, slot });
       worker.child.send(request);
     }
     this.#updateReferences();

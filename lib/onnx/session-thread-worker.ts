@@ -13,7 +13,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { DmlError, type DmlErrorCode } from '../errors.js';
 import { createSession, type CreateSessionOptions, type IoDescription } from './session.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
-import { plainOutputs, type PlainTensor, type RunInputs } from './feeds.js';
+import { plainOutputs, transferableBuffers, type PlainTensor, type RunInputs } from './feeds.js';
 import { StagedSession, type InputStage } from './staged-session.js';
 
 /** What the thread is started with. */
@@ -62,7 +62,7 @@ async function serve(port: MessagePort, data: SessionThreadData): Promise<void> 
       (result) => {
         // The inputs go back with the outputs (moved, not copied), so the caller can reuse its arrays.
         const reply: SessionThreadReply = { type: 'result', id: request.id, outputs: plainOutputs(result, request.outputNames), inputs: request.inputs };
-        port.postMessage(reply, Object.values(request.inputs).map((input) => input.data.buffer as ArrayBuffer));
+        port.postMessage(reply, transferableBuffers(request.inputs));
       },
       failed,
     );

@@ -16,7 +16,7 @@ import { DmlError } from '../errors.js';
 import { workerThreadEntry } from '../util/worker-entry.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
 import type { CreateSessionOptions, IoDescription } from './session.js';
-import type { RunInputs } from './feeds.js';
+import { transferableBuffers, type RunInputs } from './feeds.js';
 import type { RunOptions, RunResult, SessionRunner } from './session-runner.js';
 import type { InputStage } from './staged-session.js';
 import type { SessionThreadData, SessionThreadReply, SessionThreadRequest } from './session-thread-worker.js';
@@ -86,7 +86,7 @@ export class SessionThread implements SessionRunner {
   }
 
   run(inputs: RunInputs, outputNames: string[], options: RunOptions = {}): Promise<RunResult> {
-    const transfer = options.transferInputs === true ? Object.values(inputs).map((input) => input.data.buffer as ArrayBuffer) : [];
+    const transfer = options.transferInputs === true ? transferableBuffers(inputs) : [];
     return this.#request((id) => ({ type: 'run', id, inputs, outputNames }), transfer) as Promise<RunResult>;
   }
 

@@ -13,7 +13,7 @@ import { DmlError } from '../errors.js';
 import ort from './ort.js';
 import { createSession, describeIo, type CreatedSession, type CreateSessionOptions, type IoDescription } from './session.js';
 import type { ExecutionProviderName, ProviderAttempt } from './devices.js';
-import { ortFeeds, type RunInputs } from './feeds.js';
+import { ortFeeds, PrivateInputCopies, type RunInputs } from './feeds.js';
 
 /** A model run before the main one (see the file comment). */
 export interface InputStage {
@@ -35,6 +35,7 @@ export class StagedSession {
   readonly #main: ort.InferenceSession;
   readonly #options: CreateSessionOptions;
   #stage: { spec: InputStage; session: ort.InferenceSession } | undefined;
+  readonly #copies = new PrivateInputCopies();
 
   /** Wraps `created`, opened with `options` (the stage opens with them too, on the same provider). */
   constructor(created: CreatedSession, options: CreateSessionOptions) {
@@ -63,8 +64,19 @@ export class StagedSession {
   /**
    * Runs the model on `inputs`. With an input stage and its input among `inputs`, the stage runs first
    * and its output feeds the model (then is released, if on the device); other inputs go to the model.
+   * Inputs in shared memory are copied first ({@link PrivateInputCopies}).
    */
   async run(inputs: RunInputs, outputNames: string[]): Promise<ort.InferenceSession.ReturnType> {
+    const copies = this.#copies.of(inputs);
+    try {
+      return await this.#run(copies.inputs, outputNames);
+    } finally {
+      copies.release();
+    }
+  }
+
+  /** {@link run} on inputs onnxruntime takes (none in shared memory). */
+  async #run(inputs: RunInputs, outputNames: string[]): Promise<ort.InferenceSession.ReturnType> {
     const stage = this.#stage;
     if (stage === undefined || inputs[stage.spec.input] === undefined) return this.#main.run(ortFeeds(inputs, this.io.inputs), outputNames);
     const { [stage.spec.input]: stageInput, ...rest } = inputs;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { ImageSource } from '../../lib/data/manifest.js';
@@ -174,6 +175,21 @@ describe('ImageDecodePool', function () {
       'Expected a positive integer for limitInputPixels but received 1.5',
     );
     await expectDmlError(rgbPool.loadBatch('a.png' as unknown as ImageSource[]), 'E_ARG', 'Expected an array of image sources for sources but received "a.png"');
+  });
+
+  it('leaves no slot file behind: each name is removed once its child is ready', async () => {
+    // The children's slot files (decode-pool.ts) live in /dev/shm where there is one, else in the temporary folder.
+    const folder = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+    const ours = (): string[] => readdirSync(folder).filter((name) => name.startsWith(`dmlkit-decode-${process.pid}-`));
+    expect(ours()).to.deep.equal([]);
+    const pool = await ImageDecodePool.start({ workers: 2, preprocessing: rgbPre });
+    try {
+      expect(ours()).to.deep.equal([]);
+      expect(bytes(await pool.loadBatch(photos)).equals(bytes(await loadImageBatch(photos, rgbPre)))).to.equal(true);
+    } finally {
+      await pool.close();
+    }
+    expect(ours()).to.deep.equal([]);
   });
 
   it('close() stops every child and later calls reject', async () => {

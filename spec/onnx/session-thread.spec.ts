@@ -111,6 +111,34 @@ describe('onnx/session-thread', () => {
   });
 
   for (const thread of [true, false]) {
+    it(`runs inputs in shared memory (SharedArrayBuffer) ${thread ? 'on its thread' : 'on the calling thread'}: shared, not transferred, the same buffer back`, async () => {
+      const runner = await openSessionRunner(smallModel(), { device: 'cpu', thread });
+      try {
+        const x = new Float32Array(new SharedArrayBuffer(12));
+        x.set([1, 2, 3]);
+        // Two runs in flight at once, each on its own values (each gets its own private copy).
+        const y = new Float32Array(new SharedArrayBuffer(12));
+        y.set([4, 5, 6]);
+        const [first, second] = await Promise.all([
+          runner.run({ x: { data: x, dims: [1, 3] } }, ['y'], { transferInputs: true }),
+          runner.run({ x: { data: y, dims: [1, 3] } }, ['y'], { transferInputs: true }),
+        ]);
+        expect(Array.from(first.outputs['y']?.data as Float32Array)).to.deep.equal([3, 5, 7]);
+        expect(Array.from(second.outputs['y']?.data as Float32Array)).to.deep.equal([9, 11, 13]);
+        expect(x.length).to.equal(3); // not detached
+        const back = first.inputs['x']?.data as Float32Array;
+        expect(back.buffer).to.be.instanceOf(SharedArrayBuffer);
+        back[0] = 10; // the same memory as x
+        expect(x[0]).to.equal(10);
+        const again = await runner.run({ x: { data: x, dims: [1, 3] } }, ['y'], { transferInputs: true });
+        expect(Array.from(again.outputs['y']?.data as Float32Array)).to.deep.equal([21, 5, 7]);
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+
+  for (const thread of [true, false]) {
     it(`runs an input stage first, on ${thread ? 'its thread' : 'the calling thread'}: uint8 in, the stage's output feeding the model's input`, async () => {
       // u[batch, 3] uint8 -> Cast to float32 -> the model's x.
       const stage = encodeModel({
