@@ -14,7 +14,7 @@
  * scripts/reference/export_torchvision.py). Inputs are seeded noise. Medians over `--runs`. `--device` is
  * the execution provider of the three sessions (default cpu).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
   const size = Number(argument('--size', '64'));
   const runs = Number(argument('--runs', '6'));
   const profileDir = argument('--profile', '');
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
   const threads = argument('--threads', '');
   const device = argument('--device', 'cpu');
   await tf.setBackend('cpu');
