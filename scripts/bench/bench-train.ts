@@ -30,7 +30,7 @@
  *
  *   npx tsx scripts/bench/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
  *     [--convnet-steps 3] [--warmup 2] [--batch 128] [--image-size N] [--backends ort-cpu,wasm,cpu,onnx]
- *     [--devices cpu,webgpu,cuda] [--graph-loss in-graph,tfjs] [--torch-devices cpu,cuda] [--child-seconds S]
+ *     [--devices cpu,webgpu,cuda] [--graph-loss in-graph,tfjs] [--torch-devices cpu,cuda] [--child-seconds S] [--threads N]
  *
  * `--devices` gives the execution providers the graph trainer (`onnx`) is timed on, one row each (default
  * cpu); `--graph-loss` where its loss is computed, a row each: `in-graph` (the fused step, one run:
@@ -38,7 +38,9 @@
  * synchronised by reading the loss). The python it runs is `DML_PYTHON` (default /usr/bin/python3). The
  * compiled script (`node dist/scripts/bench/bench-train.js`, no TypeScript loader needed) runs the same way, as
  * on a GPU machine (scripts/gpu/graph-trainer-gpu.sh). `--child-seconds` stops a backend's run that takes
- * longer and reports it in its row.
+ * longer and reports it in its row. `--threads N` gives the graph trainer's sessions N intra-op threads and
+ * PyTorch N threads (default: onnxruntime's default, which is not bound by `taskset`, and every core the
+ * process may use for PyTorch); it does not change the TensorFlow.js backends.
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -90,6 +92,8 @@ interface Args {
   torchDevices: Array<'cpu' | 'cuda'>;
   /** A backend's run longer than this (seconds) is stopped and reported; no limit when 0. */
   childSeconds: number;
+  /** The graph trainer's intra-op threads and PyTorch's threads; onnxruntime's default and every core when absent. */
+  threads: number | undefined;
 }
 
 function argument(argv: string[], flag: string): string | undefined {
@@ -119,6 +123,7 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; mo
     graphLoss: (argument(argv, '--graph-loss') ?? 'in-graph,tfjs').split(',') as GraphLossPlace[],
     torchDevices: (argument(argv, '--torch-devices') ?? 'cpu').split(',') as Array<'cpu' | 'cuda'>,
     childSeconds: number('--child-seconds', 0),
+    threads: argument(argv, '--threads') === undefined ? undefined : number('--threads', 0),
     ...(child
       ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel, device: (child.split(':')[2] ?? 'cpu') as ExecutionProviderName, place: (child.split(':')[3] ?? 'tfjs') as GraphLossPlace } }
       : {}),
@@ -215,7 +220,7 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
   const steps = stepsOf(which, args);
   const times: number[] = [];
   if (backend === 'onnx') {
-    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device, undefined, place === 'in-graph' ? loss : undefined);
+    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device, undefined, place === 'in-graph' ? loss : undefined, undefined, args.threads);
     for (let step = 0; step < args.warmup + steps; step++) {
       const start = performance.now();
       await network.trainBatch(x, labels, loss, optimizer, config.learningRate);
@@ -254,7 +259,14 @@ async function onnxModelChild(exported: { arch: string; size: number }, device: 
   rmSync(file, { force: true });
   const loss = createLoss({ name: 'ephn' });
   const graphLoss = place === 'in-graph' ? graphLossOf(loss) : undefined;
-  const trainer = await GraphTrainer.create({ model: bytes, itemDims: [3, exported.size, exported.size], optimizer: { kind: 'adamw', weightDecay: 5e-4 }, device, ...(graphLoss ? { loss: graphLoss } : {}) });
+  const trainer = await GraphTrainer.create({
+    model: bytes,
+    itemDims: [3, exported.size, exported.size],
+    optimizer: { kind: 'adamw', weightDecay: 5e-4 },
+    device,
+    ...(graphLoss ? { loss: graphLoss } : {}),
+    ...(args.threads !== undefined ? { threads: args.threads } : {}),
+  });
   const rng = new Rng(0);
   const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));
   const x = Float32Array.from({ length: args.batch * 3 * exported.size * exported.size }, () => rng.nextGaussian());
@@ -281,7 +293,7 @@ try:
     import torch
 except ImportError:
     print(json.dumps(None)); sys.exit(0)
-torch.manual_seed(0); torch.set_num_threads(${os.availableParallelism()})
+torch.manual_seed(0); torch.set_num_threads(${args.threads ?? os.availableParallelism()})
 B = ${args.batch}
 if "${which}" == "head":
     model = torch.nn.Linear(2048, 512); x = torch.randn(B, 2048)

@@ -7,14 +7,21 @@
  * `CPUExecutionProvider` fell back to the CPU) and the device <-> host copies onnxruntime put inside the
  * run (Memcpy nodes).
  *
- *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N] [--device cpu|webgpu] [--profile DIR]
+ *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N[,N...]] [--device cpu|webgpu] [--profile DIR]
+ *
+ * With several thread counts (`--threads 1,2` here; `2,4,8,16` on a 16-core machine), everything runs
+ * once per count (the sessions opened with that many intra-op threads, profiled into DIR/tN, or a
+ * temporary folder without `--profile`), and a last table gives each operator type's kernel time per
+ * count and its speed-up from the first count to the last: the operators onnxruntime runs on one
+ * thread are the ones whose time does not fall.
  *
  * `recipe-r` is dmlkit's `convnet` built as Recipe R's network (NHWC input, as the onnx backend trains
  * it); an ONNX file is a PyTorch export with an NCHW input `[batch, 3, size, size]` (see
  * scripts/reference/export_torchvision.py). Inputs are seeded noise. Medians over `--runs`. `--device` is
  * the execution provider of the three sessions (default cpu).
  */
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
@@ -38,9 +45,10 @@ async function main(): Promise<void> {
   const batch = Number(argument('--batch', '128'));
   const size = Number(argument('--size', '64'));
   const runs = Number(argument('--runs', '6'));
-  const profileDir = argument('--profile', '');
-  if (profileDir) mkdirSync(profileDir, { recursive: true });
-  const threads = argument('--threads', '');
+  const threadCounts = argument('--threads', '') === '' ? [undefined] : argument('--threads', '').split(',').map(Number);
+  const scaling = threadCounts.length > 1;
+  const temporary = argument('--profile', '') === '' && scaling ? mkdtempSync(path.join(os.tmpdir(), 'dml-profile-graph-trainer-')) : undefined;
+  const profileRoot = temporary ?? argument('--profile', '');
   const device = argument('--device', 'cpu');
   await tf.setBackend('cpu');
   let bytes: Uint8Array;
@@ -69,61 +77,116 @@ async function main(): Promise<void> {
     output: graph.outputs[0]?.name ?? 'embedding',
     optimizer: createGraphOptimizer({ kind: 'adam' }),
   });
-  const options = (prefix: string): ort.InferenceSession.SessionOptions => ({
-    graphOptimizationLevel: prefix === 'inference' ? 'all' : 'extended', // as GraphTrainer runs its step graphs
-    executionProviders: [device],
-    ...(threads ? { intraOpNumThreads: Number(threads) } : {}),
-    ...(profileDir && prefix !== 'inference' ? { enableProfiling: true, profileFilePrefix: path.join(profileDir, prefix) } : {}),
-  });
-  const forward = await ort.InferenceSession.create(compiled.forwardModel, options('forward'));
-  const step = await ort.InferenceSession.create(compiled.stepModel, options('step'));
-  const infer = await ort.InferenceSession.create(inference, options('inference'));
-  const rng = new Rng(0);
-  const noise = (dims: readonly number[], scale: number, offset = 0): ort.Tensor =>
-    new ort.Tensor('float32', Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, () => offset + scale * rng.nextGaussian()), [...dims]);
-  const value = (name: string, dims: readonly number[]): ort.Tensor => {
-    const init = graph.initializers.get(name);
-    return init ? new ort.Tensor('float32', Float32Array.from(init.data), [...dims]) : noise(dims, 0.01);
+  const measure = async (threads: number | undefined): Promise<Measured> => {
+    const profileDir = profileRoot && scaling ? path.join(profileRoot, `t${threads}`) : profileRoot;
+    if (profileDir) mkdirSync(profileDir, { recursive: true });
+    const options = (prefix: string): ort.InferenceSession.SessionOptions => ({
+      graphOptimizationLevel: prefix === 'inference' ? 'all' : 'extended', // as GraphTrainer runs its step graphs
+      executionProviders: [device],
+      ...(threads !== undefined ? { intraOpNumThreads: threads } : {}),
+      ...(profileDir && prefix !== 'inference' ? { enableProfiling: true, profileFilePrefix: path.join(profileDir, prefix) } : {}),
+    });
+    const forward = await ort.InferenceSession.create(compiled.forwardModel, options('forward'));
+    const step = await ort.InferenceSession.create(compiled.stepModel, options('step'));
+    const infer = await ort.InferenceSession.create(inference, options('inference'));
+    const rng = new Rng(0);
+    const noise = (dims: readonly number[], scale: number, offset = 0): ort.Tensor =>
+      new ort.Tensor('float32', Float32Array.from({ length: dims.reduce((a, b) => a * b, 1) }, () => offset + scale * rng.nextGaussian()), [...dims]);
+    const value = (name: string, dims: readonly number[]): ort.Tensor => {
+      const init = graph.initializers.get(name);
+      return init ? new ort.Tensor('float32', Float32Array.from(init.data), [...dims]) : noise(dims, 0.01);
+    };
+    const x = noise([batch, ...itemDims], 1);
+    const forwardFeeds: Record<string, ort.Tensor> = { input: x };
+    for (const v of compiled.io.forwardVariables) forwardFeeds[v.input] = value(v.input, v.dims);
+    const inferenceInput = which === 'recipe-r' ? noise([batch, 3, size, size], 1) : x;
+    const times = { withSaved: [] as number[], outputOnly: [] as number[], step: [] as number[], inference: [] as number[] };
+    let savedBytes = 0;
+    for (let run = 0; run < runs; run++) {
+      let start = performance.now();
+      const outputs = await forward.run(forwardFeeds);
+      times.withSaved.push(performance.now() - start);
+      savedBytes = compiled.io.saved.reduce((sum, name) => sum + ((outputs[name] as ort.Tensor).data as ArrayBufferView).byteLength, 0);
+      start = performance.now();
+      await forward.run(forwardFeeds, [compiled.io.output]);
+      times.outputOnly.push(performance.now() - start);
+      const stepFeeds: Record<string, ort.Tensor> = { [compiled.io.seed]: noise(compiled.io.outputDims, 0.01) };
+      for (const v of compiled.io.variables) if (step.inputNames.includes(v.input)) stepFeeds[v.input] = value(v.input, v.dims);
+      for (const name of Object.values(compiled.io.hyper)) stepFeeds[name] = new ort.Tensor('float32', Float32Array.of(0.5), []);
+      for (const name of compiled.io.saved) stepFeeds[name] = outputs[name] as ort.Tensor;
+      for (const name of compiled.io.stepData) stepFeeds[name] = x;
+      start = performance.now();
+      await step.run(stepFeeds);
+      times.step.push(performance.now() - start);
+      start = performance.now();
+      await infer.run({ [infer.inputNames[0] as string]: inferenceInput });
+      times.inference.push(performance.now() - start);
+    }
+    console.log(`${which}, batch ${batch}, ${size} px, ${device} provider, ${threads ?? "onnxruntime's default"} intra-op threads, median of ${runs} runs (ms):`);
+    console.log(`  training forward, saved activations fetched: ${median(times.withSaved).toFixed(0)} (${compiled.io.saved.length} tensors, ${(savedBytes / 1e6).toFixed(0)} MB)`);
+    console.log(`  training forward, output only:               ${median(times.outputOnly).toFixed(0)}`);
+    console.log(`  step (backward and Adam):                    ${median(times.step).toFixed(0)}`);
+    console.log(`  inference forward (BatchNorm folded):        ${median(times.inference).toFixed(0)}`);
+    const result: Measured = { threads, forwardMs: median(times.outputOnly), stepMs: median(times.step), operators: {} };
+    if (profileDir) {
+      for (const [session, name] of [[forward, 'forward'], [step, 'step']] as const) {
+        session.endProfiling();
+        const file = readdirSync(profileDir).filter((f) => f.startsWith(`${name}_`)).sort().pop() as string;
+        const events = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as ProfileEvent[];
+        // The forward ran with and without its saved activations.
+        const perRun = name === 'forward' ? 2 * runs : runs;
+        result.operators[name] = operatorTimes(events, perRun);
+        if (!scaling) for (const line of profileSummary(`${name} graph`, events, perRun)) console.log(line);
+      }
+    }
+    await Promise.all([forward.release(), step.release(), infer.release()]);
+    return result;
   };
-  const x = noise([batch, ...itemDims], 1);
-  const forwardFeeds: Record<string, ort.Tensor> = { input: x };
-  for (const v of compiled.io.forwardVariables) forwardFeeds[v.input] = value(v.input, v.dims);
-  const inferenceInput = which === 'recipe-r' ? noise([batch, 3, size, size], 1) : x;
-  const times = { withSaved: [] as number[], outputOnly: [] as number[], step: [] as number[], inference: [] as number[] };
-  let savedBytes = 0;
-  for (let run = 0; run < runs; run++) {
-    let start = performance.now();
-    const outputs = await forward.run(forwardFeeds);
-    times.withSaved.push(performance.now() - start);
-    savedBytes = compiled.io.saved.reduce((sum, name) => sum + ((outputs[name] as ort.Tensor).data as ArrayBufferView).byteLength, 0);
-    start = performance.now();
-    await forward.run(forwardFeeds, [compiled.io.output]);
-    times.outputOnly.push(performance.now() - start);
-    const stepFeeds: Record<string, ort.Tensor> = { [compiled.io.seed]: noise(compiled.io.outputDims, 0.01) };
-    for (const v of compiled.io.variables) if (step.inputNames.includes(v.input)) stepFeeds[v.input] = value(v.input, v.dims);
-    for (const name of Object.values(compiled.io.hyper)) stepFeeds[name] = new ort.Tensor('float32', Float32Array.of(0.5), []);
-    for (const name of compiled.io.saved) stepFeeds[name] = outputs[name] as ort.Tensor;
-    for (const name of compiled.io.stepData) stepFeeds[name] = x;
-    start = performance.now();
-    await step.run(stepFeeds);
-    times.step.push(performance.now() - start);
-    start = performance.now();
-    await infer.run({ [infer.inputNames[0] as string]: inferenceInput });
-    times.inference.push(performance.now() - start);
+  const measured: Measured[] = [];
+  try {
+    for (const threads of threadCounts) measured.push(await measure(threads));
+  } finally {
+    if (temporary !== undefined) rmSync(temporary, { recursive: true, force: true });
   }
-  console.log(`${which}, batch ${batch}, ${size} px, ${device} provider, median of ${runs} runs (ms):`);
-  console.log(`  training forward, saved activations fetched: ${median(times.withSaved).toFixed(0)} (${compiled.io.saved.length} tensors, ${(savedBytes / 1e6).toFixed(0)} MB)`);
-  console.log(`  training forward, output only:               ${median(times.outputOnly).toFixed(0)}`);
-  console.log(`  step (backward and Adam):                    ${median(times.step).toFixed(0)}`);
-  console.log(`  inference forward (BatchNorm folded):        ${median(times.inference).toFixed(0)}`);
-  if (!profileDir) return;
-  for (const [session, name] of [[forward, 'forward'], [step, 'step']] as const) {
-    session.endProfiling();
-    const file = readdirSync(profileDir).filter((f) => f.startsWith(`${name}_`)).sort().pop() as string;
-    const events = JSON.parse(readFileSync(path.join(profileDir, file), 'utf8')) as ProfileEvent[];
-    // The forward ran with and without its saved activations.
-    for (const line of profileSummary(`${name} graph`, events, name === 'forward' ? 2 * runs : runs)) console.log(line);
+  if (scaling) for (const line of scalingTable(measured)) console.log(line);
+}
+
+/** One thread count's medians and, when profiled, kernel milliseconds per run by operator type, per graph. */
+interface Measured {
+  threads: number | undefined;
+  forwardMs: number;
+  stepMs: number;
+  operators: Partial<Record<'forward' | 'step', Map<string, number>>>;
+}
+
+/**
+ * The thread-scaling table: wall times, then per graph each operator type's kernel time at every count
+ * and its speed-up from the first count to the last (operators over 1 ms at the first count).
+ */
+function scalingTable(measured: readonly Measured[]): string[] {
+  const counts = measured.map((m) => String(m.threads));
+  const first = measured[0] as Measured;
+  const last = measured[measured.length - 1] as Measured;
+  const lines = [
+    '',
+    `thread scaling, ${counts.join(' -> ')} intra-op threads (ms; speed-up = first / last):`,
+    `| | ${counts.join(' | ')} | speed-up |`,
+    `| --- | ${counts.map(() => '---:').join(' | ')} | ---: |`,
+    `| training forward, output only (wall) | ${measured.map((m) => m.forwardMs.toFixed(0)).join(' | ')} | ${(first.forwardMs / last.forwardMs).toFixed(2)} |`,
+    `| step run (wall) | ${measured.map((m) => m.stepMs.toFixed(0)).join(' | ')} | ${(first.stepMs / last.stepMs).toFixed(2)} |`,
+  ];
+  for (const graph of ['forward', 'step'] as const) {
+    const base = first.operators[graph];
+    if (base === undefined) continue;
+    const total = (m: Measured): number => [...(m.operators[graph]?.values() ?? [])].reduce((a, b) => a + b, 0);
+    lines.push(`| ${graph} graph, all kernels | ${measured.map((m) => total(m).toFixed(1)).join(' | ')} | ${(total(first) / total(last)).toFixed(2)} |`);
+    for (const [op, ms] of [...base].sort((a, b) => b[1] - a[1])) {
+      if (ms < 1) continue;
+      const at = (m: Measured): number => m.operators[graph]?.get(op) ?? 0;
+      lines.push(`| ${graph}: ${op} | ${measured.map((m) => at(m).toFixed(1)).join(' | ')} | ${(ms / at(last)).toFixed(2)} |`);
+    }
   }
+  return lines;
 }
 
 /** One event of onnxruntime's profile (Chrome trace format). */
@@ -134,6 +197,21 @@ interface ProfileEvent {
   args?: { op_name?: string; provider?: string };
 }
 
+/** The kernel events of a profile (one per node and run). */
+function kernelEvents(events: readonly ProfileEvent[]): ProfileEvent[] {
+  return events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
+}
+
+/** Kernel milliseconds per run by operator type. */
+function operatorTimes(events: readonly ProfileEvent[], runs: number): Map<string, number> {
+  const byOperator = new Map<string, number>();
+  for (const e of kernelEvents(events)) {
+    const op = e.args?.op_name ?? '?';
+    byOperator.set(op, (byOperator.get(op) ?? 0) + e.dur / 1000 / runs);
+  }
+  return byOperator;
+}
+
 /**
  * What a session's profile says, per run: kernel time by operator type, the 20 slowest nodes, how many
  * nodes each execution provider ran (a node on `CPUExecutionProvider` in a WebGPU session fell back to
@@ -141,13 +219,11 @@ interface ProfileEvent {
  * `MemcpyFromHost` nodes).
  */
 function profileSummary(title: string, events: readonly ProfileEvent[], runs: number): string[] {
-  const kernels = events.filter((e) => e.cat === 'Node' && e.name.endsWith('_kernel_time'));
-  const byOperator = new Map<string, number>();
+  const byOperator = operatorTimes(events, runs);
   const byNode = new Map<string, { op: string; provider: string; ms: number }>();
-  for (const e of kernels) {
+  for (const e of kernelEvents(events)) {
     const op = e.args?.op_name ?? '?';
     const ms = e.dur / 1000 / runs;
-    byOperator.set(op, (byOperator.get(op) ?? 0) + ms);
     const node = e.name.slice(0, -'_kernel_time'.length);
     const entry = byNode.get(node) ?? { op, provider: e.args?.provider ?? '?', ms: 0 };
     entry.ms += ms;

@@ -4,6 +4,7 @@
 # 10 minutes at most, run the default parts in two calls (the machine stays warm between them):
 #   PARTS="device-check steps-webgpu steps-webgpu-micro parity-webgpu inference-webgpu normalization-webgpu" ...
 #   PARTS="bench-recipe-r bench-resnet18 profile-webgpu" ...
+# and, when time is left, PARTS="cpu-scaling eval-images-cpu" (the CPU's 16 cores against PyTorch's).
 #   1. device-check: one step of each network's step graphs on onnxruntime's WebGPU provider against its
 #      CPU provider, every output compared (scripts/tools/check-graph-trainer-device.ts);
 #   2. steps-webgpu: five Adam steps of each network through GraphTrainer on WebGPU and on the CPU, every
@@ -35,6 +36,14 @@
 #      default, then on the device), against PyTorch's same evaluation
 #      on CUDA (DataLoader with 16 workers, exact search on the GPU, k-means by faiss or scikit-learn:
 #      scripts/reference/torch_eval_pipeline.py), each timed end to end, with their R@1 and MAP@R side by side.
+#  10. cpu-scaling (only when PARTS names it; up to 5 minutes; issue 43 item 2, the 16-core half): the graph
+#      trainer's kernels per operator at 2, 4, 8 and 16 intra-op threads with the speed-up of each operator type
+#      (scripts/bench/profile-graph-trainer.ts --threads 2,4,8,16: the operators whose time does not fall run
+#      on one thread), then Recipe R's fused step against PyTorch's CPU step with 2 and with 16 threads each
+#      (bench-train.ts --threads);
+#  11. eval-images-cpu (only when PARTS names it; up to 5 minutes; issue 43 item 1 on 16 cores):
+#      scripts/bench/bench-eval.ts --mode images on 4,000 generated JPEGs with one decode process per core,
+#      against PyTorch's DataLoader with as many workers, on the CPU (the cheap embedder).
 # The machine has no Node.js: pack it here first (`npm ci && bash scripts/gpu/pack.sh`: node, the Vulkan
 # loader and the built app in .device/), then on the GPU machine, from the repository root:
 #   bash .device/unpack.sh && bash scripts/gpu/graph-trainer-gpu.sh "$OUT"
@@ -104,9 +113,18 @@ eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of th
   echo "dml eval (webgpu, normalised on the device): $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s wall"
   "$DML_PYTHON" "$repo/scripts/reference/torch_eval_pipeline.py" run "$out/eval-images" --arch resnet50 --dim 128 --device cuda --workers "$(nproc)"
 }
-export -f memory memory_resnet50 profile_webgpu eval_resnet50; export out repo # `timeout` runs a command: the part runs them in a bash of its own
+cpu_scaling() { # the graph trainer's step on 2 to 16 threads, against PyTorch's with as many
+  node dist/scripts/bench/profile-graph-trainer.js --model recipe-r --batch 128 --size 64 --runs 4 --threads 2,4,8,16 --profile "$out/profile-threads" || return 1
+  for threads in 2 16; do
+    node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu --graph-loss in-graph --torch-devices cpu \
+      --threads "$threads" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5 || return 1
+  done
+}
+export -f memory memory_resnet50 profile_webgpu eval_resnet50 cpu_scaling; export out repo # `timeout` runs a command: the part runs them in a bash of its own
 part profile-webgpu 240 bash -c profile_webgpu
 part memory-resnet50 290 bash -c memory_resnet50
 part eval-resnet50 360 bash -c eval_resnet50
+part cpu-scaling 300 bash -c cpu_scaling
+part eval-images-cpu 300 env BENCH_PYTHON="$DML_PYTHON" node dist/scripts/bench/bench-eval.js --mode images --images 4000 --device cpu
 cat "$out/summary.txt"
 exit $status
