@@ -14,8 +14,8 @@
  * Both paths feed one {@link BatchCollector}, which owns the ordering, skipping and error rules.
  *
  * Hand-back: a child writes the eval transform's HWC uint8 crop into a slot of a file the pool made for
- * it (in /dev/shm where there is one, else the system's temporary folder; its name removed as soon as
- * the child has opened it, so nothing is left behind), replies with a small message, and the parent
+ * it ({@link makeSlotFile}: in /dev/shm where there is one and it has room, else the system's temporary
+ * folder; its name removed as soon as the child has opened it, so nothing is left behind), replies with a small message, and the parent
  * reads the crop from the slot into one reused buffer and normalises it with {@link toTensor}. Each
  * child has {@link IMAGES_PER_WORKER} slots, one per request it holds. Before (2026-11-29), the crop
  * travelled in the reply itself: each reply allocated a 147 KiB buffer in the parent (224x224 RGB),
@@ -38,7 +38,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { closeSync, existsSync, ftruncateSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -145,11 +145,6 @@ function childExecArgv(): string[] {
   return kept;
 }
 
-/** Where slot files go: shared memory where the system has it (Linux), else the temporary folder. */
-function slotFolder(): string {
-  return existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-}
-
 /** Removes a slot file's name; it may be gone already (the system's cleaner), which is fine. */
 function removeSlotFile(file: string): void {
   try {
@@ -157,6 +152,38 @@ function removeSlotFile(file: string): void {
   } catch {
     // Nothing to do: the file's space is freed once the last descriptor closes anyway.
   }
+}
+
+/** Where slot files may go, in order: shared memory where the system has it (Linux), then the temporary folder. */
+export function slotFolders(): string[] {
+  return [...(existsSync('/dev/shm') ? ['/dev/shm'] : []), os.tmpdir()];
+}
+
+/**
+ * Makes a slot file of `bytes` bytes in the first of `folders` where it can be written whole (its pages
+ * written once with zeros, so that a full /dev/shm, which is 64 MB in a Docker container by default,
+ * fails here rather than in the middle of a run); returns its name and an open descriptor. Errors:
+ * E_IMAGE naming every folder tried and why it failed.
+ */
+export function makeSlotFile(folders: readonly string[], bytes: number): { file: string; fd: number } {
+  const failures: string[] = [];
+  for (const folder of folders) {
+    const file = path.join(folder, `dmlkit-decode-${process.pid}-${randomUUID()}`);
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, 'wx+', 0o600);
+      const zeros = Buffer.alloc(bytes);
+      for (let written = 0; written < bytes; ) written += writeSync(fd, zeros, written, bytes - written, written);
+      return { file, fd };
+    } catch (error) {
+      if (fd !== undefined) {
+        closeSync(fd);
+        removeSlotFile(file);
+      }
+      failures.push(`${folder} (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  throw new DmlError('E_IMAGE', `Cannot make a ${bytes}-byte slot file for an image decode worker in ${failures.join(', nor in ')}`);
 }
 
 /** How a child ended, for messages. */
@@ -232,13 +259,12 @@ export class ImageDecodePool {
 
   /** Makes a child's slot file and forks the child; resolves when it is ready, rejects if it ends first. */
   #startWorker(): Promise<void> {
-    const slotFile = path.join(slotFolder(), `dmlkit-decode-${process.pid}-${randomUUID()}`);
+    let slotFile: string;
     let slotFd: number;
     try {
-      slotFd = openSync(slotFile, 'wx+', 0o600);
-      ftruncateSync(slotFd, IMAGES_PER_WORKER * this.#config.slotBytes);
+      ({ file: slotFile, fd: slotFd } = makeSlotFile(slotFolders(), IMAGES_PER_WORKER * this.#config.slotBytes));
     } catch (error) {
-      return Promise.reject(new DmlError('E_IMAGE', `Cannot make the image decode pool's slot file ${slotFile}: ${error instanceof Error ? error.message : String(error)}`));
+      return Promise.reject(error);
     }
     const config: DecodeWorkerConfig = { ...this.#config, slotFile };
     const child = fork(workerEntry(), [JSON.stringify(config)], {

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { closeSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import type { ImageSource } from '../../lib/data/manifest.js';
+import { DmlError } from '../../lib/errors.js';
 import type { ImageBatch } from '../../lib/image/batch-collector.js';
 import { loadImageBatch } from '../../lib/image/batch-loader.js';
-import { ImageDecodePool } from '../../lib/image/decode-pool.js';
+import { ImageDecodePool, makeSlotFile, slotFolders } from '../../lib/image/decode-pool.js';
 import type { Preprocessing } from '../../lib/image/preprocessing.js';
 import { expectDmlError } from '../helpers/expect-dml-error.js';
 import { encodeIdx, encodeImage, makePixels, makeTempDir, writeFixture } from './image-fixtures.js';
@@ -178,9 +178,7 @@ describe('ImageDecodePool', function () {
   });
 
   it('leaves no slot file behind: each name is removed once its child is ready', async () => {
-    // The children's slot files (decode-pool.ts) live in /dev/shm where there is one, else in the temporary folder.
-    const folder = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-    const ours = (): string[] => readdirSync(folder).filter((name) => name.startsWith(`dmlkit-decode-${process.pid}-`));
+    const ours = (): string[] => slotFolders().flatMap((folder) => readdirSync(folder).filter((name) => name.startsWith(`dmlkit-decode-${process.pid}-`)));
     expect(ours()).to.deep.equal([]);
     const pool = await ImageDecodePool.start({ workers: 2, preprocessing: rgbPre });
     try {
@@ -190,6 +188,19 @@ describe('ImageDecodePool', function () {
       await pool.close();
     }
     expect(ours()).to.deep.equal([]);
+  });
+
+  it('makes a slot file in the first folder that can hold it, and names every folder when none can', () => {
+    const notAFolder = writeFixture(dir, 'not-a-folder', Buffer.from('x'));
+    const { file, fd } = makeSlotFile([notAFolder, dir], 1000);
+    try {
+      expect(path.dirname(file)).to.equal(dir);
+      expect(readFileSync(file)).to.deep.equal(Buffer.alloc(1000)); // written whole, with zeros
+    } finally {
+      closeSync(fd);
+      rmSync(file);
+    }
+    expect(() => makeSlotFile([notAFolder, path.join(dir, 'missing')], 1000)).to.throw(DmlError, new RegExp(`^Cannot make a 1000-byte slot file for an image decode worker in ${notAFolder} \\(ENOTDIR.*\\), nor in ${path.join(dir, 'missing')} \\(ENOENT`));
   });
 
   it('close() stops every child and later calls reject', async () => {
