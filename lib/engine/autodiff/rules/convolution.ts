@@ -6,13 +6,15 @@
  *   in space, padded by (k - 1) d - p on each side; otherwise `ConvTranspose(dY, W)` with the forward's
  *   strides, pads, dilations and groups, and the output padding that restores the input size (the rows
  *   a strided window never reached);
- * - weight: im2col and a matrix product. A Conv of each input channel with an identity kernel
- *   [kh kw, 1, kh, kw] (the forward's strides, pads, dilations) lays out every window's values,
- *   [N, G, c_in / G * kh kw, h w]; the products with dY: per image and group, summed over the batch,
- *   where a layer has few weights next to its activations (early, wide layers), or with the patches and
- *   dY transposed so that (image, position) is the summed axis of one product per group (deep, narrow
- *   layers, whose per-image products would write N x c_in kk x c_out values: 300 MB per layer of a
- *   ResNet's last stage); the result laid out as [c_out, c_in / G, kh, kw]. (A Conv of the input with dY
+ * - weight: im2col and a matrix product. A convolution of each input channel with an identity kernel
+ *   (the forward's strides, pads, dilations) lays out every window's values; the products with dY: per
+ *   image and group, summed over the batch, where a layer has few weights next to its activations
+ *   (early, wide layers; patches [N, G, c_in / G * kh kw, h w] from a 2-D Conv of the N x c_in planes),
+ *   or with (image, position) as the summed axis of one product per group (deep, narrow layers, whose
+ *   per-image products would write N x c_in kk x c_out values: 300 MB per layer of a ResNet's last
+ *   stage; patches [c_in, kh kw, N, h w] from a 3-D Conv with the batch as depth, already in the
+ *   product's layout: transposing the 2-D form took 8-11 ms of Recipe R's step on one thread, the 3-D
+ *   Conv costs what the 2-D one did); the result laid out as [c_out, c_in / G, kh, kw]. (A Conv of the input with dY
  *   as its kernel took 7x the forward's time: onnxruntime's convolution is not made for an h x w kernel.)
  * - bias: dY summed over batch and positions.
  */
@@ -85,26 +87,37 @@ const conv: GradientRule = {
       const positions = outH * outW;
       const b = `${base}_weight`;
       if ((wDims[1] as number) !== cInGroup) throw new DmlError('E_MODEL', `${describeNode(node)}: weight [${wDims.join(', ')}] does not fit ${cIn} input channels in ${groups} groups`);
-      // im2col by a convolution with an identity kernel: every input channel's kh x kw patches, [N * c_in, kk, h, w].
-      const identity = new Array<number>(kk * kk).fill(0).map((_, i) => (Math.floor(i / kk) === i % kk ? 1 : 0));
-      const patches = emit.op('Conv', [emit.reshape(x, xDims, [n * cIn, 1, h, wd], `${b}/x_channels`), emit.floats(`${b}/identity_${kh}x${kw}`, [kk, 1, kh, kw], identity)], `${b}/patches`, {
-        group: { i: 1 },
-        kernel_shape: { ints: geometry.kernel },
-        strides: { ints: geometry.strides },
-        dilations: { ints: geometry.dilations },
-        pads: { ints: geometry.pads },
-      });
-      const patchGroups = emit.reshape(patches, [n * cIn, kk, outH, outW], [n, groups, cInGroup * kk, positions], `${b}/patch_rows`);
+      // im2col by a convolution with an identity kernel [kk, 1, kh, kw] (the forward's strides, pads, dilations).
+      const identityValues = new Array<number>(kk * kk).fill(0).map((_, i) => (Math.floor(i / kk) === i % kk ? 1 : 0));
+      const window = { strides: { ints: geometry.strides }, dilations: { ints: geometry.dilations }, pads: { ints: geometry.pads } };
       const gradientGroups = emit.reshape(g, yDims, [n, groups, cOutGroup, positions], `${b}/dy_rows`);
       let outFirst: string;
       if (cOutGroup * cInGroup * kk <= (cInGroup * kk + cOutGroup) * positions) {
-        // Few weights per image (early, wide layers): one product per image and group, [c_out/G, c_in/G kk]
-        // (onnxruntime fuses the transpose into the product), summed over the batch.
+        // Few weights per image (early, wide layers): every input channel's patches per image, [N * c_in, kk,
+        // h, w], and one product per image and group, [c_out/G, c_in/G kk] (onnxruntime fuses the transpose
+        // into the product), summed over the batch.
+        const patches = emit.op('Conv', [emit.reshape(x, xDims, [n * cIn, 1, h, wd], `${b}/x_channels`), emit.floats(`${b}/identity_${kh}x${kw}`, [kk, 1, kh, kw], identityValues)], `${b}/patches`, {
+          group: { i: 1 },
+          kernel_shape: { ints: geometry.kernel },
+          ...window,
+        });
+        const patchGroups = emit.reshape(patches, [n * cIn, kk, outH, outW], [n, groups, cInGroup * kk, positions], `${b}/patch_rows`);
         const perImage = emit.op('MatMul', [gradientGroups, emit.op('Transpose', [patchGroups], `${b}/patches_t`, { perm: { ints: [0, 1, 3, 2] } })], `${b}/per_image`);
         outFirst = emit.op('ReduceSum', [perImage, emit.ints([0])], `${b}/summed`, { keepdims: { i: 0 } });
       } else {
-        // Many weights per image (deep, narrow layers): (image, position) as the summed axis of one product per group.
-        const patchRows = emit.reshape(emit.op('Transpose', [patchGroups], `${b}/patches_t`, { perm: { ints: [1, 2, 0, 3] } }), [groups, cInGroup * kk, n, positions], [groups, cInGroup * kk, n * positions], `${b}/patch_matrix`);
+        // Many weights per image (deep, narrow layers): (image, position) as the summed axis of one product per
+        // group. The patches come straight in that layout from a 3-D convolution of the input with the batch
+        // as its depth, [c_in, 1, N, h, w] -> [c_in, kk, N, out_h, out_w] (a depth-1 kernel), which spares
+        // the transpose of the whole patch tensor (onnxruntime's Transpose runs on one thread).
+        const depthwise = emit.reshape(emit.op('Transpose', [x], `${b}/x_t`, { perm: { ints: [1, 0, 2, 3] } }), [cIn, n, h, wd], [cIn, 1, n, h, wd], `${b}/x_depth`);
+        const patches = emit.op('Conv', [depthwise, emit.floats(`${b}/identity_1x${kh}x${kw}`, [kk, 1, 1, kh, kw], identityValues)], `${b}/patches`, {
+          group: { i: 1 },
+          kernel_shape: { ints: [1, ...geometry.kernel] },
+          strides: { ints: [1, ...geometry.strides] },
+          dilations: { ints: [1, ...geometry.dilations] },
+          pads: { ints: [0, geometry.pads[0] as number, geometry.pads[1] as number, 0, geometry.pads[2] as number, geometry.pads[3] as number] },
+        });
+        const patchRows = emit.reshape(patches, [cIn, kk, n, outH, outW], [groups, cInGroup * kk, n * positions], `${b}/patch_matrix`);
         const gradientColumns = emit.reshape(emit.op('Transpose', [gradientGroups], `${b}/dy_t`, { perm: { ints: [1, 0, 3, 2] } }), [groups, n, positions, cOutGroup], [groups, n * positions, cOutGroup], `${b}/dy_matrix`);
         outFirst = emit.op('Transpose', [emit.op('MatMul', [patchRows, gradientColumns], `${b}/product`)], `${b}/out_first`, { perm: { ints: [0, 2, 1] } });
       }
