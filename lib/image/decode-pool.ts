@@ -15,8 +15,9 @@
  *
  * Hand-back: a child writes the eval transform's HWC uint8 crop into a slot of a file the pool made for
  * it ({@link makeSlotFile}: in /dev/shm where there is one and it has room, else the system's temporary
- * folder; its name removed as soon as the child has opened it, so nothing is left behind), replies with a small message, and the parent
- * reads the crop from the slot into one reused buffer and normalises it with {@link toTensor}. Each
+ * folder; its name removed as soon as the child has opened it, so nothing is left behind), replies with
+ * a small message, and the parent reads the crop from the slot into one reused buffer and normalises
+ * it with {@link toTensor}. Each
  * child has {@link IMAGES_PER_WORKER} slots, one per request it holds. Before (2026-11-29), the crop
  * travelled in the reply itself: each reply allocated a 147 KiB buffer in the parent (224x224 RGB),
  * and the garbage collection those allocations caused took about a third of the parent's CPU time

@@ -35,7 +35,7 @@ export function transferableBuffers(inputs: RunInputs): ArrayBuffer[] {
  * on a SharedArrayBuffer ("Invalid argument"). Callers share their batch arrays with a session thread
  * instead of transferring them because V8 counts every transferred-in buffer as newly allocated memory
  * and collects garbage after a few of them (a 19 MB batch: a third of the embedder's CPU time on 2
- * cores, docs/benchmarks.md); shared memory is not counted. The copies are pooled by length, so a run
+ * cores, docs/benchmarks.md); shared memory is not counted. The copies are pooled by length, so run
  * after run copies into the same few arrays: one per run in flight.
  */
 export class PrivateInputCopies {
