@@ -36,8 +36,10 @@ export interface CreateSessionOptions {
   name?: string;
   /**
    * onnxruntime's graph optimisation level; default `all`. The graph trainer's step graphs use
-   * `extended`: `all` adds the CPU provider's NCHWc layout, whose reorders around every convolution
-   * cost more than they save there (docs/graph-trainer.md, "Speed").
+   * `extended`: `all` adds the CPU provider's NCHWc rewrite, which takes only convolutions with
+   * constant weights (in a step graph, im2col's identity convolutions, whose reorders cost more than
+   * they saved); the trainer writes the blocked layout itself where it pays (lib/onnx/nchwc.ts,
+   * docs/graph-trainer.md, "Speed").
    */
   optimization?: 'extended' | 'all';
   /**

@@ -104,15 +104,24 @@ export class GraphNetwork {
    * Converts `model` and opens its graph trainer on `device` (an operator the graph trainer cannot
    * differentiate fails here, before any work); with `batchSize`, also the sessions for batches of that
    * size (a device that cannot run them fails here too). With `loss`, a loss that has an ONNX form
-   * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step. `threads`: the
-   * sessions' intra-op threads (onnxruntime's default when absent).
+   * (lib/train/graph-loss.ts) is compiled into the step: one graph run per step. `sessions`: the
+   * sessions' intra-op threads (onnxruntime's default when absent) and whether the CPU's blocked
+   * convolutions are used ({@link GraphTrainerOptions.blockedConvolutions}, default true).
    */
-  static async create(model: tf.LayersModel, optimizer: OptimizerConfig, device: DeviceChoice, batchSize?: number, loss?: MetricLoss, microBatch?: number, threads?: number): Promise<GraphNetwork> {
+  static async create(
+    model: tf.LayersModel,
+    optimizer: OptimizerConfig,
+    device: DeviceChoice,
+    batchSize?: number,
+    loss?: MetricLoss,
+    microBatch?: number,
+    sessions: Pick<GraphTrainerOptions, 'threads' | 'blockedConvolutions'> = {},
+  ): Promise<GraphNetwork> {
     const converted = convertLayersModel(model, { layout: 'NHWC', inputName: 'input' });
     const bytes = encodeModel({ graphName: model.name, inputs: converted.inputs, outputs: converted.outputs, nodes: converted.nodes, initializers: converted.initializers });
     const trained = [...converted.weightSources].filter(([, s]) => s.variable.trainable).map(([name]) => name);
     const itemDims = (model.inputs[0]?.shape.slice(1) ?? []) as number[];
-    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device, ...stepLoss(loss, microBatch), ...(threads !== undefined ? { threads } : {}) });
+    const trainer = await GraphTrainer.create({ model: bytes, name: `network ${model.name}`, itemDims, optimizer: graphOptimizerSettings(optimizer), trained, device, ...stepLoss(loss, microBatch), ...sessions });
     if (batchSize !== undefined) await trainer.prepare(batchSize);
     return new GraphNetwork(trainer, converted.weightSources);
   }

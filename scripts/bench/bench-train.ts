@@ -31,6 +31,7 @@
  *   npx tsx scripts/bench/bench-train.ts [--models head,cnn,cnn-bn,convnet,recipe-r,resnet18,resnet50] [--steps 20] [--cnn-steps 5]
  *     [--convnet-steps 3] [--warmup 2] [--batch 128] [--image-size N] [--backends ort-cpu,wasm,cpu,onnx]
  *     [--devices cpu,webgpu,cuda] [--graph-loss in-graph,tfjs] [--torch-devices cpu,cuda] [--child-seconds S] [--threads N]
+ *     [--plain-convolutions]
  *
  * `--devices` gives the execution providers the graph trainer (`onnx`) is timed on, one row each (default
  * cpu); `--graph-loss` where its loss is computed, a row each: `in-graph` (the fused step, one run:
@@ -40,7 +41,9 @@
  * on a GPU machine (scripts/gpu/graph-trainer-gpu.sh). `--child-seconds` stops a backend's run that takes
  * longer and reports it in its row. `--threads N` gives the graph trainer's sessions N intra-op threads and
  * PyTorch N threads (default: onnxruntime's default, which is not bound by `taskset`, and every core the
- * process may use for PyTorch); it does not change the TensorFlow.js backends.
+ * process may use for PyTorch); it does not change the TensorFlow.js backends. `--plain-convolutions`
+ * compiles the graph trainer's CPU graphs with ONNX's Conv instead of onnxruntime's blocked convolutions
+ * (GraphTrainerOptions.blockedConvolutions), for comparison.
  *
  * Inputs are seeded Gaussian noise; the numbers measure compute, not learning. Run it on a quiet
  * machine: onnxruntime's thread pool (all cores by default, DML_ORT_CPU_THREADS to change) slows down
@@ -94,6 +97,8 @@ interface Args {
   childSeconds: number;
   /** The graph trainer's intra-op threads and PyTorch's threads; onnxruntime's default and every core when absent. */
   threads: number | undefined;
+  /** The graph trainer without the CPU's blocked convolutions. */
+  plainConvolutions: boolean;
 }
 
 function argument(argv: string[], flag: string): string | undefined {
@@ -124,6 +129,7 @@ function parseArgs(argv: string[]): Args & { child?: { backend: BenchBackend; mo
     torchDevices: (argument(argv, '--torch-devices') ?? 'cpu').split(',') as Array<'cpu' | 'cuda'>,
     childSeconds: number('--child-seconds', 0),
     threads: argument(argv, '--threads') === undefined ? undefined : number('--threads', 0),
+    plainConvolutions: argv.includes('--plain-convolutions'),
     ...(child
       ? { child: { backend: child.split(':')[0] as BenchBackend, model: child.split(':')[1] as BenchModel, device: (child.split(':')[2] ?? 'cpu') as ExecutionProviderName, place: (child.split(':')[3] ?? 'tfjs') as GraphLossPlace } }
       : {}),
@@ -220,7 +226,7 @@ async function child(backend: BenchBackend, which: BenchModel, device: Execution
   const steps = stepsOf(which, args);
   const times: number[] = [];
   if (backend === 'onnx') {
-    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device, undefined, place === 'in-graph' ? loss : undefined, undefined, args.threads);
+    const network = await GraphNetwork.create(model, { ...config, schedule: { kind: 'milestones' } }, device, undefined, place === 'in-graph' ? loss : undefined, undefined, { ...(args.threads !== undefined ? { threads: args.threads } : {}), blockedConvolutions: !args.plainConvolutions });
     for (let step = 0; step < args.warmup + steps; step++) {
       const start = performance.now();
       await network.trainBatch(x, labels, loss, optimizer, config.learningRate);
@@ -266,6 +272,7 @@ async function onnxModelChild(exported: { arch: string; size: number }, device: 
     device,
     ...(graphLoss ? { loss: graphLoss } : {}),
     ...(args.threads !== undefined ? { threads: args.threads } : {}),
+    blockedConvolutions: !args.plainConvolutions,
   });
   const rng = new Rng(0);
   const labels = Int32Array.from({ length: args.batch }, (_, i) => Math.floor(i / 4));

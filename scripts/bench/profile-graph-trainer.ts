@@ -5,9 +5,11 @@
  * onnxruntime's per-node profiles of both training graphs and, per graph: kernel time by operator type,
  * the 20 slowest nodes, the nodes each execution provider ran (on `--device webgpu`, the ones on
  * `CPUExecutionProvider` fell back to the CPU) and the device <-> host copies onnxruntime put inside the
- * run (Memcpy nodes).
+ * run (Memcpy nodes). On the CPU the training graphs are compiled with the blocked convolutions the
+ * graph trainer uses there (lib/engine/autodiff/rules/blocked-convolution.ts); `--plain-convolutions`
+ * compiles ONNX's Conv instead, for comparison.
  *
- *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N[,N...]] [--device cpu|webgpu] [--profile DIR]
+ *   npx tsx scripts/bench/profile-graph-trainer.ts [--model recipe-r | FILE.onnx] [--batch 128] [--size 64] [--runs 6] [--threads N[,N...]] [--device cpu|webgpu] [--plain-convolutions] [--profile DIR]
  *
  * With several thread counts (`--threads 1,2` here; `2,4,8,16` on a 16-core machine), everything runs
  * once per count (the sessions opened with that many intra-op threads, profiled into DIR/tN, or a
@@ -25,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { readOnnxGraph } from '../../lib/engine/graph/onnx-ir.js';
+import { nchwcBlockSize } from '../../lib/onnx/nchwc.js';
 import { createGraphOptimizer } from '../../lib/engine/graph-trainer/optimizer-graph.js';
 import { compileStep, defaultTrainedInitializers } from '../../lib/engine/graph-trainer/step-graph.js';
 import { convertLayersModel } from '../../lib/engine/tfjs/tfjs-to-onnx.js';
@@ -69,7 +72,9 @@ async function main(): Promise<void> {
     itemDims = [3, size, size];
   }
   const graph = readOnnxGraph(bytes, which);
+  const nchwcBlock = device === 'cpu' && !process.argv.includes('--plain-convolutions') ? await nchwcBlockSize() : undefined;
   const compiled = compileStep({
+    ...(nchwcBlock !== undefined ? { nchwcBlock } : {}),
     graph,
     inputDims: new Map([['input', [batch, ...itemDims]]]),
     trained: defaultTrainedInitializers(graph),
@@ -122,7 +127,7 @@ async function main(): Promise<void> {
       await infer.run({ [infer.inputNames[0] as string]: inferenceInput });
       times.inference.push(performance.now() - start);
     }
-    console.log(`${which}, batch ${batch}, ${size} px, ${device} provider, ${threads ?? "onnxruntime's default"} intra-op threads, median of ${runs} runs (ms):`);
+    console.log(`${which}, batch ${batch}, ${size} px, ${device} provider, ${threads ?? "onnxruntime's default"} intra-op threads, ${nchwcBlock !== undefined ? `blocked convolutions (NCHW${nchwcBlock}c)` : 'ONNX Conv'}, median of ${runs} runs (ms):`);
     console.log(`  training forward, saved activations fetched: ${median(times.withSaved).toFixed(0)} (${compiled.io.saved.length} tensors, ${(savedBytes / 1e6).toFixed(0)} MB)`);
     console.log(`  training forward, output only:               ${median(times.outputOnly).toFixed(0)}`);
     console.log(`  step (backward and Adam):                    ${median(times.step).toFixed(0)}`);

@@ -22,10 +22,13 @@ export class StepEmitter extends GraphBuilder {
   /**
    * @param shapes - every forward value's shape (from lib/engine/graph/shapes.ts).
    * @param constants - the forward graph's constants (folded shape computations, frozen initializers).
+   * @param nchwcBlock - the channel block of onnxruntime's blocked CPU convolutions (lib/onnx/nchwc.ts)
+   *   when the graph is compiled for the CPU provider and they may be used; undefined: ONNX's Conv.
    */
   constructor(
     private readonly shapes: ReadonlyMap<string, ValueShape>,
     private readonly constants: ReadonlyMap<string, IrTensor>,
+    readonly nchwcBlock?: number,
   ) {
     super();
     for (const name of shapes.keys()) this.reserve(name);
@@ -55,9 +58,13 @@ export class StepEmitter extends GraphBuilder {
     return outputs;
   }
 
-  /** Adds a node writing the already named value `output` (a forward value the node computes in training mode). */
-  opInto(opType: string, inputs: readonly string[], output: string, attributes: Readonly<Record<string, AttributeValue>> = {}): void {
-    this.nodes.push(protoNode(opType, inputs, [output], attributes));
+  /**
+   * Adds a node writing the already named value `output` (a forward value the node computes in
+   * training mode); `domain`: the operator's, when not ONNX's.
+   */
+  opInto(opType: string, inputs: readonly string[], output: string, attributes: Readonly<Record<string, AttributeValue>> = {}, domain?: string): void {
+    const made = protoNode(opType, inputs, [output], attributes);
+    this.nodes.push(domain === undefined ? made : { ...made, domain });
   }
 
   /** Copies forward node `node` under its own output names (`outputs` overrides them, e.g. to add one). */

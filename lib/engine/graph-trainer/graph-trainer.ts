@@ -22,8 +22,9 @@
 import { DmlError, invalidParameterError } from '../../errors.js';
 import { decodeModel, encodeModel, floatTensor, int64Value, type ModelProto, type TensorProto } from '../../onnx/builder.js';
 import type { DeviceChoice, ExecutionProviderName, ProviderAttempt } from '../../onnx/devices.js';
+import { nchwcBlockSize } from '../../onnx/nchwc.js';
 import ort from '../../onnx/ort.js';
-import { createSession } from '../../onnx/session.js';
+import { createSession, type CreatedSession } from '../../onnx/session.js';
 import { concatFloat32 } from '../../util/concat.js';
 import { withConstantInitializers } from '../graph/constant-initializers.js';
 import { elementCount, readOnnxGraph, type IrGraph, type IrNode, type IrTensor } from '../graph/onnx-ir.js';
@@ -126,6 +127,13 @@ export interface GraphTrainerOptions {
    * the same runs.
    */
   readonly stateResidency?: 'device' | 'host';
+  /**
+   * On the CPU provider, run the convolutions in onnxruntime's blocked layout (NCHWc, lib/onnx/nchwc.ts;
+   * lib/engine/autodiff/rules/blocked-convolution.ts) where they fit: the same gradients within float
+   * rounding, Recipe R's fused step 1.1-1.9x faster on 2 cores (docs/graph-trainer.md, "Speed"). Default
+   * true; false compiles ONNX's Conv, as for every other provider.
+   */
+  readonly blockedConvolutions?: boolean;
 }
 
 /** The fused step of one batch size. */
@@ -139,9 +147,10 @@ interface FusedGraph {
 
 /**
  * onnxruntime's optimisation level for the training graphs: `extended`, without the CPU provider's NCHWc
- * layout, whose reorders around each convolution took about 94 ms of Recipe R's fused step and saved
- * less in the convolutions (scripts/bench/bench-train.ts: Recipe R 14-16% faster, the small CNN and ResNet-18
- * unchanged within noise; docs/graph-trainer.md, "Speed").
+ * rewrite, which takes only convolutions with constant weights: in a step graph the unblocked weight
+ * gradients' im2col convolutions, whose reorders took about 94 ms of Recipe R's fused step and saved less
+ * (docs/graph-trainer.md, "Speed"). The blocked layout is written by the trainer itself where it pays
+ * (lib/engine/autodiff/rules/blocked-convolution.ts).
  */
 const STEP_GRAPH_OPTIMIZATION = 'extended';
 
@@ -271,7 +280,7 @@ export class GraphTrainer {
   }
 
   /** The fused step (network and {@link GraphTrainerOptions.loss}) for `batch` items. */
-  private compileFused(batch: number): { compiled: ReturnType<typeof compileStep>; built: ReturnType<GraphLoss['build']> } {
+  private compileFused(batch: number, nchwcBlock?: number): { compiled: ReturnType<typeof compileStep>; built: ReturnType<GraphLoss['build']> } {
     const loss = this.options.loss as GraphLoss;
     const built = loss.build(this.outputName, batch);
     const graph: IrGraph = {
@@ -292,6 +301,7 @@ export class GraphTrainer {
       gradientOutputs: this.options.recordGradients ?? false,
       fused: { outputs: [built.validCount] },
       learningRateScales: this.learningRateScales,
+      ...(nchwcBlock !== undefined ? { nchwcBlock } : {}),
     });
     return { compiled, built };
   }
@@ -301,20 +311,19 @@ export class GraphTrainer {
     let fused = this.fusedGraphs.get(batch);
     if (!fused) {
       fused = (async () => {
-        const { compiled, built } = this.compileFused(batch);
         const name = this.options.name ?? 'model';
-        const io = compiled.io;
-        const opened = await createSession(compiled.fusedModel as Uint8Array, {
-          device: this.provider ?? this.options.device ?? 'cpu',
-          name,
-          optimization: STEP_GRAPH_OPTIMIZATION,
-          ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
-          ...this.deviceOutputs([...nextStateOutputs(io), ...io.forwardUpdates.map((u) => u.next)]),
-        });
-        if (this.provider === undefined) {
-          this.provider = opened.provider;
-          this.attempts = opened.attempts;
-        }
+        const { compiled: made, opened } = await this.compileAndOpen(
+          (nchwcBlock) => this.compileFused(batch, nchwcBlock),
+          ({ compiled }, device) =>
+            createSession(compiled.fusedModel as Uint8Array, {
+              device,
+              name,
+              optimization: STEP_GRAPH_OPTIMIZATION,
+              ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
+              ...this.deviceOutputs([...nextStateOutputs(compiled.io), ...compiled.io.forwardUpdates.map((u) => u.next)]),
+            }),
+        );
+        const { compiled, built } = made;
         return { io: compiled.io, session: opened.session, loss: built.loss, validCount: built.validCount, dataInputs: built.inputs };
       })();
       this.fusedGraphs.set(batch, fused);
@@ -373,9 +382,41 @@ export class GraphTrainer {
     return (this.options.stateResidency ?? 'device') === 'device' ? { deviceOutputs: outputs } : {};
   }
 
-  private compile(batch: number, accumulation = false): ReturnType<typeof compileStep> {
+  /**
+   * The NCHWc block to compile graphs for `device` with: onnxruntime's blocked convolutions on the CPU
+   * provider (unless {@link GraphTrainerOptions.blockedConvolutions} is false), none on any other.
+   */
+  private async nchwcBlockFor(device: DeviceChoice): Promise<number | undefined> {
+    return device === 'cpu' && this.options.blockedConvolutions !== false ? nchwcBlockSize() : undefined;
+  }
+
+  /**
+   * Compiles graphs by `compile` for the provider that will run them and opens the first session by
+   * `open`. While the provider is not known yet (`auto`, or a GPU that may fail), they are compiled
+   * for any provider; when the session then lands on the CPU, they are compiled again for it (its
+   * blocked convolutions) and that session opened instead.
+   */
+  private async compileAndOpen<C>(compile: (nchwcBlock: number | undefined) => C, open: (compiled: C, device: DeviceChoice) => Promise<CreatedSession>): Promise<{ compiled: C; opened: CreatedSession }> {
+    const device = this.provider ?? this.options.device ?? 'cpu';
+    let compiled = compile(await this.nchwcBlockFor(device));
+    let opened = await open(compiled, device);
+    if (this.provider === undefined) {
+      this.provider = opened.provider;
+      this.attempts = opened.attempts;
+    }
+    const cpuBlock = device !== 'cpu' && opened.provider === 'cpu' ? await this.nchwcBlockFor('cpu') : undefined;
+    if (cpuBlock !== undefined) {
+      await opened.session.release();
+      compiled = compile(cpuBlock);
+      opened = await open(compiled, 'cpu');
+    }
+    return { compiled, opened };
+  }
+
+  private compile(batch: number, accumulation = false, nchwcBlock?: number): ReturnType<typeof compileStep> {
     const inputDims = new Map([[this.inputName, [batch, ...this.options.itemDims]]]);
     return compileStep({
+      ...(nchwcBlock !== undefined ? { nchwcBlock } : {}),
       accumulation,
       graph: this.graph,
       inputDims,
@@ -393,16 +434,13 @@ export class GraphTrainer {
     let graphs = this.graphs.get(batch);
     if (!graphs) {
       graphs = (async () => {
-        const compiled = this.compile(batch);
         const name = this.options.name ?? 'model';
-        const device = this.provider ?? this.options.device ?? 'cpu';
-        const sessionOptions = { device, name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
+        const sessionOptions = { name, optimization: STEP_GRAPH_OPTIMIZATION, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
+        const { compiled, opened: step } = await this.compileAndOpen(
+          (nchwcBlock) => this.compile(batch, false, nchwcBlock),
+          (made, device) => createSession(made.stepModel, { ...sessionOptions, device, ...this.deviceOutputs(nextStateOutputs(made.io)) }),
+        );
         const io = compiled.io;
-        const step = await createSession(compiled.stepModel, { ...sessionOptions, ...this.deviceOutputs(nextStateOutputs(io)) });
-        if (this.provider === undefined) {
-          this.provider = step.provider;
-          this.attempts = step.attempts;
-        }
         // The embeddings come back for the loss; the kept activations and the running statistics stay for the step.
         const forward = await createSession(compiled.forwardModel, { ...sessionOptions, device: step.provider, ...this.deviceOutputs([...io.saved, ...io.forwardUpdates.map((u) => u.next)]) });
         return { io: compiled.io, step: step.session, forward: forward.session };
@@ -418,20 +456,18 @@ export class GraphTrainer {
     let graphs = this.microGraphs.get(batch);
     if (!graphs) {
       graphs = (async () => {
-        const compiled = this.compile(batch, true);
-        const accumulation = compiled.accumulation as NonNullable<typeof compiled.accumulation>;
         const name = this.options.name ?? 'model';
         // Without onnxruntime's CPU arena: four sessions per size would each keep their peak (ResNet-50, batch 64
         // in micro-batches of 16: 5.6 GiB against 7.8, a step about 7% slower; docs/graph-trainer.md).
-        const sessionOptions = { device: this.provider ?? this.options.device ?? 'cpu', name, optimization: STEP_GRAPH_OPTIMIZATION, memoryArena: false, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
-        const io = compiled.io;
+        const sessionOptions = { name, optimization: STEP_GRAPH_OPTIMIZATION, memoryArena: false, ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}) } as const;
         // What stays in device memory between runs: the kept activations (forward to backward), the running
         // statistics (one micro-batch to the next, then the state), the gradient sums, the update's state.
-        const forward = await createSession(compiled.forwardModel, { ...sessionOptions, ...this.deviceOutputs(io.saved) });
-        if (this.provider === undefined) {
-          this.provider = forward.provider;
-          this.attempts = forward.attempts;
-        }
+        const { compiled, opened: forward } = await this.compileAndOpen(
+          (nchwcBlock) => this.compile(batch, true, nchwcBlock),
+          (made, device) => createSession(made.forwardModel, { ...sessionOptions, device, ...this.deviceOutputs(made.io.saved) }),
+        );
+        const accumulation = compiled.accumulation as NonNullable<typeof compiled.accumulation>;
+        const io = compiled.io;
         const onProvider = { ...sessionOptions, device: forward.provider };
         if (!this.updateGraph) {
           const update = createSession(accumulation.updateModel, { ...onProvider, ...this.deviceOutputs(io.variables.flatMap((v) => (v.next ? [v.next] : []))) }).then((opened) => opened.session);

@@ -16,6 +16,7 @@
  * as one graph, so that a step is one run and no activation leaves onnxruntime.
  */
 import { DmlError, invalidParameterError } from '../../errors.js';
+import { NCHWC_DOMAIN, NCHWC_OPSET_IMPORTS } from '../../onnx/nchwc.js';
 import { boolTensor, encodeModel, floatTensor, int64Tensor, node as protoNode, tensorValueInfo, type NodeProto, type ValueInfoProto } from '../../onnx/builder.js';
 import { checkDifferentiable, emitBackward, emitTrainingForward } from '../autodiff/differentiate.js';
 import { StepEmitter } from '../autodiff/emitter.js';
@@ -92,6 +93,12 @@ export interface StepGraphSpec {
   readonly fused?: { readonly outputs: readonly string[] };
   /** Also compile the three graphs of gradient accumulation ({@link AccumulationGraphs}). */
   readonly accumulation?: boolean;
+  /**
+   * The channel block of onnxruntime's blocked CPU convolutions (`nchwcBlockSize`, lib/onnx/nchwc.ts): convolutions
+   * are compiled into that layout where they fit (lib/engine/autodiff/rules/blocked-convolution.ts), and
+   * the graphs then run on the CPU provider only. Default: ONNX's Conv, for any provider.
+   */
+  readonly nchwcBlock?: number;
 }
 
 /**
@@ -246,7 +253,15 @@ function renameValues(nodes: NodeProto[], names: ReadonlyMap<string, string>): N
 /** A model of `nodes` with the initializers of `emit` they read. */
 function modelOf(emit: StepEmitter, name: string, inputs: ValueInfoProto[], outputs: ValueInfoProto[], nodes: NodeProto[]): Uint8Array {
   const read = new Set(nodes.flatMap((n) => n.input ?? []));
-  return encodeModel({ graphName: name, inputs, outputs, nodes, initializers: emit.initializers.filter((t) => read.has(t.name ?? '')) });
+  const blocked = nodes.some((n) => n.domain === NCHWC_DOMAIN);
+  return encodeModel({
+    graphName: name,
+    inputs,
+    outputs,
+    nodes,
+    initializers: emit.initializers.filter((t) => read.has(t.name ?? '')),
+    ...(blocked ? { opsetImports: NCHWC_OPSET_IMPORTS } : {}),
+  });
 }
 
 /**
@@ -258,7 +273,10 @@ export function compileStep(spec: StepGraphSpec): CompiledStep {
   const trained = new Set(spec.trained);
   const requiresGrad = checkDifferentiable(s, trained);
   if (!requiresGrad.has(spec.output)) throw new DmlError('E_MODEL', `output ${spec.output} does not depend on any trained weight`);
-  const emit = new StepEmitter(s.shapes, s.constants);
+  if (spec.nchwcBlock !== undefined && (!Number.isSafeInteger(spec.nchwcBlock) || spec.nchwcBlock < 8 || spec.nchwcBlock % 4 !== 0)) {
+    throw invalidParameterError('nchwcBlock', 'a multiple of 4, at least 8 (onnxruntime\'s NCHWc block size)', spec.nchwcBlock);
+  }
+  const emit = new StepEmitter(s.shapes, s.constants, spec.nchwcBlock);
   emitConstants(emit, s, variables);
   const seed = emit.unique(`${spec.output}:grad`);
   const hyper: Record<string, string> = {};

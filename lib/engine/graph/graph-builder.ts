@@ -57,6 +57,13 @@ export class GraphBuilder {
     this.nodes.push(node(opType, inputs, [output], attributes));
     return output;
   }
+
+  /** {@link op} for an operator of another domain than ONNX's (onnxruntime's contrib operators). */
+  opOfDomain(domain: string, opType: string, inputs: readonly string[], base: string, attributes: Readonly<Record<string, AttributeValue>> = {}): string {
+    const output = this.unique(base);
+    this.nodes.push({ ...node(opType, inputs, [output], attributes), domain });
+    return output;
+  }
 }
 
 /**

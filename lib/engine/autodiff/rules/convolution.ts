@@ -18,15 +18,34 @@
  *   than the element-wise transpose to [N h w, c_out]); the result laid out as [c_out, c_in / G, kh, kw]. (A Conv of the input with dY
  *   as its kernel took 7x the forward's time: onnxruntime's convolution is not made for an h x w kernel.)
  * - bias: dY summed over batch and positions.
+ *
+ * Compiled for onnxruntime's CPU provider (`emit.nchwcBlock`), the forward convolution, the stride-1
+ * input gradient and the weight gradient of an ungrouped convolution run in its blocked layout instead
+ * (blocked-convolution.ts), where the channels and the batch allow it.
  */
 import { DmlError } from '../../../errors.js';
 import { describeNode, intAttribute } from '../../graph/onnx-ir.js';
 import { windowGeometry } from '../../graph/shapes.js';
-import type { GradientRule } from '../rule.js';
+import { PLAIN_FORWARD, type GradientRule } from '../rule.js';
+import { blockedConvolution, blockedConvolutionFits, blockedInput, blockedWeightGradient, blockedWeightGradientFits } from './blocked-convolution.js';
 import { inputOf, outputGradient } from './elementwise.js';
+import { NCHWC_DOMAIN } from '../../../onnx/nchwc.js';
 
 const conv: GradientRule = {
   differentiableInputs: (node) => node.inputs.map((_, i) => i),
+  forward: (emit, node) => {
+    const x = inputOf(node, 0);
+    const xDims = emit.dims(x);
+    const wDims = emit.dims(inputOf(node, 1));
+    const channels = xDims[1] as number;
+    if (xDims.length === 4 && blockedConvolutionFits(emit, channels, intAttribute(node, 'group', 1))) {
+      const geometry = windowGeometry(node, xDims, wDims.slice(2));
+      blockedConvolution(emit, blockedInput(emit, x, channels, `${node.name}/x`), channels, inputOf(node, 1), wDims, node.inputs[2] ?? '', geometry, `${node.name}/blocked`, node.outputs[0]);
+    } else {
+      emit.copy(node);
+    }
+    return PLAIN_FORWARD;
+  },
   backward: (emit, node, dys, needed) => {
     const g = outputGradient(node, dys);
     const x = inputOf(node, 0);
@@ -42,6 +61,9 @@ const conv: GradientRule = {
     const [outH, outW] = yDims.slice(2) as [number, number];
     const base = `${node.name}/grad`;
     const results: (string | undefined)[] = node.inputs.map(() => undefined);
+    // dY reordered into the blocked layout once, for both gradients that read it so.
+    let dyReordered: string | undefined;
+    const reorderedGradient = (): string => (dyReordered ??= emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [g], `${base}/dy_blocked`));
     if (needed[0]) {
       const span = geometry.kernel.map((k, i) => (k - 1) * (geometry.dilations[i] as number));
       const flippedPads = [...span, ...span].map((extent, i) => extent - (geometry.pads[i] as number));
@@ -58,13 +80,19 @@ const conv: GradientRule = {
         const flippedRows = emit.op('MatMul', [emit.reshape(w, wDims, [cOut * cInGroup, kk], `${base}_input/w_rows`), emit.floats(`${base}_input/flip_${kh}x${kw}`, [kk, kk], permutation)], `${base}_input/w_flipped_rows`);
         const perGroup = emit.op('Transpose', [emit.reshape(flippedRows, [cOut * cInGroup, kk], [groups, cOutGroup, cInGroup, kh, kw], `${base}_input/w5`)], `${base}_input/w_t`, { perm: { ints: [0, 2, 1, 3, 4] } });
         const flipped = emit.reshape(perGroup, [groups, cInGroup, cOutGroup, kh, kw], [cIn, cOutGroup, kh, kw], `${base}_input/w_flipped`);
-        results[0] = emit.op('Conv', [g, flipped], `${base}_input`, {
-          group: { i: groups },
-          kernel_shape: { ints: geometry.kernel },
-          strides: { ints: [1, 1] },
-          dilations: { ints: geometry.dilations },
-          pads: { ints: flippedPads },
-        });
+        const inputGeometry = { kernel: geometry.kernel, strides: [1, 1], dilations: geometry.dilations, pads: flippedPads };
+        if (blockedConvolutionFits(emit, cOut, groups)) {
+          const dyBlocked = cOut < (emit.nchwcBlock as number) ? g : reorderedGradient();
+          results[0] = blockedConvolution(emit, dyBlocked, cOut, flipped, [cIn, cOut, kh, kw], '', inputGeometry, `${base}_input`);
+        } else {
+          results[0] = emit.op('Conv', [g, flipped], `${base}_input`, {
+            group: { i: groups },
+            kernel_shape: { ints: inputGeometry.kernel },
+            strides: { ints: inputGeometry.strides },
+            dilations: { ints: inputGeometry.dilations },
+            pads: { ints: inputGeometry.pads },
+          });
+        }
       } else {
         const outputPadding = [h, wd].map((size, i) => {
           const reached = (geometry.strides[i] as number) * ((i === 0 ? outH : outW) - 1) + ((geometry.kernel[i] as number) - 1) * (geometry.dilations[i] as number) + 1 - (geometry.pads[i] as number) - (geometry.pads[i + 2] as number);
@@ -80,7 +108,9 @@ const conv: GradientRule = {
         });
       }
     }
-    if (needed[1]) {
+    if (needed[1] && blockedWeightGradientFits(emit, n, cOut, groups)) {
+      results[1] = blockedWeightGradient(emit, x, xDims, reorderedGradient(), yDims, geometry, `${base}_weight`);
+    } else if (needed[1]) {
       const cInGroup = cIn / groups;
       const cOutGroup = cOut / groups;
       const [kh, kw] = geometry.kernel as [number, number];

@@ -6,7 +6,7 @@
  * [n, c/B, h, w, B]. Its graph optimiser uses them only for convolutions whose filter is a constant,
  * which a training step's filters never are, so these graphs call the kernels themselves: the
  * operators `ReorderInput`, `Conv` and `ReorderOutput` of the domain `com.microsoft.nchwc`
- * ({@link BLOCKED_LAYOUT_DOMAIN}), with the filter rearranged inside the graph. Measured on the convnet's
+ * (`NCHWC_DOMAIN`, lib/onnx/nchwc.ts), with the filter rearranged inside the graph. Measured on the convnet's
  * stride-2 layers (2 cores, AVX-512, batch 128): about twice as fast as `Conv` with NHWC-NCHW
  * transposes.
  *
@@ -26,19 +26,12 @@
  * qMin the smallest offset), padded by -qMin before. The phases' outputs, each [n, h/s, w/s, ci], are
  * interleaved by two Concats and a Reshape.
  */
-import { encodeModel, int64Tensor, node, tensorValueInfo, ONNX_OPSET_VERSION, type NodeProto, type OperatorSetId, type TensorProto } from '../../../onnx/builder.js';
+import { encodeModel, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../../onnx/builder.js';
+import { blockedChannels, NCHWC_DOMAIN, NCHWC_OPSET_IMPORTS, nchwcReadsChannels } from '../../../onnx/nchwc.js';
 import { epilogueInputs, epilogueNodes, finish, type ConvGeometry, type Epilogue } from './op-models.js';
 
-/** The ONNX domain of onnxruntime's blocked-layout kernels. */
-export const BLOCKED_LAYOUT_DOMAIN = 'com.microsoft.nchwc';
-
-const OPSETS: readonly OperatorSetId[] = [
-  { domain: '', version: ONNX_OPSET_VERSION },
-  { domain: BLOCKED_LAYOUT_DOMAIN, version: 1 },
-];
-
 function blockedNode(...args: Parameters<typeof node>): NodeProto {
-  return { ...node(...args), domain: BLOCKED_LAYOUT_DOMAIN };
+  return { ...node(...args), domain: NCHWC_DOMAIN };
 }
 
 /** Serialises a graph with float32 `inputs` (name and shape) and the one output `y` of `outShape`. */
@@ -49,40 +42,13 @@ function encodeBlockedModel(graphName: string, inputs: ReadonlyArray<readonly [s
     outputs: [tensorValueInfo('y', 'float32', outShape)],
     nodes,
     initializers,
-    opsetImports: OPSETS,
-  });
-}
-
-function roundUp(value: number, block: number): number {
-  return Math.ceil(value / block) * block;
-}
-
-/**
- * A graph reordering an NHWC [1, 1, 1, 4] input into the blocked layout: its output's second
- * dimension is the block size (4 where onnxruntime has no blocked kernels for the processor).
- */
-export function blockSizeProbeModel(): Uint8Array {
-  return encodeModel({
-    graphName: 'ort_cpu_block_size_probe',
-    inputs: [tensorValueInfo('x', 'float32', [1, 1, 1, 4])],
-    outputs: [tensorValueInfo('y', 'float32', ['n', 'c', 'h', 'w'])],
-    nodes: [blockedNode('ReorderInput', ['x'], ['y'], { channels_last: { i: 1 } })],
-    initializers: [],
-    opsetImports: OPSETS,
+    opsetImports: NCHWC_OPSET_IMPORTS,
   });
 }
 
 /** Whether an input with `channels` channels goes to the blocked kernel as a blocked tensor. */
 function inputIsBlocked(channels: number, block: number): boolean {
   return channels >= block;
-}
-
-/**
- * Whether the blocked kernels can read an input with `inChannels` channels: a blocked input needs a
- * channel count divisible by 4 (`ReorderInput`); an input narrower than one block is read in NCHW.
- */
-export function blockedConvSupported(inChannels: number, block: number): boolean {
-  return inputIsBlocked(inChannels, block) ? inChannels % 4 === 0 : inChannels > 0;
 }
 
 /**
@@ -94,8 +60,8 @@ export function blockedConvSupported(inChannels: number, block: number): boolean
 function blockedFilterNodes(input: string, output: string, layout: 'HWIO' | 'IHWO', shape: { kh: number; kw: number; ci: number; co: number }, block: number, nodes: NodeProto[], initializers: TensorProto[]): void {
   const { kh, kw, ci, co } = shape;
   const blocked = inputIsBlocked(ci, block);
-  const cip = blocked ? roundUp(ci, block) : ci;
-  const cop = roundUp(co, block);
+  const cip = blocked ? blockedChannels(ci, block) : ci;
+  const cop = blockedChannels(co, block);
   const inAxis = layout === 'HWIO' ? 2 : 0;
   let padded = input;
   if (cip !== ci || cop !== co) {
@@ -139,7 +105,7 @@ export function blockedConvModel(xShape: readonly number[], wShape: readonly num
   const kernelBias = epilogue.biasShape?.length === 1 && epilogue.biasShape[0] === co;
   const convInputs = ['x_blocked', 'w_blocked'];
   if (kernelBias) {
-    const padding = roundUp(co, block) - co;
+    const padding = blockedChannels(co, block) - co;
     if (padding > 0) {
       initializers.push(int64Tensor('bias_pads', [2], [0, padding]));
       nodes.push(node('Pad', ['bias', 'bias_pads'], ['bias_blocked']));
@@ -161,7 +127,7 @@ export function blockedConvModel(xShape: readonly number[], wShape: readonly num
     outputs: [tensorValueInfo('y', 'float32', outShape)],
     nodes: finish(nodes, tail.output),
     initializers,
-    opsetImports: OPSETS,
+    opsetImports: NCHWC_OPSET_IMPORTS,
   });
 }
 
@@ -201,7 +167,7 @@ function inputGradientPhases(dyShape: readonly number[], wShape: readonly number
   const [kh, kw, , co] = wShape as [number, number, number, number];
   const [, h, w] = inShape as [number, number, number, number];
   const [, oh, ow] = dyShape as [number, number, number, number];
-  if (g.dilations[0] !== 1 || g.dilations[1] !== 1 || !blockedConvSupported(co, block)) return null;
+  if (g.dilations[0] !== 1 || g.dilations[1] !== 1 || !nchwcReadsChannels(co, block)) return null;
   const rowPhases = axisPhases(kh, g.strides[0], g.pads[0], h, oh);
   const columnPhases = axisPhases(kw, g.strides[1], g.pads[1], w, ow);
   return rowPhases && columnPhases ? [rowPhases, columnPhases] : null;
@@ -273,7 +239,7 @@ export function blockedConvBackpropFilterModel(xShape: readonly number[], dyShap
   const [b, h, w] = xShape as [number, number, number, number];
   const [, oh, ow, co] = dyShape as [number, number, number, number];
   const [kh, kw] = filterShape as [number, number, number, number];
-  if (!blockedConvSupported(b, block)) return null;
+  if (!nchwcReadsChannels(b, block)) return null;
   const full = (size: number, before: number, after: number, taps: number, dilation: number, stride: number): number => Math.floor((size + before + after - (stride * (taps - 1) + 1)) / dilation) + 1;
   const fullRows = full(h, g.pads[0], g.pads[2], oh, g.dilations[0], g.strides[0]);
   const fullColumns = full(w, g.pads[1], g.pads[3], ow, g.dilations[1], g.strides[1]);

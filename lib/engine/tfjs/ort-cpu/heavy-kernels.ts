@@ -25,8 +25,6 @@ import {
   blockedConvBackpropInputApplies,
   blockedConvBackpropInputModel,
   blockedConvModel,
-  blockedConvSupported,
-  blockSizeProbeModel,
 } from './blocked-conv-models.js';
 import {
   convBackpropFilterModel,
@@ -39,6 +37,7 @@ import {
   type FusedActivation,
 } from './op-models.js';
 import type { FloatArray, OrtSyncRuntime } from './ort-sync-runtime.js';
+import { blockOfProbe, nchwcProbeModel, nchwcReadsChannels } from '../../../onnx/nchwc.js';
 import type { KernelArgs } from './kernel-args.js';
 
 /** The backend the kernels run on: tfjs's cpu backend plus the onnxruntime runtime. */
@@ -124,9 +123,8 @@ export function blockedLayoutBlockSize(runtime: OrtSyncRuntime): number {
   let block = blockSizes.get(runtime);
   if (block === undefined) {
     try {
-      const [probe] = runtime.compile(blockSizeProbeModel()).run({ x: { data: new Float32Array(4), dims: [1, 1, 1, 4] } });
-      const probed = probe?.dims[1] ?? 0;
-      block = probed >= 8 ? probed : 0;
+      const [probe] = runtime.compile(nchwcProbeModel()).run({ x: { data: new Float32Array(4), dims: [1, 1, 1, 4] } });
+      block = blockOfProbe(probe?.dims) ?? 0;
     } catch {
       block = 0;
     }
@@ -181,7 +179,7 @@ function conv(name: string, depthwise: boolean, fused: boolean) {
     const epilogue = fused ? epilogueOf(bias, prelu, args.attrs ?? {}) : { biasShape: null, activation: 'linear' as const, preluShape: null, leakyreluAlpha: 0 };
     const outShape = info.outShape;
     const block = depthwise ? 0 : blockedLayoutBlockSize(backend.runtime);
-    const blocked = block > 0 && blockedConvSupported(x.shape[3] as number, block);
+    const blocked = block > 0 && nchwcReadsChannels(x.shape[3] as number, block);
     const signature = `${name}|${blocked ? `blocked${block}` : 'nchw'}|${x.shape.join('x')}|${filter.shape.join('x')}|${JSON.stringify(geometry)}|${epilogueSignature(epilogue)}`;
     const session = backend.runtime.session(signature, () =>
       blocked ? blockedConvModel(x.shape, filter.shape, geometry, outShape, epilogue, block) : convModel(x.shape, filter.shape, depthwise, geometry, outShape, epilogue),
@@ -236,7 +234,7 @@ function convBackpropFilter(name: string, depthwise: boolean) {
     const patches = (dy.shape[0] as number) * (dy.shape[1] as number) * (dy.shape[2] as number) * filterShape[0] * filterShape[1] * filterShape[2];
     const block = depthwise || patches <= IM2COL_MAX_PATCHES ? 0 : blockedLayoutBlockSize(backend.runtime);
     // The blocked graph reads the batch as channels (blocked-conv-models.ts).
-    const blocked = block > 0 && blockedConvSupported(x.shape[0] as number, block);
+    const blocked = block > 0 && nchwcReadsChannels(x.shape[0] as number, block);
     const signature = `${name}|${blocked ? `blocked${block}` : 'nchw'}|${x.shape.join('x')}|${dy.shape.join('x')}|${JSON.stringify(geometry)}|${filterShape.join('x')}`;
     const session = backend.runtime.session(signature, () =>
       blocked

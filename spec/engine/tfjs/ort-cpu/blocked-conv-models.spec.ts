@@ -5,8 +5,8 @@ import {
   blockedConvBackpropInputApplies,
   blockedConvBackpropInputModel,
   blockedConvModel,
-  blockedConvSupported,
 } from '../../../../lib/engine/tfjs/ort-cpu/blocked-conv-models.js';
+import { nchwcReadsChannels } from '../../../../lib/onnx/nchwc.js';
 import { blockedLayoutBlockSize } from '../../../../lib/engine/tfjs/ort-cpu/heavy-kernels.js';
 import type { ConvGeometry } from '../../../../lib/engine/tfjs/ort-cpu/op-models.js';
 import { loadOrtSyncRuntime, type OrtSyncRuntime } from '../../../../lib/engine/tfjs/ort-cpu/ort-sync-runtime.js';
@@ -112,11 +112,11 @@ describe('blocked-layout convolution graphs (onnxruntime NCHWc kernels)', functi
   });
 
   it('reads inputs the kernels support: fewer channels than a block, or a multiple of 4', () => {
-    expect(blockedConvSupported(3, 16)).to.equal(true);
-    expect(blockedConvSupported(16, 16)).to.equal(true);
-    expect(blockedConvSupported(20, 16)).to.equal(true);
-    expect(blockedConvSupported(18, 16)).to.equal(false);
-    expect(blockedConvSupported(0, 16)).to.equal(false);
+    expect(nchwcReadsChannels(3, 16)).to.equal(true);
+    expect(nchwcReadsChannels(16, 16)).to.equal(true);
+    expect(nchwcReadsChannels(20, 16)).to.equal(true);
+    expect(nchwcReadsChannels(18, 16)).to.equal(false);
+    expect(nchwcReadsChannels(0, 16)).to.equal(false);
   });
 
   const cases: ConvCase[] = [

@@ -1,0 +1,175 @@
+/**
+ * @file 2-D convolutions in onnxruntime's blocked CPU layout (NCHWc, lib/onnx/nchwc.ts), for the
+ * graph trainer's step graphs on the CPU provider: the forward convolution, the input gradient of a
+ * stride-1 convolution, and the weight gradient, each a `com.microsoft.nchwc` Conv between reorders.
+ *
+ * onnxruntime's plain CPU Conv forms an im2col matrix per image and multiplies it: for Recipe R's
+ * 3 x 3 layers at batch 128 on 2 cores, 15-28 ms each where PyTorch's oneDNN takes 10-15; its blocked
+ * kernels take 12-16 ms with the reorders (scripts/experiments/blocked-conv-cost.ts, docs/graph-trainer.md
+ * "Speed"). onnxruntime uses them for inference graphs, whose weights are constants it reorders once;
+ * here the weights are inputs of every step, so the graph reorders them itself (two `ReorderInput`s
+ * per weight and step). The ort-cpu backend's convolutions (lib/engine/tfjs/ort-cpu/blocked-conv-models.ts)
+ * use the same kernels for TensorFlow.js's NHWC tensors.
+ *
+ * The weight gradient is a convolution too, with the roles changed: for y = Conv(x, w) with strides s,
+ * dilations d and pads p,
+ *
+ *   dW[o, c, i, j] = Σ_n Σ_(u,v) dY[n, o, u, v] · x_p[n, c, s u + d i, s v + d j]
+ *
+ * is the convolution of xᵀ ([c, n, h, w]: the input channels as the batch, the images as channels)
+ * with dYᵀ ([o, n, oh, ow]) as its kernel, dilated by s and strided by d; its output [c, o, ≥kh, ≥kw]
+ * cropped and transposed is dW. onnxruntime's plain Conv is not made for a kernel as large as an
+ * image (7x the forward's time); its blocked kernel runs it as fast as the forward convolution and
+ * never writes the im2col patches the unblocked rule (convolution.ts) forms. The kernel dYᵀ is laid
+ * out in the blocked filter layout by passes that move whole vectors, not single values:
+ * `ReorderInput` of dY ([n, o / b, oh ow, b_o], shared with the input gradient), a Transpose moving
+ * whole rows to [o / b, n / b, b_n, oh ow b_o], and `ReorderOutput` to channels-last, which swaps b_n
+ * with oh ow ([o / b, n / b, oh, ow, b_n, b_o]). The input's padding is written out (a Pad of the
+ * blocked xᵀ): given as the Conv's pads, every output of this 3 x 3 convolution would touch the border
+ * and run onnxruntime's slow path (about 2x; scripts/experiments/blocked-conv-cost.ts).
+ */
+import { blockedChannels, NCHWC_DOMAIN, nchwcReadsChannels } from '../../../onnx/nchwc.js';
+import type { StepEmitter } from '../emitter.js';
+
+/** The geometry of a 2-D convolution: ONNX's attributes, pads as [top, left, bottom, right]. */
+export interface ConvolutionGeometry {
+  readonly kernel: readonly number[];
+  readonly strides: readonly number[];
+  readonly dilations: readonly number[];
+  readonly pads: readonly number[];
+}
+
+/**
+ * Whether `emit` writes an ungrouped 2-D convolution over `channels` input channels in the blocked
+ * layout: compiled for it (`emit.nchwcBlock`), and channels the kernels take: fewer than a block
+ * (read as plain NCHW) or a multiple of 4 (`ReorderInput` needs it; the rest of the block is zeros).
+ */
+export function blockedConvolutionFits(emit: StepEmitter, channels: number, groups: number): boolean {
+  const block = emit.nchwcBlock;
+  return block !== undefined && groups === 1 && nchwcReadsChannels(channels, block);
+}
+
+/**
+ * Whether the weight gradient of an ungrouped convolution of a batch of `batch` images into
+ * `outChannels` channels can be written as {@link blockedWeightGradient}: the images are the channels
+ * of its convolution, whole blocks of them (no padding of dY), and dY's channels a multiple of 4.
+ */
+export function blockedWeightGradientFits(emit: StepEmitter, batch: number, outChannels: number, groups: number): boolean {
+  const block = emit.nchwcBlock;
+  return block !== undefined && groups === 1 && batch % block === 0 && outChannels % 4 === 0;
+}
+
+/** `x` ([N, channels, H, W]) as the blocked kernels read it: reordered, or itself with fewer channels than a block. */
+export function blockedInput(emit: StepEmitter, x: string, channels: number, base: string): string {
+  return channels < (emit.nchwcBlock as number) ? x : emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [x], `${base}/blocked`);
+}
+
+/**
+ * The weight `w` ([o, c, kh, kw]) in the blocked filter layout: [o', c', kh, kw] holding [o' / b, c' / b,
+ * kh, kw, b_c, b_o] (o' and c' rounded up to the block b, zero-padded), or [o' / b, c, kh, kw, b_o] for
+ * an input with fewer channels than a block. Two `ReorderInput`s, which run on every thread: of w read
+ * as [o, c, kh, kw] (the input channels blocked innermost), then of the result read as [1, o, c' kh kw, 1]
+ * (the output channels blocked innermost). An element-wise Transpose took 9 ms for one of ResNet-18's
+ * 512 x 512 x 3 x 3 weights, on one thread.
+ */
+function blockedFilter(emit: StepEmitter, w: string, wDims: readonly number[], base: string): string {
+  const block = emit.nchwcBlock as number;
+  const [o, c, kh, kw] = wDims as [number, number, number, number];
+  const plainInput = c < block;
+  const cPadded = plainInput ? c : blockedChannels(c, block);
+  const inputBlocked = plainInput ? w : emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [w], `${base}/w_in_blocked`);
+  // ReorderInput reads channel counts that are multiples of 4: the output channels padded to one first.
+  const oAligned = Math.ceil(o / 4) * 4;
+  const aligned = oAligned === o ? inputBlocked : emit.op('Pad', [inputBlocked, emit.ints([0, 0, 0, 0, oAligned - o, 0, 0, 0])], `${base}/w_aligned`);
+  const rows = emit.reshape(aligned, [oAligned, cPadded, kh, kw], [1, oAligned, cPadded * kh * kw, 1], `${base}/w_rows`);
+  const blocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [rows], `${base}/w_out_blocked`);
+  return emit.reshape(blocked, [1, blockedChannels(o, block), cPadded * kh * kw, 1], [blockedChannels(o, block), cPadded, kh, kw], `${base}/w_blocked`);
+}
+
+/**
+ * Conv(x, w, bias) through the blocked kernels: `xBlocked` from {@link blockedInput} of an input with
+ * `channels` channels, `w` [o, channels, kh, kw], `bias` [o] or ''; the result [N, o, out_h, out_w] in
+ * NCHW, written as `into` when given (a forward value), else under a fresh name.
+ */
+export function blockedConvolution(
+  emit: StepEmitter,
+  xBlocked: string,
+  channels: number,
+  w: string,
+  wDims: readonly number[],
+  bias: string,
+  geometry: ConvolutionGeometry,
+  base: string,
+  into?: string,
+): string {
+  const block = emit.nchwcBlock as number;
+  const o = wDims[0] as number;
+  const oPadded = blockedChannels(o, block);
+  const inputs = [xBlocked, blockedFilter(emit, w, [o, channels, ...wDims.slice(2)], base)];
+  if (bias !== '') inputs.push(oPadded === o ? bias : emit.op('Pad', [bias, emit.ints([0, oPadded - o])], `${base}/bias_padded`));
+  const yBlocked = emit.opOfDomain(NCHWC_DOMAIN, 'Conv', inputs, `${base}/y_blocked`, {
+    kernel_shape: { ints: geometry.kernel },
+    strides: { ints: geometry.strides },
+    dilations: { ints: geometry.dilations },
+    pads: { ints: geometry.pads },
+  });
+  const reorder = { channels: { i: o } };
+  if (into === undefined) return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [yBlocked], base, reorder);
+  emit.opInto('ReorderOutput', [yBlocked], into, reorder, NCHWC_DOMAIN);
+  return into;
+}
+
+/**
+ * dW [o, c, kh, kw] of y = Conv(x, w) (ungrouped; see {@link blockedWeightGradientFits}) as the
+ * convolution of xᵀ by dYᵀ described in the file comment. `x` [N, c, h, w]; `dyReordered`: dY
+ * ([N, o, out_h, out_w], `yDims`) after `ReorderInput`.
+ */
+export function blockedWeightGradient(
+  emit: StepEmitter,
+  x: string,
+  xDims: readonly number[],
+  dyReordered: string,
+  yDims: readonly number[],
+  geometry: ConvolutionGeometry,
+  base: string,
+): string {
+  const block = emit.nchwcBlock as number;
+  const [n, c, h, w] = xDims as [number, number, number, number];
+  const [, o, outH, outW] = yDims as [number, number, number, number];
+  const [kh, kw] = geometry.kernel as [number, number];
+  const [top, left, bottom, right] = geometry.pads as [number, number, number, number];
+  const oPadded = blockedChannels(o, block);
+  // xᵀ, the images as channels, blocked; its padding written out.
+  const xRows = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [emit.op('Transpose', [x], `${base}/x_t`, { perm: { ints: [1, 0, 2, 3] } })], `${base}/x_t_blocked`);
+  const [paddedH, paddedW] = [h + top + bottom, w + left + right];
+  const xPadded =
+    top + left + bottom + right === 0
+      ? xRows
+      : emit.reshape(
+          emit.op('Pad', [emit.reshape(xRows, [c, n, h, w], [c, n / block, h, w, block], `${base}/x_t_5d`), emit.ints([0, 0, top, left, 0, 0, 0, bottom, right, 0])], `${base}/x_t_padded_5d`),
+          [c, n / block, paddedH, paddedW, block],
+          [c, n, paddedH, paddedW],
+          `${base}/x_t_padded`,
+        );
+  // dYᵀ in the blocked filter layout [o' / b, n / b, out_h, out_w, b_n, b_o], from dY's [n, o' / b, out_h out_w, b_o].
+  const rows = emit.op('Transpose', [emit.reshape(dyReordered, [n, oPadded, outH, outW], [n / block, block, oPadded / block, outH * outW * block], `${base}/dy_split`)], `${base}/dy_moved`, {
+    perm: { ints: [2, 0, 1, 3] },
+  });
+  const blocks = emit.reshape(rows, [oPadded / block, n / block, block, outH * outW * block], [(oPadded / block) * (n / block), block * block, outH, outW], `${base}/dy_blocks`);
+  const filter = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [blocks], `${base}/dy_filter`, { channels: { i: block * block }, channels_last: { i: 1 } });
+  const filterDims = [oPadded, n, outH, outW];
+  // The output's extent: every window offset the forward's strides leave room for (at least the kernel).
+  const [strideH, strideW] = geometry.strides as [number, number];
+  const [dilationH, dilationW] = geometry.dilations as [number, number];
+  const extentH = Math.floor((paddedH - (strideH * (outH - 1) + 1)) / dilationH) + 1;
+  const extentW = Math.floor((paddedW - (strideW * (outW - 1) + 1)) / dilationW) + 1;
+  const product = emit.opOfDomain(NCHWC_DOMAIN, 'Conv', [xPadded, emit.reshape(filter, [(oPadded / block) * (n / block), outH, outW, block * block], filterDims, `${base}/dy_kernel`)], `${base}/dw_t_blocked`, {
+    kernel_shape: { ints: [outH, outW] },
+    strides: { ints: [dilationH, dilationW] },
+    dilations: { ints: [strideH, strideW] },
+    pads: { ints: [0, 0, 0, 0] },
+  });
+  const transposed = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [product], `${base}/dw_t`, { channels: { i: o } });
+  const cropped = extentH === kh && extentW === kw ? transposed : emit.op('Slice', [transposed, emit.ints([0, 0]), emit.ints([kh, kw]), emit.ints([2, 3])], `${base}/dw_t_cropped`);
+  return emit.op('Transpose', [cropped], base, { perm: { ints: [1, 0, 2, 3] } });
+}
