@@ -40,7 +40,7 @@
 #      trainer's kernels per operator at 2, 4, 8 and 16 intra-op threads with the speed-up of each operator type
 #      (scripts/bench/profile-graph-trainer.ts --threads 2,4,8,16: the operators whose time does not fall run
 #      on one thread), then Recipe R's fused step against PyTorch's CPU step with 2 and with 16 threads each
-#      (bench-train.ts --threads);
+#      (bench-train.ts --threads), and with 16 without the blocked convolutions (--plain-convolutions);
 #  11. eval-images-cpu (only when PARTS names it; up to 5 minutes; issue 43 item 1 on 16 cores):
 #      scripts/bench/bench-eval.ts --mode images on 4,000 generated JPEGs with one decode process per core,
 #      against PyTorch's DataLoader with as many workers, on the CPU (the cheap embedder).
@@ -115,9 +115,10 @@ eval_resnet50() { # dml eval on WebGPU, then PyTorch's evaluation on CUDA, of th
 }
 cpu_scaling() { # the graph trainer's step on 2 to 16 threads, against PyTorch's with as many
   node dist/scripts/bench/profile-graph-trainer.js --model recipe-r --batch 128 --size 64 --runs 4 --threads 2,4,8,16 --profile "$out/profile-threads" || return 1
-  for threads in 2 16; do
+  for run in "2" "16" "16 --plain-convolutions"; do
+    # shellcheck disable=SC2086 # "16 --plain-convolutions" is two words on purpose
     node --single-threaded-gc dist/scripts/bench/bench-train.js --backends onnx --devices cpu --graph-loss in-graph --torch-devices cpu \
-      --threads "$threads" --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5 || return 1
+      --threads $run --child-seconds 60 --warmup 2 --models recipe-r --batch 128 --convnet-steps 5 || return 1
   done
 }
 export -f memory memory_resnet50 profile_webgpu eval_resnet50 cpu_scaling; export out repo # `timeout` runs a command: the part runs them in a bash of its own

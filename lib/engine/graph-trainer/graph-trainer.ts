@@ -201,6 +201,12 @@ export class GraphTrainer {
   provider: ExecutionProviderName | undefined;
   /** Each provider tried when the first graph was opened. */
   attempts: readonly ProviderAttempt[] = [];
+  /**
+   * The channel block of the blocked CPU convolutions the graphs were compiled with
+   * ({@link GraphTrainerOptions.blockedConvolutions}); undefined before the first graph is opened, on
+   * another provider, or with ONNX's Conv.
+   */
+  nchwcBlock: number | undefined;
   /** Optimiser steps taken. */
   private steps = 0;
   private readonly lastGradients = new Map<string, Float32Array>();
@@ -398,18 +404,22 @@ export class GraphTrainer {
    */
   private async compileAndOpen<C>(compile: (nchwcBlock: number | undefined) => C, open: (compiled: C, device: DeviceChoice) => Promise<CreatedSession>): Promise<{ compiled: C; opened: CreatedSession }> {
     const device = this.provider ?? this.options.device ?? 'cpu';
-    let compiled = compile(await this.nchwcBlockFor(device));
+    let block = await this.nchwcBlockFor(device);
+    let compiled = compile(block);
     let opened = await open(compiled, device);
     if (this.provider === undefined) {
       this.provider = opened.provider;
       this.attempts = opened.attempts;
     }
-    const cpuBlock = device !== 'cpu' && opened.provider === 'cpu' ? await this.nchwcBlockFor('cpu') : undefined;
-    if (cpuBlock !== undefined) {
-      await opened.session.release();
-      compiled = compile(cpuBlock);
-      opened = await open(compiled, 'cpu');
+    if (device !== 'cpu' && opened.provider === 'cpu') {
+      block = await this.nchwcBlockFor('cpu');
+      if (block !== undefined) {
+        await opened.session.release();
+        compiled = compile(block);
+        opened = await open(compiled, 'cpu');
+      }
     }
+    this.nchwcBlock = block;
     return { compiled, opened };
   }
 

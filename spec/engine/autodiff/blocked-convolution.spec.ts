@@ -123,6 +123,28 @@ describe('autodiff: convolutions in onnxruntime\'s blocked CPU layout (NCHWc)', 
     });
   }
 
+  it('GraphTrainer: on `auto` landing on the CPU, the graphs are compiled again with the blocked layout; `blockedConvolutions: false` keeps ONNX\'s Conv', async function () {
+    if (block === undefined) this.skip();
+    const c = CASES[0] as ConvolutionCase;
+    const rng = new Rng(3);
+    const x = Float32Array.from({ length: c.batch * 4 * c.size[0] * c.size[1] }, () => rng.nextGaussian());
+    const gradients: Float32Array[] = [];
+    for (const [device, blockedConvolutions, expected] of [['auto', true, block], ['cpu', false, undefined]] as const) {
+      const trainer = await GraphTrainer.create({ model: modelOf(c), itemDims: [4, ...c.size], optimizer: { kind: 'sgd' }, recordGradients: true, device, blockedConvolutions });
+      try {
+        expect(trainer.nchwcBlock, 'before any graph').to.equal(undefined);
+        const output = await trainer.forward(x);
+        if (trainer.provider !== 'cpu') this.skip(); // a GPU took the graphs: nothing to check here
+        expect(trainer.nchwcBlock, `${device}, blockedConvolutions ${blockedConvolutions}`).to.equal(expected);
+        await trainer.step(x, output.map(() => 1), 0);
+        gradients.push(trainer.gradient('wb') as Float32Array);
+      } finally {
+        await trainer.release();
+      }
+    }
+    expect(relativeError(gradients[0] as Float32Array, gradients[1] as Float32Array)).to.be.below(2e-5);
+  });
+
   it('compileStep rejects an NCHWc block that is not onnxruntime\'s (a multiple of 4, at least 8)', () => {
     const c = CASES[0] as ConvolutionCase;
     const graph = readOnnxGraph(modelOf(c), c.name);
