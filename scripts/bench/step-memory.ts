@@ -9,11 +9,12 @@
  * row's peak is not another's. On a GPU machine `--device webgpu` runs the graphs there; the peak GPU
  * memory is then read by the caller (scripts/gpu/graph-trainer-gpu.sh samples nvidia-smi).
  *
- *   npx tsx scripts/bench/step-memory.ts MODEL.onnx [--size 224] [--batches 4,8,16] [--micro-batch M] [--steps 2] [--device cpu] [--threads N]
+ *   npx tsx scripts/bench/step-memory.ts MODEL.onnx [--size 224] [--batches 4,8,16] [--micro-batch M] [--steps 2] [--device cpu] [--threads N] [--plain-convolutions]
  *
  * Prints one table row per batch size: peak RSS (MiB), the last step's seconds, and the slope and
  * intercept of the peak over the batch sizes without micro-batches (MiB per item, MiB), from which the
- * memory of a larger batch is extrapolated. docs/graph-trainer.md has the numbers of ResNet-50.
+ * memory of a larger batch is extrapolated. `--plain-convolutions`: ONNX's Conv on the CPU instead of the
+ * blocked convolutions (GraphTrainerOptions.blockedConvolutions). docs/graph-trainer.md has the numbers of ResNet-50.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -46,6 +47,7 @@ async function child(model: string, size: number, batch: number, steps: number, 
     device,
     ...(microBatch !== undefined ? { microBatch } : {}),
     ...(threads !== undefined ? { threads } : {}),
+    blockedConvolutions: !process.argv.includes('--plain-convolutions'),
   });
   const rng = new Rng(0);
   const images = Float32Array.from({ length: batch * 3 * size * size }, () => rng.nextGaussian());
@@ -63,7 +65,7 @@ async function child(model: string, size: number, batch: number, steps: number, 
 
 async function main(): Promise<void> {
   const model = process.argv[2];
-  if (model === undefined || model.startsWith('--')) throw new Error('usage: step-memory.ts MODEL.onnx [--size 224] [--batches 4,8,16] [--micro-batch M] [--steps 2] [--device cpu] [--threads N]');
+  if (model === undefined || model.startsWith('--')) throw new Error('usage: step-memory.ts MODEL.onnx [--size 224] [--batches 4,8,16] [--micro-batch M] [--steps 2] [--device cpu] [--threads N] [--plain-convolutions]');
   const size = Number(argument('--size', '224'));
   const microBatch = process.argv.includes('--micro-batch') ? Number(argument('--micro-batch', '0')) : undefined;
   const device = argument('--device', 'cpu') as DeviceChoice;
@@ -74,7 +76,7 @@ async function main(): Promise<void> {
   const script = fileURLToPath(import.meta.url);
   const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
   const batches = argument('--batches', '4,8,16').split(',').map(Number);
-  console.log(`Graph-trainer step memory: ${model}, ${size}x${size}x3, Adam, device ${device}${microBatch !== undefined ? `, micro-batches of ${microBatch}` : ''}, ${steps} step(s) each`);
+  console.log(`Graph-trainer step memory: ${model}, ${size}x${size}x3, Adam, device ${device}${microBatch !== undefined ? `, micro-batches of ${microBatch}` : ''}, ${steps} step(s) each${process.argv.includes('--plain-convolutions') ? ', ONNX Conv' : ''}`);
   console.log('| batch | micro-batch | peak RSS (MiB) | s/step | provider |');
   console.log('|---|---|---|---|---|');
   const rows: Row[] = [];
