@@ -24,9 +24,10 @@
  * out in the blocked filter layout by passes that move whole vectors, not single values:
  * `ReorderInput` of dY ([n, o / b, oh ow, b_o], shared with the input gradient), a Transpose moving
  * whole rows to [o / b, n / b, b_n, oh ow b_o], and `ReorderOutput` to channels-last, which swaps b_n
- * with oh ow ([o / b, n / b, oh, ow, b_n, b_o]). The input's padding is written out (a Pad of the
- * blocked xᵀ): given as the Conv's pads, every output of this 3 x 3 convolution would touch the border
- * and run onnxruntime's slow path (about 2x; scripts/experiments/blocked-conv-cost.ts).
+ * with oh ow ([o / b, n / b, oh, ow, b_n, b_o]). The input's padding is written out beforehand (by a
+ * depthwise 1 x 1 blocked Conv of ones, which runs on every thread where a Pad runs on one): given as
+ * this convolution's pads, every one of its 3 x 3 outputs would touch the border and run onnxruntime's
+ * slow path (about 2x; scripts/experiments/blocked-conv-cost.ts).
  */
 import { blockedChannels, NCHWC_DOMAIN, nchwcReadsChannels } from '../../../onnx/nchwc.js';
 import type { StepEmitter } from '../emitter.js';
@@ -134,23 +135,24 @@ export function blockedWeightGradient(
   base: string,
 ): string {
   const block = emit.nchwcBlock as number;
-  const [n, c, h, w] = xDims as [number, number, number, number];
+  const [n, , h, w] = xDims as [number, number, number, number];
   const [, o, outH, outW] = yDims as [number, number, number, number];
   const [kh, kw] = geometry.kernel as [number, number];
   const [top, left, bottom, right] = geometry.pads as [number, number, number, number];
   const oPadded = blockedChannels(o, block);
   // xᵀ, the images as channels, blocked; its padding written out.
   const xRows = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [emit.op('Transpose', [x], `${base}/x_t`, { perm: { ints: [1, 0, 2, 3] } })], `${base}/x_t_blocked`);
-  const [paddedH, paddedW] = [h + top + bottom, w + left + right];
+  // The padding written out by a depthwise 1 x 1 Conv of ones with the pads (blocked, on every thread;
+  // the same values as a Pad, which runs on one).
   const xPadded =
     top + left + bottom + right === 0
       ? xRows
-      : emit.reshape(
-          emit.op('Pad', [emit.reshape(xRows, [c, n, h, w], [c, n / block, h, w, block], `${base}/x_t_5d`), emit.ints([0, 0, top, left, 0, 0, 0, bottom, right, 0])], `${base}/x_t_padded_5d`),
-          [c, n / block, paddedH, paddedW, block],
-          [c, n, paddedH, paddedW],
-          `${base}/x_t_padded`,
-        );
+      : emit.opOfDomain(NCHWC_DOMAIN, 'Conv', [xRows, emit.floats(`${base}/ones`, [n, 1, 1, 1], new Array<number>(n).fill(1))], `${base}/x_t_padded`, {
+          kernel_shape: { ints: [1, 1] },
+          pads: { ints: [top, left, bottom, right] },
+          group: { i: n },
+        });
+  const [paddedH, paddedW] = [h + top + bottom, w + left + right];
   // dYᵀ in the blocked filter layout [o' / b, n / b, out_h, out_w, b_n, b_o], from dY's [n, o' / b, out_h out_w, b_o].
   const rows = emit.op('Transpose', [emit.reshape(dyReordered, [n, oPadded, outH, outW], [n / block, block, oPadded / block, outH * outW * block], `${base}/dy_split`)], `${base}/dy_moved`, {
     perm: { ints: [2, 0, 1, 3] },
