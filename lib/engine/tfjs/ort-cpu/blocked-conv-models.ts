@@ -26,7 +26,7 @@
  * qMin the smallest offset), padded by -qMin before. The phases' outputs, each [n, h/s, w/s, ci], are
  * interleaved by two Concats and a Reshape.
  */
-import { encodeModel, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../../onnx/builder.js';
+import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../../onnx/builder.js';
 import { blockedChannels, NCHWC_DOMAIN, NCHWC_OPSET_IMPORTS, nchwcReadsChannels } from '../../../onnx/nchwc.js';
 import { epilogueInputs, epilogueNodes, finish, type ConvGeometry, type Epilogue } from './op-models.js';
 
@@ -245,15 +245,25 @@ export function blockedConvBackpropFilterModel(xShape: readonly number[], dyShap
   const fullColumns = full(w, g.pads[1], g.pads[3], ow, g.dilations[1], g.strides[1]);
   const nodes: NodeProto[] = [node('Transpose', ['x'], ['x_cbhw'], { perm: { ints: [3, 0, 1, 2] } })];
   const initializers: TensorProto[] = [];
-  if (inputIsBlocked(b, block)) {
+  const blockedInput = inputIsBlocked(b, block);
+  // A blocked input's padding is written out first, by a depthwise 1 x 1 Conv of ones (the same values, on
+  // every thread): given as this convolution's pads, each of its few outputs would touch the border and
+  // run onnxruntime's slow path (about 2x; scripts/experiments/blocked-conv-cost.ts).
+  const padded = blockedInput && g.pads.some((p) => p !== 0);
+  if (blockedInput) {
     nodes.push(blockedNode('ReorderInput', ['x_cbhw'], ['x_blocked'], { channels_last: { i: 0 } }));
   }
+  if (padded) {
+    const batchBlocked = blockedChannels(b, block);
+    initializers.push(floatTensor('pad_ones', [batchBlocked, 1, 1, 1], new Array<number>(batchBlocked).fill(1)));
+    nodes.push(blockedNode('Conv', ['x_blocked', 'pad_ones'], ['x_padded'], { kernel_shape: { ints: [1, 1] }, pads: { ints: [...g.pads] }, group: { i: batchBlocked } }));
+  }
   blockedFilterNodes('dy', 'dy_blocked', 'IHWO', { kh: oh, kw: ow, ci: b, co }, block, nodes, initializers);
-  nodes.push(blockedNode('Conv', [inputIsBlocked(b, block) ? 'x_blocked' : 'x_cbhw', 'dy_blocked'], ['dw_blocked'], {
+  nodes.push(blockedNode('Conv', [padded ? 'x_padded' : blockedInput ? 'x_blocked' : 'x_cbhw', 'dy_blocked'], ['dw_blocked'], {
     kernel_shape: { ints: [oh, ow] },
     strides: { ints: [...g.dilations] },
     dilations: { ints: [...g.strides] },
-    pads: { ints: [...g.pads] },
+    pads: { ints: padded ? [0, 0, 0, 0] : [...g.pads] },
   }));
   // [ci, kh', kw', co]
   nodes.push(blockedNode('ReorderOutput', ['dw_blocked'], ['dw_full'], { channels: { i: co }, channels_last: { i: 1 } }));

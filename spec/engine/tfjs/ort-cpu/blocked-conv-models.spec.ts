@@ -131,6 +131,8 @@ describe('blocked-layout convolution graphs (onnxruntime NCHWc kernels)', functi
     { name: '16 channels, 1x1 stride (1, 2)', x: [2, 4, 8, 16], w: [1, 1, 16, 8], g: geometry([1, 2], [0, 0, 0, 0]) },
     { name: '4 channels, 3x3 dilation 2', x: [2, 9, 9, 4], w: [3, 3, 4, 16], g: geometry([1, 1], [2, 2, 2, 2], [2, 2]) },
     { name: '8 channels, 3x3 valid stride 2 dropping a row and a column', x: [20, 10, 8, 8], w: [3, 3, 8, 16], g: geometry([2, 2], [0, 0, 0, 0]) },
+    { name: 'a batch of 16 (the filter gradient\'s input blocked), 3x3 same stride 1: its padding written out first', x: [16, 6, 5, 8], w: [3, 3, 8, 16], g: geometry([1, 1], [1, 1, 1, 1]) },
+    { name: 'a batch of 20 (blocked, padded to 32), 3x3 stride 2, padding after only', x: [20, 7, 6, 4], w: [3, 3, 4, 8], g: geometry([2, 2], [0, 0, 1, 1]) },
   ];
   for (const c of cases) {
     it(`forward, input gradient and filter gradient: ${c.name}`, () => {
@@ -156,7 +158,7 @@ describe('blocked-layout convolution graphs (onnxruntime NCHWc kernels)', functi
       }
 
       const filterGradient = blockedConvBackpropFilterModel(c.x, yShape, c.g, c.w, block);
-      expect(filterGradient, 'filter-gradient graph (batch sizes 2, 3 and 20 are all readable)').to.not.equal(null);
+      expect(filterGradient, 'filter-gradient graph (batch sizes 2, 3, 16 and 20 are all readable)').to.not.equal(null);
       const [dw] = runtime.compile(filterGradient as Uint8Array).run({ x: { data: x, dims: c.x }, dy: { data: dy, dims: yShape } }, [c.w]);
       expect(relativeDifference(expected.dw, dw?.data as Float32Array), 'dW').to.be.below(1e-5);
     });
