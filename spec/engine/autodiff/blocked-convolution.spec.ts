@@ -27,13 +27,17 @@ interface ConvolutionCase {
   attributes: Record<string, AttributeValue>;
   bias?: boolean;
   group?: number;
-  /** How many of the step graph's convolutions are blocked with a block of 16 (or 8): forward a and b, b's input gradient, a's and b's weight gradients. */
+  /** How many blocked convolutions the step graph has with a block of 16 (or 8): forward a and b, b's input gradient (one per output phase), a's and b's weight gradients. */
   blocked: number;
 }
 
 const CASES: ConvolutionCase[] = [
   { name: '3x3, pads 1, with bias', batch: 16, channels: 16, outChannels: 32, size: [8, 8], kernel: [3, 3], attributes: { pads: { ints: [1, 1, 1, 1] } }, bias: true, blocked: 5 },
-  { name: '3x3, stride 2, pads 1, a row and a column no window reaches (the weight gradient cropped; the input gradient by ConvTranspose)', batch: 16, channels: 16, outChannels: 16, size: [10, 10], kernel: [3, 3], attributes: { strides: { ints: [2, 2] }, pads: { ints: [1, 1, 1, 1] } }, blocked: 4 },
+  { name: '3x3, stride 2, pads 1, a row and a column no window reaches (the weight gradient cropped; the input gradient by four phases)', batch: 16, channels: 16, outChannels: 16, size: [10, 10], kernel: [3, 3], attributes: { strides: { ints: [2, 2] }, pads: { ints: [1, 1, 1, 1] } }, blocked: 8 },
+  { name: '3x3, stride 2, pads 1 on a 9 x 9 input (odd: the input gradient by ConvTranspose)', batch: 16, channels: 16, outChannels: 16, size: [9, 9], kernel: [3, 3], attributes: { strides: { ints: [2, 2] }, pads: { ints: [1, 1, 1, 1] } }, blocked: 4 },
+  { name: '1x1, stride 2, 8 output channels (a dY read plain; one phase without taps: ConvTranspose)', batch: 16, channels: 16, outChannels: 8, size: [8, 8], kernel: [1, 1], attributes: { strides: { ints: [2, 2] } }, blocked: 4 },
+  { name: '2x2, stride 2, 8 output channels read plain (four one-tap phases)', batch: 16, channels: 24, outChannels: 8, size: [8, 6], kernel: [2, 2], attributes: { strides: { ints: [2, 2] } }, blocked: 8 },
+  { name: '3x3, stride (2, 1), pads (1, 0, 0, 1), 20 output channels', batch: 16, channels: 16, outChannels: 20, size: [8, 7], kernel: [3, 3], attributes: { strides: { ints: [2, 1] }, pads: { ints: [1, 0, 0, 1] } }, blocked: 6 },
   { name: 'dilation 2, asymmetric pads, 2x3 kernel, 12 output channels (padded to a block)', batch: 32, channels: 8, outChannels: 12, size: [7, 6], kernel: [2, 3], attributes: { dilations: { ints: [2, 2] }, pads: { ints: [1, 0, 0, 2] } }, blocked: 5 },
   { name: '1x1, 24 input and 20 output channels', batch: 16, channels: 24, outChannels: 20, size: [5, 5], kernel: [1, 1], attributes: {}, blocked: 5 },
   { name: '5x5, pads 2, 4 input channels (fewer than a block: read as NCHW)', batch: 16, channels: 4, outChannels: 16, size: [7, 7], kernel: [5, 5], attributes: { pads: { ints: [2, 2, 2, 2] } }, blocked: 5 },

@@ -30,6 +30,7 @@
  * slow path (about 2x; scripts/experiments/blocked-conv-cost.ts).
  */
 import { blockedChannels, NCHWC_DOMAIN, nchwcReadsChannels } from '../../../onnx/nchwc.js';
+import { axisPhases } from '../../graph/polyphase.js';
 import type { StepEmitter } from '../emitter.js';
 
 /** The geometry of a 2-D convolution: ONNX's attributes, pads as [top, left, bottom, right]. */
@@ -174,4 +175,97 @@ export function blockedWeightGradient(
   const transposed = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [product], `${base}/dw_t`, { channels: { i: o } });
   const cropped = extentH === kh && extentW === kw ? transposed : emit.op('Slice', [transposed, emit.ints([0, 0]), emit.ints([kh, kw]), emit.ints([2, 3])], `${base}/dw_t_cropped`);
   return emit.op('Transpose', [cropped], base, { perm: { ints: [1, 0, 2, 3] } });
+}
+
+/** `value` ([..., c, ...] with the channels on `axis` of `dims`) padded with zeros to a multiple of 4 channels there, as `ReorderInput` reads them. */
+function alignedToFour(emit: StepEmitter, value: string, dims: readonly number[], axis: number, base: string): { value: string; dims: number[] } {
+  const channels = dims[axis] as number;
+  const aligned = Math.ceil(channels / 4) * 4;
+  const alignedDims = dims.map((d, i) => (i === axis ? aligned : d));
+  if (aligned === channels) return { value, dims: alignedDims };
+  const pads = new Array<number>(2 * dims.length).fill(0);
+  pads[dims.length + axis] = aligned - channels;
+  return { value: emit.op('Pad', [value, emit.ints(pads)], base), dims: alignedDims };
+}
+
+/**
+ * The input gradient dx [N, c, h, w] of y = Conv(x, w) (ungrouped, dilation 1) from dY ([N, o, out_h,
+ * out_w], `yDims`) through the blocked kernels, or undefined where the polyphase form does not apply
+ * (an input size not divisible by the stride, a phase without taps) or the kernels cannot read dY's
+ * channels. `dyBlocked` gives dY after `ReorderInput` (shared with the weight gradient).
+ *
+ * Each (row, column) phase of dx is a stride-1 convolution of dY with some of the kernel's taps, in
+ * reverse order, transposed ([c, o, taps_h, taps_w]); with stride 1 the one phase is the flipped kernel.
+ * The kernel is laid out once in the blocked filter layout of its transpose, by two `ReorderInput`s and a
+ * Transpose of whole blocks (no element-wise Transpose), and each phase's taps are gathered from it
+ * along the kernel axes, blocks of b x b values at a time. The phases stay blocked and are interleaved
+ * by two Concats of blocks before the one `ReorderOutput`. onnxruntime's ConvTranspose took 42 ms for
+ * ResNet-18's first stride-2 convolution of layer 4 (docs/graph-trainer.md, "Speed").
+ */
+export function blockedInputGradient(
+  emit: StepEmitter,
+  dy: string,
+  dyBlocked: () => string,
+  yDims: readonly number[],
+  w: string,
+  wDims: readonly number[],
+  xDims: readonly number[],
+  geometry: ConvolutionGeometry,
+  base: string,
+): string | undefined {
+  const block = emit.nchwcBlock as number;
+  const [n, c, h, wd] = xDims as [number, number, number, number];
+  const [o, , kh, kw] = wDims as [number, number, number, number];
+  const [outH, outW] = yDims.slice(2) as [number, number];
+  if (geometry.dilations.some((d) => d !== 1) || !nchwcReadsChannels(o, block)) return undefined;
+  const rows = axisPhases(kh, geometry.strides[0] as number, geometry.pads[0] as number, h, outH);
+  const columns = axisPhases(kw, geometry.strides[1] as number, geometry.pads[1] as number, wd, outW);
+  if (!rows || !columns) return undefined;
+  const plainInput = o < block;
+  const kk = kh * kw;
+  // The transposed kernel [c, o, kh, kw] in the blocked filter layout, as [c' / b, o' / b, kh, kw, b_o, b_c]
+  // (or [c' / b, o, kh, kw, b_c] for a dY read plain).
+  let filter: string;
+  let cPadded: number;
+  let filterDims: number[];
+  if (plainInput) {
+    const aligned = alignedToFour(emit, w, wDims, 1, `${base}/w_aligned`);
+    cPadded = blockedChannels(c, block);
+    const blocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [aligned.value], `${base}/w_in_blocked`); // [o, c' / b, kk, b_c]
+    filter = emit.op('Transpose', [emit.reshape(blocked, [o, cPadded, kh, kw], [o, cPadded / block, kk * block], `${base}/w_rows`)], `${base}/w_moved`, { perm: { ints: [1, 0, 2] } });
+    filterDims = [cPadded / block, o, kh, kw, block];
+  } else {
+    const oPadded = blockedChannels(o, block);
+    const outAligned = alignedToFour(emit, w, wDims, 0, `${base}/w_out_aligned`);
+    const outBlocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [emit.reshape(outAligned.value, outAligned.dims, [1, outAligned.dims[0] as number, c * kk, 1], `${base}/w_out_rows`)], `${base}/w_out_blocked`); // [o' / b, c, kk, b_o]
+    const inAligned = alignedToFour(emit, emit.reshape(outBlocked, [1, oPadded, c * kk, 1], [oPadded / block, c, kk * block], `${base}/w_blocks`), [oPadded / block, c, kk * block], 1, `${base}/w_in_aligned`);
+    cPadded = blockedChannels(c, block);
+    const inBlocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [emit.reshape(inAligned.value, inAligned.dims, [oPadded / block, inAligned.dims[1] as number, kk * block, 1], `${base}/w_in_rows`)], `${base}/w_in_blocked`); // [o' / b, c' / b, kk b_o, b_c]
+    filter = emit.op('Transpose', [emit.reshape(inBlocked, [oPadded / block, cPadded, kk * block, 1], [oPadded / block, cPadded / block, kk * block * block], `${base}/w_block_rows`)], `${base}/w_moved`, { perm: { ints: [1, 0, 2] } });
+    filterDims = [cPadded / block, oPadded / block, kh, kw, block, block];
+  }
+  const filterView = emit.reshape(filter, [filterDims[0] as number, filterDims[1] as number, filterDims.slice(2).reduce((a, b) => a * b, 1)], filterDims, `${base}/w_filter`);
+  const input = plainInput ? dy : dyBlocked();
+  const phaseOutputs = rows.map((row, py) =>
+    columns.map((column, px) => {
+      const name = rows.length * columns.length === 1 ? base : `${base}/phase_${py}_${px}`;
+      const taps = emit.op('Gather', [emit.op('Gather', [filterView, emit.ints(row.taps)], `${name}/w_rows_taps`, { axis: { i: 2 } }), emit.ints(column.taps)], `${name}/w_taps`, { axis: { i: 3 } });
+      const tapDims = filterDims.map((d, i) => (i === 2 ? row.taps.length : i === 3 ? column.taps.length : d));
+      const kernel = emit.reshape(taps, tapDims, [cPadded, plainInput ? o : blockedChannels(o, block), row.taps.length, column.taps.length], `${name}/w_kernel`);
+      return emit.opOfDomain(NCHWC_DOMAIN, 'Conv', [input, kernel], `${name}/dx_blocked`, {
+        kernel_shape: { ints: [row.taps.length, column.taps.length] },
+        pads: { ints: [row.padBefore, column.padBefore, row.padAfter, column.padAfter] },
+      });
+    }),
+  );
+  const reorder = { channels: { i: c } };
+  if (rows.length * columns.length === 1) return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [phaseOutputs[0]?.[0] as string], base, reorder);
+  // Interleaved in the blocked layout [N, c' / b, h / s, s, w / s, s, b]: whole blocks of b values move.
+  const [phaseH, phaseW] = [h / rows.length, wd / columns.length];
+  const phaseDims = [n, cPadded / block, phaseH, 1, phaseW, 1, block];
+  const rowsOfPhases = phaseOutputs.map((row, py) =>
+    emit.op('Concat', row.map((phase, px) => emit.reshape(phase, [n, cPadded, phaseH, phaseW], phaseDims, `${base}/phase_${py}_${px}/cells`)), `${base}/row_phase_${py}`, { axis: { i: 5 } }),
+  );
+  const interleaved = emit.op('Concat', rowsOfPhases, `${base}/interleaved`, { axis: { i: 3 } });
+  return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(interleaved, [n, cPadded / block, phaseH, rows.length, phaseW, columns.length, block], [n, cPadded, h, wd], `${base}/dx_blocked`)], base, reorder);
 }

@@ -19,15 +19,16 @@
  *   as its kernel took 7x the forward's time: onnxruntime's convolution is not made for an h x w kernel.)
  * - bias: dY summed over batch and positions.
  *
- * Compiled for onnxruntime's CPU provider (`emit.nchwcBlock`), the forward convolution, the stride-1
- * input gradient and the weight gradient of an ungrouped convolution run in its blocked layout instead
- * (blocked-convolution.ts), where the channels and the batch allow it.
+ * Compiled for onnxruntime's CPU provider (`emit.nchwcBlock`), the forward convolution, the input
+ * gradient (per output phase for a strided one; a dilated one as the flipped Conv above) and the weight
+ * gradient of an ungrouped convolution run in its blocked layout instead (blocked-convolution.ts), where
+ * the channels, the sizes and the batch allow it.
  */
 import { DmlError } from '../../../errors.js';
 import { describeNode, intAttribute } from '../../graph/onnx-ir.js';
 import { windowGeometry } from '../../graph/shapes.js';
 import { PLAIN_FORWARD, type GradientRule } from '../rule.js';
-import { blockedConvolution, blockedConvolutionFits, blockedInput, blockedWeightGradient, blockedWeightGradientFits } from './blocked-convolution.js';
+import { blockedConvolution, blockedConvolutionFits, blockedInput, blockedInputGradient, blockedWeightGradient, blockedWeightGradientFits } from './blocked-convolution.js';
 import { inputOf, outputGradient } from './elementwise.js';
 import { NCHWC_DOMAIN } from '../../../onnx/nchwc.js';
 
@@ -64,7 +65,11 @@ const conv: GradientRule = {
     // dY reordered into the blocked layout once, for both gradients that read it so.
     let dyReordered: string | undefined;
     const reorderedGradient = (): string => (dyReordered ??= emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [g], `${base}/dy_blocked`));
-    if (needed[0]) {
+    // Ungrouped and undilated, on the CPU's blocked kernels: one blocked convolution per output phase.
+    const blockedInput = needed[0] && groups === 1 && emit.nchwcBlock !== undefined ? blockedInputGradient(emit, g, reorderedGradient, yDims, w, wDims, xDims, geometry, `${base}_input`) : undefined;
+    if (blockedInput !== undefined) {
+      results[0] = blockedInput;
+    } else if (needed[0]) {
       const span = geometry.kernel.map((k, i) => (k - 1) * (geometry.dilations[i] as number));
       const flippedPads = [...span, ...span].map((extent, i) => extent - (geometry.pads[i] as number));
       if (geometry.strides.every((st) => st === 1) && flippedPads.every((p) => p >= 0)) {

@@ -19,15 +19,13 @@
  *   multiples of B.
  *
  * The input gradient of a convolution with stride s (dilation 1) is computed as s_h*s_w stride-1
- * convolutions, one per output phase (the polyphase form of a transposed convolution). Along one axis,
- * with forward y[o] = sum over r of x[s*o + r - padBefore] * w[r], the rows i = s*m + p of dx are
- *   dx[s*m + p] = sum over taps r with r = p + padBefore (mod s) of dy[m + (p + padBefore - r)/s] * w[r],
- * a correlation of dy with those taps in reverse order (tap j is r = p + padBefore - s*(qMin + j),
- * qMin the smallest offset), padded by -qMin before. The phases' outputs, each [n, h/s, w/s, ci], are
- * interleaved by two Concats and a Reshape.
+ * convolutions, one per output phase (the polyphase form of a transposed convolution,
+ * lib/engine/graph/polyphase.ts). The phases' outputs, each [n, h/s, w/s, ci], are interleaved by two
+ * Concats and a Reshape.
  */
 import { encodeModel, floatTensor, int64Tensor, node, tensorValueInfo, type NodeProto, type TensorProto } from '../../../onnx/builder.js';
 import { blockedChannels, NCHWC_DOMAIN, NCHWC_OPSET_IMPORTS, nchwcReadsChannels } from '../../../onnx/nchwc.js';
+import { axisPhases, type AxisPhase } from '../../graph/polyphase.js';
 import { epilogueInputs, epilogueNodes, finish, type ConvGeometry, type Epilogue } from './op-models.js';
 
 function blockedNode(...args: Parameters<typeof node>): NodeProto {
@@ -131,37 +129,6 @@ export function blockedConvModel(xShape: readonly number[], wShape: readonly num
   });
 }
 
-/** One output phase along one axis of the input gradient (see the file comment). */
-interface AxisPhase {
-  /** Forward filter taps, in the order the phase's correlation uses them. */
-  taps: number[];
-  padBefore: number;
-  padAfter: number;
-}
-
-/**
- * The phases along one axis of a stride-`stride` convolution (dilation 1) with `kernel` taps,
- * `padBefore` rows of padding, input length `inLength` and output length `outLength`; null when the
- * polyphase form does not apply (an input length not divisible by the stride, a phase without taps, or
- * one that would need negative padding).
- */
-export function axisPhases(kernel: number, stride: number, padBefore: number, inLength: number, outLength: number): AxisPhase[] | null {
-  if (inLength % stride !== 0) return null;
-  const rows = inLength / stride;
-  const phases: AxisPhase[] = [];
-  for (let p = 0; p < stride; p++) {
-    const taps: number[] = [];
-    for (let r = kernel - 1; r >= 0; r--) if ((((r - p - padBefore) % stride) + stride) % stride === 0) taps.push(r);
-    if (taps.length === 0) return null;
-    const qMin = (p + padBefore - (taps[0] as number)) / stride;
-    const before = 0 - qMin; // not -qMin: -0 for qMin 0
-    const after = rows + taps.length - 1 - outLength - before;
-    if (before < 0 || after < 0) return null;
-    phases.push({ taps, padBefore: before, padAfter: after });
-  }
-  return phases;
-}
-
 /** The row and column phases of an input gradient, or null where the blocked graph does not apply. */
 function inputGradientPhases(dyShape: readonly number[], wShape: readonly number[], g: ConvGeometry, inShape: readonly number[], block: number): [AxisPhase[], AxisPhase[]] | null {
   const [kh, kw, , co] = wShape as [number, number, number, number];
@@ -175,7 +142,7 @@ function inputGradientPhases(dyShape: readonly number[], wShape: readonly number
 
 /**
  * Whether {@link blockedConvBackpropInputModel} covers the geometry: dilation 1, output-gradient
- * channels the kernels read, and both axes in phases ({@link axisPhases}).
+ * channels the kernels read, and both axes in phases (`axisPhases`, lib/engine/graph/polyphase.ts).
  */
 export function blockedConvBackpropInputApplies(dyShape: readonly number[], wShape: readonly number[], g: ConvGeometry, inShape: readonly number[], block: number): boolean {
   return inputGradientPhases(dyShape, wShape, g, inShape, block) !== null;

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import {
-  axisPhases,
   blockedConvBackpropFilterModel,
   blockedConvBackpropInputApplies,
   blockedConvBackpropInputModel,
   blockedConvModel,
 } from '../../../../lib/engine/tfjs/ort-cpu/blocked-conv-models.js';
 import { nchwcReadsChannels } from '../../../../lib/onnx/nchwc.js';
+import { axisPhases } from '../../../../lib/engine/graph/polyphase.js';
 import { blockedLayoutBlockSize } from '../../../../lib/engine/tfjs/ort-cpu/heavy-kernels.js';
 import type { ConvGeometry } from '../../../../lib/engine/tfjs/ort-cpu/op-models.js';
 import { loadOrtSyncRuntime, type OrtSyncRuntime } from '../../../../lib/engine/tfjs/ort-cpu/ort-sync-runtime.js';
