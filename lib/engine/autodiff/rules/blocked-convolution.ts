@@ -136,7 +136,7 @@ export function blockedWeightGradient(
   base: string,
 ): string {
   const block = emit.nchwcBlock as number;
-  const [n, , h, w] = xDims as [number, number, number, number];
+  const [n, c, h, w] = xDims as [number, number, number, number];
   const [, o, outH, outW] = yDims as [number, number, number, number];
   const [kh, kw] = geometry.kernel as [number, number];
   const [top, left, bottom, right] = geometry.pads as [number, number, number, number];
@@ -172,9 +172,14 @@ export function blockedWeightGradient(
     dilations: { ints: [strideH, strideW] },
     pads: { ints: [0, 0, 0, 0] },
   });
-  const transposed = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [product], `${base}/dw_t`, { channels: { i: o } });
-  const cropped = extentH === kh && extentW === kw ? transposed : emit.op('Slice', [transposed, emit.ints([0, 0]), emit.ints([kh, kw]), emit.ints([2, 3])], `${base}/dw_t_cropped`);
-  return emit.op('Transpose', [cropped], base, { perm: { ints: [1, 0, 2, 3] } });
+  // The product [c, o' / b, extent_h, extent_w, b_o] cropped to the kernel, its two outer axes swapped (whole
+  // rows of kh kw b_o values), then unblocked by `ReorderOutput` read as [1, o', c kh kw, 1]: dW [o, c, kh, kw]
+  // without an element-wise transpose of [c, o, kh, kw] (17 ms of ResNet-18's step on one thread).
+  const product5 = emit.reshape(product, [c, oPadded, extentH, extentW], [c, oPadded / block, extentH, extentW, block], `${base}/dw_t_5d`);
+  const cropped = extentH === kh && extentW === kw ? product5 : emit.op('Slice', [product5, emit.ints([0, 0]), emit.ints([kh, kw]), emit.ints([2, 3])], `${base}/dw_t_cropped`);
+  const swapped = emit.op('Transpose', [emit.reshape(cropped, [c, oPadded / block, kh, kw, block], [c, oPadded / block, kh * kw * block], `${base}/dw_t_rows`)], `${base}/dw_blocks`, { perm: { ints: [1, 0, 2] } });
+  const unblocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(swapped, [oPadded / block, c, kh * kw * block], [1, oPadded, c * kh * kw, 1], `${base}/dw_blocked`)], `${base}/dw_rows`, { channels: { i: o } });
+  return emit.reshape(unblocked, [1, o, c * kh * kw, 1], [o, c, kh, kw], base);
 }
 
 /** `value` ([..., c, ...] with the channels on `axis` of `dims`) padded with zeros to a multiple of 4 channels there, as `ReorderInput` reads them. */
