@@ -42,7 +42,9 @@ const maxPool: GradientRule = {
     const span = [0, 1].map((i) => ((g.output[i] as number) - 1) * (g.strides[i] as number) + ((g.kernel[i] as number) - 1) * (g.dilations[i] as number) + 1);
     const padded = [0, 1].map((i) => Math.max(span[i] as number, (dims[2 + i] as number) + (g.pads[i] as number)));
     const [top, left] = g.pads as [number, number];
-    const x = emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, (padded[0] as number) - h - top, (padded[1] as number) - w - left]), emit.scalar(LOWEST_FLOAT32)], `${base}/padded`);
+    // No Pad where the windows cover the input exactly (2 x 2 windows at stride 2 on an even size): a copy.
+    const unpadded = top === 0 && left === 0 && padded[0] === h && padded[1] === w;
+    const x = unpadded ? inputOf(node, 0) : emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, (padded[0] as number) - h - top, (padded[1] as number) - w - left]), emit.scalar(LOWEST_FLOAT32)], `${base}/padded`);
     const windows: string[] = [];
     for (let a = 0; a < kh; a++) {
       for (let b = 0; b < kw; b++) {
@@ -69,7 +71,7 @@ const maxPool: GradientRule = {
       dilations: { ints: g.dilations },
       output_padding: { ints: [0, 1].map((i) => (padded[i] as number) - (span[i] as number)) },
     });
-    return [emit.op('Slice', [placed, emit.ints([top, left]), emit.ints([top + h, left + w]), emit.ints([2, 3])], base)];
+    return [unpadded ? placed : emit.op('Slice', [placed, emit.ints([top, left]), emit.ints([top + h, left + w]), emit.ints([2, 3])], base)];
   },
 };
 
