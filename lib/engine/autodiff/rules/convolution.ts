@@ -25,12 +25,12 @@
  * the channels, the sizes and the batch allow it.
  */
 import { DmlError } from '../../../errors.js';
+import { NCHWC_DOMAIN } from '../../../onnx/nchwc.js';
 import { describeNode, intAttribute } from '../../graph/onnx-ir.js';
 import { windowGeometry } from '../../graph/shapes.js';
 import { PLAIN_FORWARD, type GradientRule } from '../rule.js';
 import { blockedConvolution, blockedConvolutionFits, blockedInput, blockedInputGradient, blockedWeightGradient, blockedWeightGradientFits } from './blocked-convolution.js';
 import { inputOf, outputGradient } from './elementwise.js';
-import { NCHWC_DOMAIN } from '../../../onnx/nchwc.js';
 
 const conv: GradientRule = {
   differentiableInputs: (node) => node.inputs.map((_, i) => i),
@@ -66,9 +66,9 @@ const conv: GradientRule = {
     let dyReordered: string | undefined;
     const reorderedGradient = (): string => (dyReordered ??= emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [g], `${base}/dy_blocked`));
     // Ungrouped and undilated, on the CPU's blocked kernels: one blocked convolution per output phase.
-    const blockedInput = needed[0] && groups === 1 && emit.nchwcBlock !== undefined ? blockedInputGradient(emit, g, reorderedGradient, yDims, w, wDims, xDims, geometry, `${base}_input`) : undefined;
-    if (blockedInput !== undefined) {
-      results[0] = blockedInput;
+    const phasedInputGradient = needed[0] && groups === 1 && emit.nchwcBlock !== undefined ? blockedInputGradient(emit, g, reorderedGradient, yDims, w, wDims, xDims, geometry, `${base}_input`) : undefined;
+    if (phasedInputGradient !== undefined) {
+      results[0] = phasedInputGradient;
     } else if (needed[0]) {
       const span = geometry.kernel.map((k, i) => (k - 1) * (geometry.dilations[i] as number));
       const flippedPads = [...span, ...span].map((extent, i) => extent - (geometry.pads[i] as number));
