@@ -7,11 +7,17 @@
  *   maximum, as PyTorch picks; see `firstMatch` in reductions.ts) gets the output gradient, and a
  *   depthwise ConvTranspose with one-hot kernels puts every offset's gradients back in place
  *   (overlapping windows add up).
+ *   Compiled for the CPU's blocked layout (`emit.nchwcBlock`, lib/onnx/nchwc.ts) with windows that
+ *   tile the input (kernel = stride, no padding), the same choice is made on blocked tensors
+ *   ([N, C / b, h, w, b]): each offset a strided Slice that moves blocks of b values, its first match
+ *   kept by And/Or of the offsets before it, and the offsets' gradients interleaved by two Concats of
+ *   blocks (no ConvTranspose) before one `ReorderOutput`: the same values, bit for bit.
  * - AveragePool: each output's gradient divided by its window's count (without the padding when
  *   `count_include_pad` is 0, as PyTorch's `count_include_pad=False`) and spread over its window by a
  *   depthwise ConvTranspose with a kernel of ones.
  */
 import { DmlError } from '../../../errors.js';
+import { blockedChannels, NCHWC_DOMAIN } from '../../../onnx/nchwc.js';
 import { describeNode, elementCount, intAttribute, type IrNode } from '../../graph/onnx-ir.js';
 import { windowGeometry, type WindowGeometry } from '../../graph/shapes.js';
 import type { StepEmitter } from '../emitter.js';
@@ -26,6 +32,49 @@ function spatialOnly(emit: StepEmitter, node: IrNode): readonly number[] {
 }
 
 const LOWEST_FLOAT32 = -3.4028234663852886e38;
+
+/**
+ * The max-pooling gradient of windows that tile the input (kernel = stride, no padding, dilation 1)
+ * on the blocked layout (see the file comment): dx [N, C, h, w] of `node` from its output gradient `dy`.
+ * A window without a match (a NaN maximum) gives every offset the gradient, as the unblocked rule does.
+ */
+function tiledMaxPoolGradientBlocked(emit: StepEmitter, node: IrNode, dy: string, dims: readonly number[], g: WindowGeometry, base: string): string {
+  const block = emit.nchwcBlock as number;
+  const [n, channels, h, w] = dims as [number, number, number, number];
+  const [kh, kw] = g.kernel as [number, number];
+  const [outH, outW] = g.output as [number, number];
+  const cPadded = blockedChannels(channels, block);
+  const blocked = (value: string, spatial: [number, number], name: string): string =>
+    emit.reshape(emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [value], `${name}_blocked`), [n, cPadded, ...spatial], [n, cPadded / block, ...spatial, block], `${name}_5d`);
+  const x = blocked(inputOf(node, 0), [h, w], `${base}/x`);
+  const y = blocked(node.outputs[0] as string, [outH, outW], `${base}/y`);
+  const dyBlocked = blocked(dy, [outH, outW], `${base}/dy`);
+  const matches: string[] = [];
+  for (let a = 0; a < kh; a++) {
+    for (let b = 0; b < kw; b++) {
+      const cut = emit.op('Slice', [x, emit.ints([a, b]), emit.ints([a + (outH - 1) * kh + 1, b + (outW - 1) * kw + 1]), emit.ints([2, 3]), emit.ints([kh, kw])], `${base}/offset_${a}_${b}`);
+      matches.push(emit.op('Equal', [cut, y], `${base}/offset_${a}_${b}/matches`));
+    }
+  }
+  // The first match in the window's order (PyTorch's choice): a match no earlier offset made.
+  const chosen = [matches[0] as string];
+  let taken = matches[0] as string;
+  for (let k = 1; k < matches.length; k++) {
+    chosen.push(emit.op('And', [matches[k] as string, emit.op('Not', [taken], `${base}/offset_${k}/before`)], `${base}/offset_${k}/first`));
+    taken = emit.op('Or', [taken, matches[k] as string], `${base}/offset_${k}/taken`);
+  }
+  const none = emit.op('Not', [taken], `${base}/no_match`);
+  const cellDims = [n, cPadded / block, outH, 1, outW, 1, block];
+  const cells = chosen.map((c, k) =>
+    emit.reshape(emit.op('Where', [emit.op('Or', [c, none], `${base}/offset_${k}/chosen`), dyBlocked, emit.scalar(0)], `${base}/offset_${k}/routed`), [n, cPadded / block, outH, outW, block], cellDims, `${base}/offset_${k}/cells`),
+  );
+  // [N, C / b, out_h, kh, out_w, kw, b] is [N, C / b, h, w, b]: whole blocks move.
+  const rows = Array.from({ length: kh }, (_, a) => emit.op('Concat', cells.slice(a * kw, (a + 1) * kw), `${base}/row_${a}`, { axis: { i: 5 } }));
+  const interleaved = emit.op('Concat', rows, `${base}/interleaved`, { axis: { i: 3 } });
+  return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(interleaved, [n, cPadded / block, outH, kh, outW, kw, block], [n, cPadded, h, w], `${base}/dx_blocked`)], base, {
+    channels: { i: channels },
+  });
+}
 
 const maxPool: GradientRule = {
   differentiableInputs: () => [0],
@@ -44,6 +93,8 @@ const maxPool: GradientRule = {
     const [top, left] = g.pads as [number, number];
     // No Pad where the windows cover the input exactly (2 x 2 windows at stride 2 on an even size): a copy.
     const unpadded = top === 0 && left === 0 && padded[0] === h && padded[1] === w;
+    const tiles = unpadded && span[0] === h && span[1] === w && g.strides.every((st, i) => st === g.kernel[i]) && g.dilations.every((d) => d === 1);
+    if (tiles && emit.nchwcBlock !== undefined && channels % 4 === 0) return [tiledMaxPoolGradientBlocked(emit, node, outputGradient(node, dys), dims, g, base)];
     const x = unpadded ? inputOf(node, 0) : emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, (padded[0] as number) - h - top, (padded[1] as number) - w - left]), emit.scalar(LOWEST_FLOAT32)], `${base}/padded`);
     const windows: string[] = [];
     for (let a = 0; a < kh; a++) {
