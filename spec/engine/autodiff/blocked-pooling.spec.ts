@@ -1,5 +1,5 @@
 /**
- * The max-pooling gradient of tiling windows on onnxruntime's blocked CPU layout (lib/engine/autodiff/rules/pooling.ts)
+ * The max-pooling gradient on onnxruntime's blocked CPU layout (lib/engine/autodiff/rules/pooling.ts)
  * against the unblocked rule (which operator-gradients.spec.ts checks against PyTorch): a network
  * `x -> Add(x, p) -> MaxPool -> y` with p [1, C, H, W] trained, so that p's gradient is dx summed over
  * the batch, position by position. Inputs with ties (many zeros), +inf and NaN: the two rules give the
@@ -27,9 +27,12 @@ interface PoolCase {
 const CASES: PoolCase[] = [
   { name: '2x2, stride 2, 16 channels', batch: 4, channels: 16, size: [8, 8], attributes: { kernel_shape: { ints: [2, 2] }, strides: { ints: [2, 2] } }, blocked: true },
   { name: '3x3, stride 3, 8 channels (padded to a block), 9 x 6', batch: 3, channels: 8, size: [9, 6], attributes: { kernel_shape: { ints: [3, 3] }, strides: { ints: [3, 3] } }, blocked: true },
+  { name: '3x3, stride 2, pads 1 (ResNet\'s: overlapping windows)', batch: 2, channels: 16, size: [8, 8], attributes: { kernel_shape: { ints: [3, 3] }, strides: { ints: [2, 2] }, pads: { ints: [1, 1, 1, 1] } }, blocked: true },
+  { name: '3x3, stride 1, pads 1 (every input in nine windows)', batch: 2, channels: 16, size: [5, 6], attributes: { kernel_shape: { ints: [3, 3] }, strides: { ints: [1, 1] }, pads: { ints: [1, 1, 1, 1] } }, blocked: true },
+  { name: '3x2, stride (2, 1), pads (0, 1, 1, 0), 7 x 5', batch: 2, channels: 12, size: [7, 5], attributes: { kernel_shape: { ints: [3, 2] }, strides: { ints: [2, 1] }, pads: { ints: [0, 1, 1, 0] } }, blocked: true },
+  { name: '2x2, stride 2 on 7 x 7 (the last row and column in no window)', batch: 2, channels: 16, size: [7, 7], attributes: { kernel_shape: { ints: [2, 2] }, strides: { ints: [2, 2] } }, blocked: true },
   { name: '2x2, stride 2, 6 channels (not a multiple of 4: unblocked)', batch: 2, channels: 6, size: [4, 4], attributes: { kernel_shape: { ints: [2, 2] }, strides: { ints: [2, 2] } }, blocked: false },
-  { name: '2x2, stride 2 on 7 x 7 (the last row and column in no window: unblocked)', batch: 2, channels: 16, size: [7, 7], attributes: { kernel_shape: { ints: [2, 2] }, strides: { ints: [2, 2] } }, blocked: false },
-  { name: '3x3, stride 2 (overlapping: unblocked)', batch: 2, channels: 16, size: [7, 7], attributes: { kernel_shape: { ints: [3, 3] }, strides: { ints: [2, 2] } }, blocked: false },
+  { name: '1x1, stride 2 (a kernel smaller than its stride: unblocked)', batch: 2, channels: 16, size: [6, 6], attributes: { kernel_shape: { ints: [1, 1] }, strides: { ints: [2, 2] } }, blocked: false },
 ];
 
 function modelOf(c: PoolCase): Uint8Array {
@@ -57,7 +60,7 @@ function inputOf(c: PoolCase): Float32Array {
   return x;
 }
 
-describe('autodiff: the max-pooling gradient of tiling windows on the blocked CPU layout', function () {
+describe('autodiff: the max-pooling gradient on the blocked CPU layout', function () {
   this.timeout(60_000);
   let block: number | undefined;
   before(async () => {

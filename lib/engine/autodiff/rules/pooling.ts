@@ -7,11 +7,12 @@
  *   maximum, as PyTorch picks; see `firstMatch` in reductions.ts) gets the output gradient, and a
  *   depthwise ConvTranspose with one-hot kernels puts every offset's gradients back in place
  *   (overlapping windows add up).
- *   Compiled for the CPU's blocked layout (`emit.nchwcBlock`, lib/onnx/nchwc.ts) with windows that
- *   tile the input (kernel = stride, no padding), the same choice is made on blocked tensors
- *   ([N, C / b, h, w, b]): each offset a strided Slice that moves blocks of b values, its first match
- *   kept by And/Or of the offsets before it, and the offsets' gradients interleaved by two Concats of
- *   blocks (no ConvTranspose) before one `ReorderOutput`: the same values, bit for bit.
+ *   Compiled for the CPU's blocked layout (`emit.nchwcBlock`, lib/onnx/nchwc.ts) with windows at least
+ *   as large as their stride (dilation 1), the same choice is made on blocked tensors ([N, C / b, h, w,
+ *   b]): each offset a strided Slice that moves blocks of b values, its first match kept by And/Or of
+ *   the offsets before it, and the offsets' gradients placed by phase (zero padding of whole cells and a
+ *   Sum where windows overlap) and interleaved by two Concats of blocks before one `ReorderOutput`: no
+ *   ConvTranspose, the same values bit for bit (spec/engine/autodiff/blocked-pooling.spec.ts).
  * - AveragePool: each output's gradient divided by its window's count (without the padding when
  *   `count_include_pad` is 0, as PyTorch's `count_include_pad=False`) and spread over its window by a
  *   depthwise ConvTranspose with a kernel of ones.
@@ -34,25 +35,38 @@ function spatialOnly(emit: StepEmitter, node: IrNode): readonly number[] {
 const LOWEST_FLOAT32 = -3.4028234663852886e38;
 
 /**
- * The max-pooling gradient of windows that tile the input (kernel = stride, no padding, dilation 1)
- * on the blocked layout (see the file comment): dx [N, C, h, w] of `node` from its output gradient `dy`.
- * A window without a match (a NaN maximum) gives every offset the gradient, as the unblocked rule does.
+ * The max-pooling gradient on the blocked layout (see the file comment), for windows at least as large
+ * as their stride, dilation 1: dx [N, C, h, w] of `node` from its output gradient `dy`. The input padded
+ * with the lowest float32 to whole cells of the stride; each window offset a strided Slice of it; each
+ * window's first match routed the gradient. An offset (a, b) lands on input phase (a mod s_h, b mod s_w),
+ * shifted by (a div s_h, b div s_w) cells: each phase is the sum of its offsets, each padded by its shift,
+ * and the phases interleave by two Concats. A window without a match (a NaN maximum) gives every offset
+ * the gradient, as the unblocked rule does. Where the windows tile the input (kernel = stride, no padding)
+ * every phase is one offset, unshifted: no Pad, no Sum.
  */
-function tiledMaxPoolGradientBlocked(emit: StepEmitter, node: IrNode, dy: string, dims: readonly number[], g: WindowGeometry, base: string): string {
+function maxPoolGradientBlocked(emit: StepEmitter, node: IrNode, dy: string, dims: readonly number[], g: WindowGeometry, base: string): string {
   const block = emit.nchwcBlock as number;
   const [n, channels, h, w] = dims as [number, number, number, number];
   const [kh, kw] = g.kernel as [number, number];
+  const [sh, sw] = g.strides as [number, number];
   const [outH, outW] = g.output as [number, number];
-  const cPadded = blockedChannels(channels, block);
+  const [top, left] = g.pads as [number, number];
+  const cBlocks = blockedChannels(channels, block) / block;
+  // Whole cells of the stride, covering the input with its begin padding and every window with its shift.
+  const cellsH = Math.max(Math.ceil((h + top) / sh), outH + Math.floor((kh - 1) / sh));
+  const cellsW = Math.max(Math.ceil((w + left) / sw), outW + Math.floor((kw - 1) / sw));
   const blocked = (value: string, spatial: [number, number], name: string): string =>
-    emit.reshape(emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [value], `${name}_blocked`), [n, cPadded, ...spatial], [n, cPadded / block, ...spatial, block], `${name}_5d`);
-  const x = blocked(inputOf(node, 0), [h, w], `${base}/x`);
+    emit.reshape(emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [value], `${name}_blocked`), [n, cBlocks * block, ...spatial], [n, cBlocks, ...spatial, block], `${name}_5d`);
+  // The padding written before the reorder (a Pad of NCHW rows: faster than one of the blocked tensor).
+  const [bottom, right] = [sh * cellsH - h - top, sw * cellsW - w - left];
+  const xPadded = top + left + bottom + right === 0 ? inputOf(node, 0) : emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, bottom, right]), emit.scalar(LOWEST_FLOAT32)], `${base}/x_padded`);
+  const x = blocked(xPadded, [sh * cellsH, sw * cellsW], `${base}/x`);
   const y = blocked(node.outputs[0] as string, [outH, outW], `${base}/y`);
   const dyBlocked = blocked(dy, [outH, outW], `${base}/dy`);
   const matches: string[] = [];
   for (let a = 0; a < kh; a++) {
     for (let b = 0; b < kw; b++) {
-      const cut = emit.op('Slice', [x, emit.ints([a, b]), emit.ints([a + (outH - 1) * kh + 1, b + (outW - 1) * kw + 1]), emit.ints([2, 3]), emit.ints([kh, kw])], `${base}/offset_${a}_${b}`);
+      const cut = emit.op('Slice', [x, emit.ints([a, b]), emit.ints([a + (outH - 1) * sh + 1, b + (outW - 1) * sw + 1]), emit.ints([2, 3]), emit.ints([sh, sw])], `${base}/offset_${a}_${b}`);
       matches.push(emit.op('Equal', [cut, y], `${base}/offset_${a}_${b}/matches`));
     }
   }
@@ -64,14 +78,29 @@ function tiledMaxPoolGradientBlocked(emit: StepEmitter, node: IrNode, dy: string
     taken = emit.op('Or', [taken, matches[k] as string], `${base}/offset_${k}/taken`);
   }
   const none = emit.op('Not', [taken], `${base}/no_match`);
-  const cellDims = [n, cPadded / block, outH, 1, outW, 1, block];
-  const cells = chosen.map((c, k) =>
-    emit.reshape(emit.op('Where', [emit.op('Or', [c, none], `${base}/offset_${k}/chosen`), dyBlocked, emit.scalar(0)], `${base}/offset_${k}/routed`), [n, cPadded / block, outH, outW, block], cellDims, `${base}/offset_${k}/cells`),
-  );
-  // [N, C / b, out_h, kh, out_w, kw, b] is [N, C / b, h, w, b]: whole blocks move.
-  const rows = Array.from({ length: kh }, (_, a) => emit.op('Concat', cells.slice(a * kw, (a + 1) * kw), `${base}/row_${a}`, { axis: { i: 5 } }));
-  const interleaved = emit.op('Concat', rows, `${base}/interleaved`, { axis: { i: 3 } });
-  return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(interleaved, [n, cPadded / block, outH, kh, outW, kw, block], [n, cPadded, h, w], `${base}/dx_blocked`)], base, {
+  const routed = chosen.map((c, k) => emit.op('Where', [emit.op('Or', [c, none], `${base}/offset_${k}/chosen`), dyBlocked, emit.scalar(0)], `${base}/offset_${k}/routed`));
+  // Each phase: its offsets, shifted into place by zero padding of whole cells.
+  const cellDims = [n, cBlocks, cellsH, 1, cellsW, 1, block];
+  const phaseRows = Array.from({ length: sh }, (_, ra) => {
+    const phases = Array.from({ length: sw }, (_, rb) => {
+      const parts: string[] = [];
+      for (let a = ra; a < kh; a += sh) {
+        for (let b = rb; b < kw; b += sw) {
+          const [qa, qb] = [Math.floor(a / sh), Math.floor(b / sw)];
+          const shift = [qa, qb, cellsH - outH - qa, cellsW - outW - qb];
+          const part = routed[a * kw + b] as string;
+          parts.push(shift.every((p) => p === 0) ? part : emit.op('Pad', [part, emit.ints([0, 0, qa, qb, 0, 0, 0, shift[2] as number, shift[3] as number, 0])], `${base}/offset_${a}_${b}/placed`));
+        }
+      }
+      const phase = parts.length === 1 ? (parts[0] as string) : emit.op('Sum', parts, `${base}/phase_${ra}_${rb}`);
+      return emit.reshape(phase, [n, cBlocks, cellsH, cellsW, block], cellDims, `${base}/phase_${ra}_${rb}/cells`);
+    });
+    return sw === 1 ? (phases[0] as string) : emit.op('Concat', phases, `${base}/row_phase_${ra}`, { axis: { i: 5 } });
+  });
+  const interleaved = sh === 1 ? (phaseRows[0] as string) : emit.op('Concat', phaseRows, `${base}/interleaved`, { axis: { i: 3 } });
+  const placed = emit.reshape(interleaved, [n, cBlocks, cellsH, sh, cellsW, sw, block], [n, cBlocks, sh * cellsH, sw * cellsW, block], `${base}/placed_5d`);
+  const cropped = top + left + bottom + right === 0 ? placed : emit.op('Slice', [placed, emit.ints([top, left]), emit.ints([top + h, left + w]), emit.ints([2, 3])], `${base}/cropped`);
+  return emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(cropped, [n, cBlocks, h, w, block], [n, cBlocks * block, h, w], `${base}/dx_blocked`)], base, {
     channels: { i: channels },
   });
 }
@@ -93,8 +122,8 @@ const maxPool: GradientRule = {
     const [top, left] = g.pads as [number, number];
     // No Pad where the windows cover the input exactly (2 x 2 windows at stride 2 on an even size): a copy.
     const unpadded = top === 0 && left === 0 && padded[0] === h && padded[1] === w;
-    const tiles = unpadded && span[0] === h && span[1] === w && g.strides.every((st, i) => st === g.kernel[i]) && g.dilations.every((d) => d === 1);
-    if (tiles && emit.nchwcBlock !== undefined && channels % 4 === 0) return [tiledMaxPoolGradientBlocked(emit, node, outputGradient(node, dys), dims, g, base)];
+    const blockable = g.strides.every((st, i) => st <= (g.kernel[i] as number)) && g.dilations.every((d) => d === 1) && intAttribute(node, 'ceil_mode', 0) === 0;
+    if (blockable && emit.nchwcBlock !== undefined && channels % 4 === 0) return [maxPoolGradientBlocked(emit, node, outputGradient(node, dys), dims, g, base)];
     const x = unpadded ? inputOf(node, 0) : emit.op('Pad', [inputOf(node, 0), emit.ints([0, 0, top, left, 0, 0, (padded[0] as number) - h - top, (padded[1] as number) - w - left]), emit.scalar(LOWEST_FLOAT32)], `${base}/padded`);
     const windows: string[] = [];
     for (let a = 0; a < kh; a++) {
