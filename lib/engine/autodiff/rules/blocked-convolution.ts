@@ -66,6 +66,17 @@ export function blockedInput(emit: StepEmitter, x: string, channels: number, bas
   return channels < (emit.nchwcBlock as number) ? x : emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [x], `${base}/blocked`);
 }
 
+/** `value` ([..., c, ...] with the channels on `axis` of `dims`) padded with zeros to a multiple of 4 channels there, as `ReorderInput` reads them. */
+function alignedToFour(emit: StepEmitter, value: string, dims: readonly number[], axis: number, base: string): { value: string; dims: number[] } {
+  const channels = dims[axis] as number;
+  const aligned = Math.ceil(channels / 4) * 4;
+  const alignedDims = dims.map((d, i) => (i === axis ? aligned : d));
+  if (aligned === channels) return { value, dims: alignedDims };
+  const pads = new Array<number>(2 * dims.length).fill(0);
+  pads[dims.length + axis] = aligned - channels;
+  return { value: emit.op('Pad', [value, emit.ints(pads)], base), dims: alignedDims };
+}
+
 /**
  * The weight `w` ([o, c, kh, kw]) in the blocked filter layout: [o', c', kh, kw] holding [o' / b, c' / b,
  * kh, kw, b_c, b_o] (o' and c' rounded up to the block b, zero-padded), or [o' / b, c, kh, kw, b_o] for
@@ -80,10 +91,8 @@ function blockedFilter(emit: StepEmitter, w: string, wDims: readonly number[], b
   const plainInput = c < block;
   const cPadded = plainInput ? c : blockedChannels(c, block);
   const inputBlocked = plainInput ? w : emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [w], `${base}/w_in_blocked`);
-  // ReorderInput reads channel counts that are multiples of 4: the output channels padded to one first.
-  const oAligned = Math.ceil(o / 4) * 4;
-  const aligned = oAligned === o ? inputBlocked : emit.op('Pad', [inputBlocked, emit.ints([0, 0, 0, 0, oAligned - o, 0, 0, 0])], `${base}/w_aligned`);
-  const rows = emit.reshape(aligned, [oAligned, cPadded, kh, kw], [1, oAligned, cPadded * kh * kw, 1], `${base}/w_rows`);
+  const aligned = alignedToFour(emit, inputBlocked, [o, cPadded, kh, kw], 0, `${base}/w_aligned`);
+  const rows = emit.reshape(aligned.value, aligned.dims, [1, aligned.dims[0] as number, cPadded * kh * kw, 1], `${base}/w_rows`);
   const blocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderInput', [rows], `${base}/w_out_blocked`);
   return emit.reshape(blocked, [1, blockedChannels(o, block), cPadded * kh * kw, 1], [blockedChannels(o, block), cPadded, kh, kw], `${base}/w_blocked`);
 }
@@ -180,17 +189,6 @@ export function blockedWeightGradient(
   const swapped = emit.op('Transpose', [emit.reshape(cropped, [c, oPadded / block, kh, kw, block], [c, oPadded / block, kh * kw * block], `${base}/dw_t_rows`)], `${base}/dw_blocks`, { perm: { ints: [1, 0, 2] } });
   const unblocked = emit.opOfDomain(NCHWC_DOMAIN, 'ReorderOutput', [emit.reshape(swapped, [oPadded / block, c, kh * kw * block], [1, oPadded, c * kh * kw, 1], `${base}/dw_blocked`)], `${base}/dw_rows`, { channels: { i: o } });
   return emit.reshape(unblocked, [1, o, c * kh * kw, 1], [o, c, kh, kw], base);
-}
-
-/** `value` ([..., c, ...] with the channels on `axis` of `dims`) padded with zeros to a multiple of 4 channels there, as `ReorderInput` reads them. */
-function alignedToFour(emit: StepEmitter, value: string, dims: readonly number[], axis: number, base: string): { value: string; dims: number[] } {
-  const channels = dims[axis] as number;
-  const aligned = Math.ceil(channels / 4) * 4;
-  const alignedDims = dims.map((d, i) => (i === axis ? aligned : d));
-  if (aligned === channels) return { value, dims: alignedDims };
-  const pads = new Array<number>(2 * dims.length).fill(0);
-  pads[dims.length + axis] = aligned - channels;
-  return { value: emit.op('Pad', [value, emit.ints(pads)], base), dims: alignedDims };
 }
 
 /**
