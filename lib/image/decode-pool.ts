@@ -53,11 +53,14 @@ import { validatePreprocessing } from './validate.js';
 import { checkPositiveInteger } from '../util/check.js';
 
 /**
- * Images a child holds at once: one decoding while the next is already in its pipe, so a child never
- * waits for the parent between images. Measured on 2 vCPUs with 2 children (400 JPEGs 480x320 to
- * 224x224, medians of 3 runs, two rounds): 1 per child 134 and 175 img/s, 2 209 and 224, 4 207 and 226.
+ * Images a child holds at once: it decodes `DECODES_AT_ONCE` of them (decode-worker.ts) and queues the rest,
+ * so that it never waits for the parent between images (the parent's main thread answers a reply only
+ * after whatever it is doing: reading a crop, normalising, handing a batch to the model). Holding 2
+ * and decoding both (until 2026-11-29) left the 2-core machine 4-5% idle; holding 4 and decoding 2
+ * left it 2% idle and ran 5.5% faster (median of 8 alternating pairs, 2 children, 2,000 480x320 JPEGs;
+ * holding 6: the same rate; decoding 4 at once: more CPU per image; docs/benchmarks.md).
  */
-export const IMAGES_PER_WORKER = 2;
+export const IMAGES_PER_WORKER = 4;
 
 /** The usual number of children: one per core (`os.availableParallelism()`). */
 export function defaultDecodeWorkers(): number {

@@ -7,7 +7,8 @@
  *
  * Protocol: argv[2] holds the {@link DecodeWorkerConfig} as JSON (already validated by the pool). The
  * child opens the slot file and answers `ready`, then one `image` or `error` reply per
- * {@link DecodeRequest}, in whatever order the decodes finish (replies carry the request's id); an
+ * {@link DecodeRequest}, in whatever order the decodes finish (replies carry the request's id; at most
+ * `DECODES_AT_ONCE` decode at a time, the others wait in arrival order); an
  * `image` reply is sent once the crop's bytes are in the request's slot (`slot * slotBytes` onwards).
  * The parent bounds how many requests a child holds at once and never gives a slot to two of them.
  *
@@ -83,7 +84,29 @@ function reply(message: DecodeReply): void {
 sharp.cache(false);
 process.on('SIGINT', () => undefined);
 process.on('disconnect', () => process.exit(0));
+/**
+ * Images decoded at once; the parent may hold more with the child (decode-pool.ts, `IMAGES_PER_WORKER`),
+ * which wait here in arrival order. Two keep libvips busy while the next one starts; one costs 3% of the
+ * rate, four more CPU per image (2 cores, 2 children: docs/benchmarks.md).
+ */
+const DECODES_AT_ONCE = 2;
+const waiting: DecodeRequest[] = [];
+let decoding = 0;
+
+/** Starts the waiting requests while fewer than {@link DECODES_AT_ONCE} are decoding. */
+function startWaiting(): void {
+  while (decoding < DECODES_AT_ONCE && waiting.length > 0) {
+    decoding++;
+    void decode(waiting.shift() as DecodeRequest).then((message) => {
+      decoding--;
+      reply(message);
+      startWaiting();
+    });
+  }
+}
+
 process.on('message', (request: DecodeRequest) => {
-  void decode(request).then(reply);
+  waiting.push(request);
+  startWaiting();
 });
 reply({ type: 'ready' });
