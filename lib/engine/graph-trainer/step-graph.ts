@@ -2,11 +2,13 @@
  * @file Compiles a forward ONNX graph into the two graphs one training step runs:
  *
  * - the **training forward**: the network in training mode (batch statistics), giving the embeddings
- *   the loss is computed on;
- * - the **step**: the same forward again, the backward from the embeddings' gradient (the loss's
- *   gradient, computed outside), and the optimiser's update, in one graph run. Its inputs are the
- *   images, the embeddings' gradient, every trained weight, every optimiser slot, every running
- *   statistic and the per-step scalars; its outputs their new values (`<name>:next`).
+ *   the loss is computed on and the activations the backward reads (`io.saved`);
+ * - the **step**: the backward from the embeddings' gradient (the loss's gradient, computed outside)
+ *   and the optimiser's update, in one graph run. Its inputs are those saved activations, the images
+ *   where the backward reads them, the embeddings' gradient, the trained weights and optimiser slots
+ *   it reads, and the per-step scalars; its outputs their new values (`<name>:next`). Running the
+ *   forward again inside the step instead of carrying the activations costs as much on the CPU
+ *   (docs/graph-trainer.md, "Speed").
  *
  * Both are compiled for one fixed input size: every shape is static, and PyTorch's shape arithmetic
  * is folded away (lib/engine/graph/shapes.ts).
