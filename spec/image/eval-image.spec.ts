@@ -76,6 +76,12 @@ describe('loadEvalImage', () => {
     await expectSameBytes('large.jpg', await jpeg(800, 600, 'srgb'), [crop]);
   });
 
+  it('the same bytes on both sides of the shrink-on-load bound (the whole-image extract from a 2x shrink on)', async () => {
+    // 240x160 with the shorter side to 84 (1.9x: no extract), 80 (2x) and 53 (3x: libvips would shrink on load).
+    const sizes: Geometry[] = [84, 80, 53].map((shorter) => ({ height: 48, width: 48, resizeShorter: shorter, channels: 3 }));
+    await expectSameBytes('medium.jpg', await jpeg(240, 160, 'srgb'), sizes);
+  });
+
   it('grey into 1 and 3 channels, CMYK into 3, colour into 1 (the two-step path): the same bytes', async () => {
     const grey = await jpeg(90, 70, 'b-w');
     expect(onePipelineFits(readJpegHeader(grey)!, 1)).to.equal(true);
